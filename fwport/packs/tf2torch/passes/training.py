@@ -317,6 +317,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.call_order: dict[int, int] = {}  # id of each compile / fit / evaluate / predict call → its statement
         self.call_scope: dict[int, int] = {}  # id of each fit / evaluate / predict call → its scope
         self.calls_of: dict[str, list[cst.Call]] = {}  # name → the calls of it (`get_model()`)
+        self.call_fn: dict[int, cst.FunctionDef | cst.Lambda | None] = {}  # id(such a call) → the function it is in
+        # each opt.apply_gradients(zip(grads, V)): (opt's text, the function it is in, V) (_through_calls)
+        self.applied: list[tuple[str, cst.FunctionDef | cst.Lambda | None, cst.BaseExpression]] = []
         self.assigned_call: dict[int, str] = {}  # id of a call of a name that is `target = <call>` → target
         self.top_functions: dict[int, cst.FunctionDef] = {}  # id → the module's own functions (run sets it)
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
@@ -480,6 +483,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name):
             self.calls_of.setdefault(node.func.value, []).append(node)
+            self.call_fn[id(node)] = self._scopes[-1] if self._scopes else None
             self.call_order.setdefault(id(node), self.order)  # (`compile_and_fit(model)`: where it compiles model)
             self.call_scope.setdefault(id(node), self._scope_id())
         if (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
@@ -509,7 +513,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             pair = _zip_of(call.args[0].value)
             if pair:  # keyed by the optimizer's name, or `self.d_optimizer` for an attribute
                 fn = self._scopes[-1] if self._scopes else None
-                self.variables.setdefault(code(call.func.value), []).append(_bound_variables(fn, pair[1]))
+                variables = _bound_variables(fn, pair[1])
+                self.variables.setdefault(code(call.func.value), []).append(variables)
+                self.applied.append((code(call.func.value), fn, variables))
 
 
 def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
@@ -3131,9 +3137,92 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
 
+class _Rebase(cst.CSTTransformer):
+    """Names (not attribute names) replaced: a function's parameters by what one call passes."""
+
+    def __init__(self, given: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.given = given
+        self.missing: list[str] = []  # parameters the call leaves at their default
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return False  # its .attr is a Name too: only its value is rebased (leave_Attribute)
+
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(value=original_node.value.visit(self))
+
+    def leave_Name(self, original_node, updated_node):
+        value = self.given.get(original_node.value, updated_node)
+        if value is _NOT_PASSED:
+            self.missing.append(original_node.value)
+            return updated_node
+        return value
+
+
+#: a parameter the call does not pass (left at its default)
+_NOT_PASSED = cst.Name("_")
+
+
+def _passed(fn: cst.FunctionDef, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    """The value each plain parameter of ``fn`` gets at ``call`` (_NOT_PASSED where it takes its default);
+    None where the call passes ``*args`` / ``**kwargs``, which fwport does not follow."""
+    if any(a.star for a in call.args) or fn.params.star_kwarg is not None:
+        return None
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    given: dict[str, cst.BaseExpression] = {}
+    for i, a in enumerate(call.args):
+        if a.keyword is not None:
+            given[a.keyword.value] = a.value
+        elif i < len(params):
+            given[params[i]] = a.value
+        else:
+            return None
+    return {p: given.get(p, _NOT_PASSED) for p in (*params, *(k.name.value for k in fn.params.kwonly_params))}
+
+
+def _through_calls(plan: _Plan) -> None:
+    """``def step(model, opt, ...): ... opt.apply_gradients(zip(g, model.trainable_variables))`` called as
+    ``step(critic, optimizer, ...)``: the optimizer is what the callers pass, and it updates what they pass
+    for ``model``. Keyed by the parameter's name alone, a caller's optimizer of the same name would be taken
+    for one over the parameter's model, whichever model the caller gives (a silent wrong translation). So an
+    apply_gradients on a parameter of a function the file calls is keyed, call by call, by the caller's
+    argument, with the function's parameters replaced by the caller's values, up the chain of callers
+    (``train(model, optimizer)`` → ``step(model, optimizer)``); a call that passes something other than a
+    name gives that optimizer no parameters fwport can name (its creation stays an error).
+    A function the file never calls keeps the name-keyed entry."""
+    pending = [(k, fn, v, 0) for k, fn, v in plan.applied]
+    while pending:
+        key, fn, variables, depth = pending.pop()
+        if not (isinstance(fn, cst.FunctionDef) and "." not in key and depth < 8
+                and key in {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
+                                                   *fn.params.kwonly_params)}):
+            continue
+        calls = plan.calls_of.get(fn.name.value, [])
+        if not calls:
+            continue
+        entries = [e for e in plan.variables.get(key, []) if e is not variables]
+        if entries:
+            plan.variables[key] = entries
+        else:
+            plan.variables.pop(key, None)
+        for call in calls:
+            given = _passed(fn, call)
+            arg = given.get(key) if given is not None else None
+            if not isinstance(arg, cst.Name):
+                continue  # the optimizer made at the call, or passed by *args: not followed
+            rebase = _Rebase(given)
+            rebased = variables.visit(rebase)
+            if rebase.missing:  # a string: no parameters fwport can name (_params_of), said in the error
+                rebased = cst.SimpleString(repr(f"{code(variables)}, whose {rebase.missing[0]} this call of "
+                                                f"{fn.name.value} does not pass"))
+            plan.variables.setdefault(arg.value, []).append(rebased)
+            pending.append((arg.value, plan.call_fn.get(id(call)), rebased, depth + 1))
+
+
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     plan = _Plan(ctx)
     scan(module, plan)
+    _through_calls(plan)
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
     models = None
     if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
