@@ -41,6 +41,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.position import render
 from fwport.core.rewrite import rewrite
+from fwport.packs.tf2torch.passes import fitloop
 
 #: settings statements removed (name → why nothing replaces them)
 SETTINGS = {
@@ -225,6 +226,10 @@ def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
             plan = None
         if plan is None:
             continue  # a use fwport does not follow: the constructor keeps its no-rule error
+        if kind == "max" and not call.args and all(what in ("scope", "replicas") for _, what in plan) \
+                and _free(ctx, stmt) and _trained_by_fit(ctx, uses):
+            _data_parallel(ctx, stmt, call, plan, uses)
+            continue
         ctx.report(Severity.WARNING, "idiom-replaced", _STRATEGY_MESSAGE if kind == "max" else _DEFAULT_MESSAGE,
                    call)
         _drop(ctx, call)
@@ -243,8 +248,87 @@ _STRATEGY_MESSAGE = (
     "(model = torch.nn.parallel.DistributedDataParallel(model.cuda(), device_ids=[local_rank])), give each "
     "DataLoader a torch.utils.data.DistributedSampler and a per-process batch of the global batch divided by "
     "torch.distributed.get_world_size() (docs/usage.md, Runtime and distribution)")
+_DDP_MESSAGE = (
+    "tf.distribute.MirroredStrategy() → torch's DistributedDataParallel: launch the translation with "
+    "`torchrun --nproc_per_node=NUM_GPUS file.py` (one process per GPU, nccl; on CPUs gloo, "
+    "`torchrun --nproc_per_node=2 file.py`); `python file.py` runs it in one process over the whole global batch. "
+    "init_distributed() joins torchrun's process group; the written fit() trains the model in "
+    "DistributedDataParallel, each process on its share of every global batch (batch_size / world size, as "
+    "MirroredStrategy splits it over its replicas; a DistributedSampler for arrays), which averages the gradients "
+    "into the global batch's update (exact where every batch divides by the number of processes); "
+    "num_replicas_in_sync is the number of processes (TensorFlow's count in one process); print and save "
+    "statements run in the first process only. BatchNormalization normalizes each process's share, as each "
+    "replica's in TensorFlow (docs/usage.md, Runtime and distribution)")
 _DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is TensorFlow's default strategy: one "
                     "replica, no distribution; its scope does nothing and num_replicas_in_sync is 1")
+
+
+#: ctx.options: the file's MirroredStrategy became DistributedDataParallel (training.py writes the distributed loops)
+DISTRIBUTED = "_distributed"
+#: the trained-model methods whose written loops distribute (fit's, with the loss and at most one accuracy or error
+#: metric, no callbacks) and the Keras methods a file may call beside them
+_FIT_METHODS = {"fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator"}
+_SAVES = {"save", "save_weights"}
+
+
+def _trained_by_fit(ctx: FileContext, uses: _Uses) -> bool:
+    """Whether the file trains through the written fit loop alone, in a form the distributed loop takes: at least
+    one compile, each of one loss (no metric objects, no loss per output), fits without callbacks, no
+    train_on_batch, no GradientTape loop (its updates are the file's own code)."""
+    compiled = [c for c in ctx.analyses.get("compiled", []) if c.loss is not None]
+    if not compiled or any(c.metrics or c.outputs for c in compiled):
+        return False
+    for call in uses.calls.values():
+        method = call.func.attr.value
+        if method in ("train_on_batch", "GradientTape", "train_step"):
+            return False
+        if method in ("fit", "fit_generator") and (
+                any(a.keyword is not None and a.keyword.value == "callbacks" for a in call.args)
+                or sum(a.keyword is None for a in call.args) > (5 if method == "fit" else 4) or any(a.star for a in call.args)):
+            return False
+    return not any(n in uses.names for n in ("GradientTape", "train_step"))
+
+
+def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses) -> None:
+    """``strategy = tf.distribute.MirroredStrategy()`` → ``init_distributed()`` (joins torchrun's process group
+    where torchrun started the file), ``num_replicas_in_sync`` → ``replicas_in_sync()``, the scope a
+    ``contextlib.nullcontext()``; the written fit trains through DistributedDataParallel (training.py, DISTRIBUTED);
+    the file's print and save statements run in the first process only."""
+    ctx.report(Severity.INFO, "idiom-replaced", _DDP_MESSAGE, call)
+    ctx.options[DISTRIBUTED] = True
+    init = _helpers.use(ctx, "init_distributed")
+    replicas = _helpers.use(ctx, "replicas_in_sync")
+    _helpers.use(ctx, fitloop.DATA_PARALLEL)
+    main = _helpers.use(ctx, fitloop.MAIN_PROCESS)
+    ctx.plans.add(stmt, lambda orig, upd: cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(init), []))],
+                                                                  leading_lines=upd.leading_lines),
+                  descend=False, by="runtime")
+    for node, what in plan:
+        if what == "replicas":
+            ctx.plans.add(node, lambda orig, upd: cst.Call(cst.Name(replicas), []), descend=False, by="runtime")
+        else:
+            _plan_use(ctx, node, what, "")
+    for line in uses.lines:  # print(...) and model.save(...) / save_weights(...) statements: the first process's
+        one = _call_of(line)
+        if line is stmt or one is None or not _free(ctx, line):
+            continue
+        printed = isinstance(one.func, cst.Name) and one.func.value == "print" and "print" not in _bound(uses)
+        saved = isinstance(one.func, cst.Attribute) and one.func.attr.value in _SAVES
+        if printed or saved:
+            ctx.plans.add(line, lambda orig, upd: cst.If(
+                cst.Call(cst.Name(main), []), cst.IndentedBlock([upd.with_changes(leading_lines=[])]),
+                leading_lines=upd.leading_lines), by="runtime")
+
+
+def _bound(uses: _Uses) -> set[str]:
+    """Names the file binds by assignment or definition (``print`` rebound is not the builtin)."""
+    out = set()
+    for line in uses.lines:
+        for small in line.body:
+            for t in small.targets if isinstance(small, cst.Assign) else ():
+                if isinstance(t.target, cst.Name):
+                    out.add(t.target.value)
+    return out
 
 
 def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> list | None:
@@ -598,3 +682,56 @@ from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
 _helpers.HELPERS[HELPER] = _KERAS_LOSS
 _helpers.HELPERS[METRIC_HELPER] = _KERAS_METRIC
 NAMES.update({LOSS_BASE, METRIC_BASE})
+
+# --- MirroredStrategy → DistributedDataParallel: the helpers written into the file ------------------------------
+
+_INIT_DISTRIBUTED = '''
+
+def init_distributed():
+    """tf.distribute.MirroredStrategy() as torch's DistributedDataParallel. Launched by torchrun (torchrun
+    --nproc_per_node=NUM_GPUS file.py sets WORLD_SIZE, RANK and LOCAL_RANK), this process joins the group of one
+    process per device (nccl on GPUs, gloo on CPUs), left when the program ends, and takes the first process's
+    random state; run as python file.py, it stays one process over the whole global batch."""
+    if "WORLD_SIZE" in {os}environ and not {torch}distributed.is_initialized():
+        {torch}distributed.init_process_group("nccl" if {torch}cuda.is_available() else "gloo")
+        if {torch}cuda.is_available():
+            {torch}cuda.set_device(int({os}environ["LOCAL_RANK"]))
+        {atexit}register({torch}distributed.destroy_process_group)
+        # every process draws the first one's random numbers from here on (shuffles, augmentations), as one would
+        states = [{torch}get_rng_state(), {np}random.get_state(), {random}getstate()]
+        {torch}distributed.broadcast_object_list(states, 0)
+        {torch}set_rng_state(states[0])
+        {np}random.set_state(states[1])
+        {random}setstate(states[2])
+'''
+_REPLICAS_IN_SYNC = '''
+
+def replicas_in_sync():
+    """strategy.num_replicas_in_sync: the number of processes torchrun started, else TensorFlow's count (one
+    replica per GPU, one without)."""
+    if {torch}distributed.is_initialized():
+        return {torch}distributed.get_world_size()
+    return max({torch}cuda.device_count(), 1)
+'''
+_DATA_PARALLEL = '''
+
+def data_parallel(model):
+    """(the module fit() calls, this process's rank, the number of processes, its device): under torchrun the
+    model on this process's device in DistributedDataParallel, whose backward averages the gradients of every
+    process's share of a batch into the whole batch's; else the model itself, one process."""
+    if not {torch}distributed.is_initialized():
+        return model, 0, 1, next(model.parameters()).device
+    device = {torch}device("cuda", {torch}cuda.current_device()) if {torch}cuda.is_available() else {torch}device("cpu")
+    net = {torch}nn.parallel.DistributedDataParallel(model.to(device), device_ids=[device] if device.type == "cuda" else None)
+    return net, {torch}distributed.get_rank(), {torch}distributed.get_world_size(), device
+'''
+_IS_MAIN_PROCESS = '''
+
+def is_main_process():
+    """Whether this process prints and saves: the first of torchrun's, or the only one."""
+    return not {torch}distributed.is_initialized() or {torch}distributed.get_rank() == 0
+'''
+_helpers.HELPERS.update({"init_distributed": _INIT_DISTRIBUTED, "replicas_in_sync": _REPLICAS_IN_SYNC,
+                         fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS})
+_helpers._MODULES.setdefault("atexit", ("atexit.", "import atexit"))
+_helpers._MODULES.setdefault("random", ("random.", "import random"))
