@@ -265,28 +265,21 @@ _DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is Te
 
 #: ctx.options: the file's MirroredStrategy became DistributedDataParallel (training.py writes the distributed loops)
 DISTRIBUTED = "_distributed"
-#: the trained-model methods whose written loops distribute (fit's, with the loss and at most one accuracy or error
-#: metric, no callbacks) and the Keras methods a file may call beside them
-_FIT_METHODS = {"fit", "fit_generator", "evaluate", "evaluate_generator", "predict", "predict_generator"}
 _SAVES = {"save", "save_weights"}
 
 
 def _trained_by_fit(ctx: FileContext, uses: _Uses) -> bool:
-    """Whether the file trains through the written fit loop alone, in a form the distributed loop takes: at least
-    one compile, each of one loss (no metric objects, no loss per output), fits without callbacks, no
-    train_on_batch, no GradientTape loop (its updates are the file's own code)."""
+    """Whether the file trains through the written fit loop alone, in a form the distributed loop takes (the
+    training pass has planned its compiles and fits by now): a fit of a compile of one loss (no metric objects, no
+    loss per output), no callbacks (each process would run them), no train_on_batch, no train_step module, no
+    loop of the file's own (``backward()``, a GradientTape left)."""
     compiled = [c for c in ctx.analyses.get("compiled", []) if c.loss is not None]
-    if not compiled or any(c.metrics or c.outputs for c in compiled):
+    used = ctx.options.get("_fit_helpers", set())
+    if not any(id(c) in used for c in compiled) or ctx.options.get("_train_step_module") or \
+            any(c.metrics or c.outputs or c.callbacks or c.train_batch for c in compiled):
         return False
-    for call in uses.calls.values():
-        method = call.func.attr.value
-        if method in ("train_on_batch", "GradientTape", "train_step"):
-            return False
-        if method in ("fit", "fit_generator") and (
-                any(a.keyword is not None and a.keyword.value == "callbacks" for a in call.args)
-                or sum(a.keyword is None for a in call.args) > (5 if method == "fit" else 4) or any(a.star for a in call.args)):
-            return False
-    return not any(n in uses.names for n in ("GradientTape", "train_step"))
+    return not any(call.func.attr.value in ("backward", "GradientTape", "train_on_batch", "apply_gradients")
+                   for call in uses.calls.values()) and "GradientTape" not in uses.names
 
 
 def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses) -> None:
@@ -696,7 +689,10 @@ def init_distributed():
         {torch}distributed.init_process_group("nccl" if {torch}cuda.is_available() else "gloo")
         if {torch}cuda.is_available():
             {torch}cuda.set_device(int({os}environ["LOCAL_RANK"]))
-        {atexit}register({torch}distributed.destroy_process_group)
+        def leave():  # at the program's end: once every process is done (the first may be saving), leave the group
+            {torch}distributed.barrier()
+            {torch}distributed.destroy_process_group()
+        {atexit}register(leave)
         # every process draws the first one's random numbers from here on (shuffles, augmentations), as one would
         states = [{torch}get_rng_state(), {np}random.get_state(), {random}getstate()]
         {torch}distributed.broadcast_object_list(states, 0)
