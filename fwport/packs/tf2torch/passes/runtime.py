@@ -10,12 +10,23 @@ are applied by the rule pass, its finish step removes the lines it marked).
 - ``keras.utils.plot_model(model, ...)`` as a statement → ``print(model)`` with a warning (no image is
   drawn; the message names torch's drawing tools). Used as a value it is an error with guidance
   (guidance.py).
-- ``strategy = tf.distribute.MirroredStrategy()`` (or ``tf.distribute.get_strategy()``) whose every use
-  is ``with strategy.scope():``, ``strategy.num_replicas_in_sync``, ``strategy.run(fn, args=...)``,
-  ``strategy.reduce(op, value, axis=None)`` or ``strategy.experimental_distribute_dataset(ds)``: the
-  program runs in one process over the whole global batch, which is the computation MirroredStrategy
-  distributes (its replicas' gradients are summed into one update); see docs/usage.md.
-  The assignment is removed, the scope becomes ``contextlib.nullcontext()``, the replica count
+- ``strategy = tf.distribute.MirroredStrategy()`` whose every use is ``with strategy.scope():`` or
+  ``strategy.num_replicas_in_sync``, in a file trained by the written fit alone (one loss and at most one accuracy or
+  error metric per compile, no callbacks, no train_on_batch, no loop of its own): torch's DistributedDataParallel,
+  written out. The assignment becomes ``init_distributed()``, which joins torchrun's process group where torchrun
+  started the file (WORLD_SIZE set: nccl on GPUs, gloo on CPUs; the first process's random state shared; the group
+  left at exit) and does nothing under ``python file.py``; ``num_replicas_in_sync`` becomes ``replicas_in_sync()``
+  (the world size, else TensorFlow's count); the scope ``contextlib.nullcontext()``; the file's ``print(...)`` and
+  ``X.save(...)`` / ``X.save_weights(...)`` statements run ``if is_main_process():``. The written fit (fitloop.py,
+  ``distributed``) trains through ``data_parallel(model)`` (DistributedDataParallel on the process's device),
+  each process on its share of every global batch, as MirroredStrategy splits it over its replicas (a
+  DistributedSampler over arrays, set_epoch every epoch; a dataset's batches split by ``tensor_split``), and sums
+  its history over the processes. An info finding at the strategy says how to launch it (torchrun).
+- Such a strategy otherwise (given devices, in a file trained in another way), one whose uses include
+  ``strategy.run(fn, args=...)``, ``strategy.reduce(op, value, axis=None)`` or
+  ``strategy.experimental_distribute_dataset(ds)`` (a loop of the file's own), or ``tf.distribute.get_strategy()``: the program runs in one process over the whole global batch, which is the
+  computation MirroredStrategy distributes (its replicas' gradients are summed into one update); see
+  docs/usage.md. The assignment is removed, the scope becomes ``contextlib.nullcontext()``, the replica count
   ``max(torch.cuda.device_count(), 1)`` (MirroredStrategy: TensorFlow's replicas, one per GPU, one on a
   machine without) or ``1`` (get_strategy: the default strategy), ``run`` a plain call, ``reduce`` the
   value, ``experimental_distribute_dataset`` the dataset. A warning at the strategy says how to run
@@ -686,9 +697,9 @@ def init_distributed():
     process per device (nccl on GPUs, gloo on CPUs), left when the program ends, and takes the first process's
     random state; run as python file.py, it stays one process over the whole global batch."""
     if "WORLD_SIZE" in {os}environ and not {torch}distributed.is_initialized():
-        {torch}distributed.init_process_group("nccl" if {torch}cuda.is_available() else "gloo")
         if {torch}cuda.is_available():
             {torch}cuda.set_device(int({os}environ["LOCAL_RANK"]))
+        {torch}distributed.init_process_group("nccl" if {torch}cuda.is_available() else "gloo")
         def leave():  # at the program's end: once every process is done (the first may be saving), leave the group
             {torch}distributed.barrier()
             {torch}distributed.destroy_process_group()
@@ -724,8 +735,8 @@ def data_parallel(model):
 _IS_MAIN_PROCESS = '''
 
 def is_main_process():
-    """Whether this process prints and saves: the first of torchrun's, or the only one."""
-    return not {torch}distributed.is_initialized() or {torch}distributed.get_rank() == 0
+    """Whether this process prints and saves: the first of torchrun's (RANK 0), or the only one."""
+    return int({os}environ.get("RANK", "0")) == 0
 '''
 _helpers.HELPERS.update({"init_distributed": _INIT_DISTRIBUTED, "replicas_in_sync": _REPLICAS_IN_SYNC,
                          fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS})
