@@ -23,8 +23,9 @@ def _translate(src: str):
     return translate_source(textwrap.dedent(src).lstrip(), "train.py")
 
 
-# two models: one fit on arrays and on a tf.data pipeline (the written fit's general loop, both ways of batching),
-# one fit on arrays alone (the plain loop, DistributedSampler's shares); global batch 8 split over the processes;
+# a model fit on arrays and on a tf.data pipeline (the written fit's general loop, both ways of batching), one fit
+# on arrays alone (the plain loop, DistributedSampler's shares), a channels-first convnet whose loss takes its final
+# softmax's logits, with class weights, and a model of two inputs; global batch 8 split over the processes;
 # shuffle=False, no dropout: DDP's average of the per-process mean losses' gradients is the global batch's
 FIT = '''
 import os
@@ -32,7 +33,9 @@ import os
 import numpy as np
 import tensorflow as tf
 from tensorflow import keras
+from tensorflow.keras import layers
 
+keras.utils.set_random_seed(3)
 strategy = tf.distribute.MirroredStrategy()
 print("replicas:", strategy.num_replicas_in_sync)
 GLOBAL_BATCH = 8
@@ -42,6 +45,13 @@ x = rng.normal(size=(48, 5)).astype("float32")
 y = (x[:, 0] + x[:, 1] > 0).astype("int64")
 t = (x[:, :1] * 2.0 - x[:, 2:3]).astype("float32")
 train = tf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+images = rng.normal(size=(48, 6, 6, 2)).astype("float32")
+classes = rng.integers(0, 3, 48)
+ia = keras.Input(shape=(3,))
+ib = keras.Input(shape=(2,))
+h = layers.Dense(4, activation="relu")(layers.Concatenate()([ia, ib]))
+pair = keras.Model([ia, ib], layers.Dense(1)(h))
+pair.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05), loss="mse")
 
 with strategy.scope():
     model = keras.Sequential([
@@ -54,15 +64,26 @@ with strategy.scope():
     regression = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(3, activation="tanh"),
                                    keras.layers.Dense(1)])
     regression.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+    conv = keras.Sequential([
+        keras.Input(shape=(6, 6, 2)),
+        layers.Conv2D(4, 3, activation="relu"),
+        layers.Flatten(),
+        layers.Dense(3, activation="softmax"),
+    ])
+    conv.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 
 model.load_weights(os.environ["INIT"])
 regression.load_weights(os.environ["INIT_REGRESSION"])
 history = model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0)
 model.fit(train, epochs=1, verbose=0)
 regression.fit(x, t, batch_size=GLOBAL_BATCH, epochs=3, shuffle=False, verbose=0)
+conv.fit(images, classes, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, class_weight={0: 1.0, 1: 2.0, 2: 0.5})
+pair.fit([x[:, :3], x[:, 3:]], t, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False)
 print("loss:", history.history["loss"])
 model.save_weights(os.environ["OUT"])
 regression.save_weights(os.environ["OUT_REGRESSION"])
+conv.save_weights(os.environ["OUT_CONV"])
+pair.save_weights(os.environ["OUT_PAIR"])
 '''
 
 #: the models' layer sizes (in, out) by torch parameter name
@@ -98,11 +119,13 @@ def test_mirrored_strategy_fit_trains_alike_in_one_process_under_torchrun_and_in
     r = _translate(FIT)
     assert not [f for f in r.findings if f.severity is not Severity.INFO], [f.message for f in r.findings]
     info = [f for f in r.findings if "MirroredStrategy" in f.message]
-    assert len(info) == 1 and "torchrun --nproc_per_node=" in info[0].message and info[0].line == 7
+    assert len(info) == 1 and "torchrun --nproc_per_node=" in info[0].message and info[0].line == 1 + FIT.lstrip().splitlines().index(
+        "strategy = tf.distribute.MirroredStrategy()")
     out = r.output
     assert "DistributedDataParallel" in out and "DistributedSampler" in out and "init_distributed()" in out
     assert "def fit_2(" in out  # the plain loop of arrays beside the general one
-    assert "tensorflow" not in out and "keras" not in out
+    assert "data_parallel(model[:-1])" in out and "net(*xb)" in out  # the softmax's logits; two inputs
+    assert not [ln for ln in out.splitlines() if ln.startswith(("import ", "from ")) and ("tensorflow" in ln or "keras" in ln)]
     (tmp_path / "train_torch.py").write_text(out)
 
     init = {which: _initial_weights(which) for which in SIZES}
@@ -111,17 +134,20 @@ def test_mirrored_strategy_fit_trains_alike_in_one_process_under_torchrun_and_in
     env = dict(INIT="model.pt", INIT_REGRESSION="regression.pt")
     # one process: the translation as python runs it (here, in this process: no torchrun variables)
     monkeypatch.chdir(tmp_path)
-    for k, v in dict(env, OUT="one.pt", OUT_REGRESSION="one_r.pt").items():
+    for k, v in dict(env, OUT="one.pt", OUT_REGRESSION="one_r.pt", OUT_CONV="one_c.pt", OUT_PAIR="one_p.pt").items():
         monkeypatch.setenv(k, v)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(out, "train_torch.py", "exec"), {"__name__": "__main__"})
     one = printed.getvalue()
     two = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train_torch.py"],
-               tmp_path, **env, OUT="two.pt", OUT_REGRESSION="two_r.pt")
+               tmp_path, **env, OUT="two.pt", OUT_REGRESSION="two_r.pt", OUT_CONV="two_c.pt", OUT_PAIR="two_p.pt")
     assert "replicas: 1" in one and two.count("replicas: 2") == 1  # printed by the first process alone
-    got = {(which, run): torch.load(tmp_path / f"{run}{suffix}.pt")
-           for which, suffix in (("model", ""), ("regression", "_r")) for run in ("one", "two")}
+    got = {(which, run): torch.load(tmp_path / f"{run}{suffix}.pt") for run in ("one", "two")
+           for which, suffix in (("model", ""), ("regression", "_r"), ("conv", "_c"), ("pair", "_p"))}
+    for which in ("conv", "pair"):
+        for k, v in got[which, "one"].items():
+            np.testing.assert_allclose(got[which, "two"][k].numpy(), v.numpy(), atol=2e-6, err_msg=f"{which} {k}")
     for which in SIZES:
         for k, v in got[which, "one"].items():
             assert not np.allclose(v.numpy(), init[which][k])  # trained
@@ -144,6 +170,8 @@ def test_mirrored_strategy_fit_trains_alike_in_one_process_under_torchrun_and_in
     monkeypatch.setenv("INIT_REGRESSION", str(tmp_path / "regression.weights.h5"))
     monkeypatch.setenv("OUT", str(tmp_path / "keras.weights.h5"))
     monkeypatch.setenv("OUT_REGRESSION", str(tmp_path / "keras_r.weights.h5"))
+    monkeypatch.setenv("OUT_CONV", str(tmp_path / "keras_c.weights.h5"))
+    monkeypatch.setenv("OUT_PAIR", str(tmp_path / "keras_p.weights.h5"))
     ns = {}
     exec(compile(textwrap.dedent(FIT), "train.py", "exec"), ns)
     for which in SIZES:
