@@ -465,7 +465,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     lines += [
         "    batch_size = batch_size or 32",
         *([f"    net, rank, world, device = {DATA_PARALLEL}({'model[:-1]' if c.activation_logits else 'model'})",
-           "    # under torchrun: this process's share of every global batch of arrays, the same order in every process",
+           "    # under torchrun: this process's share of every global batch of arrays (the same order in every process)",
            f"    sampler = {spell('torch.utils.data.DistributedSampler')}(range({samples('x')}), world, rank, shuffle) "
            f"if world > 1{' and y is not None' if general else ''} else None"] if distributed else []),
         "    history = {" + ", ".join(f'"{k}": []' for k in ["loss", *([name] if acc else [])])
@@ -506,10 +506,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        if y is not None:  # arrays: batches of samples",
             "            if sampler is not None:",
             "                sampler.set_epoch(epoch)",
-            f"            order = ({spell('torch.tensor')}(list(sampler)) if sampler is not None else {randperm}({samples('x')}) "
-            f"if shuffle else {arange}({samples('x')}))",
+            f"                order = {spell('torch.tensor')}(list(sampler))",
+            "            else:",
+            f"                order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
             "            step = batch_size // world",
-            f"            batches = (({take('x', 'b')}, y[b]) for b in (order[i:i + step] for i in range(0, len(order), step)))",
+            f"            batches = (({take('x', 'b')}, y[b]) for b in (order[i:i + step] for i in range(0, len(order), "
+            "step)))",
         ]
     elif general:
         lines += [
@@ -542,8 +544,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += [
             "        if sampler is not None:",
             "            sampler.set_epoch(epoch)",
-            f"        order = ({spell('torch.tensor')}(list(sampler)) if sampler is not None else {randperm}({samples('x')}) "
-            f"if shuffle else {arange}({samples('x')}))",
+            f"            order = {spell('torch.tensor')}(list(sampler))",
+            "        else:",
+            f"            order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
             "        total = correct = seen = 0.0",
             "        for start in range(0, len(order), batch_size // world):",
             "            batch = order[start:start + batch_size // world]",
