@@ -312,11 +312,12 @@ def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Ca
             ctx.plans.add(node, lambda orig, upd: cst.Call(cst.Name(replicas), []), descend=False, by="runtime")
         else:
             _plan_use(ctx, node, what, "")
+    builtin_print = "print" not in _bound(uses)
     for line in uses.lines:  # print(...) and model.save(...) / save_weights(...) statements: the first process's
         one = _call_of(line)
         if line is stmt or one is None or not _free(ctx, line):
             continue
-        printed = isinstance(one.func, cst.Name) and one.func.value == "print" and "print" not in _bound(uses)
+        printed = builtin_print and isinstance(one.func, cst.Name) and one.func.value == "print"
         saved = isinstance(one.func, cst.Attribute) and one.func.attr.value in _SAVES
         if printed or saved:
             ctx.plans.add(line, lambda orig, upd: cst.If(
@@ -325,7 +326,7 @@ def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Ca
 
 
 def _bound(uses: _Uses) -> set[str]:
-    """Names the file binds by assignment or definition (``print`` rebound is not the builtin)."""
+    """Names the file binds by assignment (``print`` rebound is not the builtin)."""
     out = set()
     for line in uses.lines:
         for small in line.body:
@@ -729,7 +730,8 @@ def data_parallel(model):
     if not {torch}distributed.is_initialized():
         return model, 0, 1, next(model.parameters()).device
     device = {torch}device("cuda", {torch}cuda.current_device()) if {torch}cuda.is_available() else {torch}device("cpu")
-    net = {torch}nn.parallel.DistributedDataParallel(model.to(device), device_ids=[device] if device.type == "cuda" else None)
+    net = {torch}nn.parallel.DistributedDataParallel(model.to(device),
+                                                    device_ids=[device] if device.type == "cuda" else None)
     return net, {torch}distributed.get_rank(), {torch}distributed.get_world_size(), device
 '''
 _IS_MAIN_PROCESS = '''
