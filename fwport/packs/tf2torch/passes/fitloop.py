@@ -87,6 +87,8 @@ METHODS = {
     # taken before the update: train_on_batch resets the metrics every call)
     "train_on_batch": (("x", "y", "sample_weight", "class_weight", "return_dict"), ("x", "y")),
 }
+#: the helpers runtime.py writes for a MirroredStrategy made DistributedDataParallel, which the distributed loops call
+DATA_PARALLEL, MAIN_PROCESS = "data_parallel", "is_main_process"
 #: the functions written for a compile (each named once per set, fit_2... for a second set)
 FUNCTIONS = ("fit", "evaluate", "predict", "train_on_batch")
 
@@ -303,7 +305,8 @@ def _accuracy_metric(node, rule_of):
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
             inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False,
-            outputs_channels_first: bool = False, regularized: bool = False, added: bool = False) -> str:
+            outputs_channels_first: bool = False, regularized: bool = False, added: bool = False,
+            distributed: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it;
     ``outputs_channels_first``: its outputs are feature maps it gives channels-first, moved back to Keras's
@@ -311,7 +314,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     ``regularized``: the file's modules have a ``regularization_loss()`` (Keras's weight regularizers), whose
     sum fit and evaluate add to the loss, as Keras adds ``model.losses``; ``added``: modules keep the term their
     forward gave Keras's ``add_loss`` (``self.added_loss``, the subclass pass), whose sums fit and evaluate add
-    likewise.
+    likewise; ``distributed``: the file's MirroredStrategy became DistributedDataParallel (runtime.py), so fit
+    trains the model through ``data_parallel(model)`` on this process's share of every global batch and sums its
+    history over the processes, and the three functions move batches to the model's device.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks; ``c.class_weight``: a fit takes class_weight (each
     sample's loss times its label's weight, the sum over the batch size, as Keras weighs them). Without them the loop is the plainer one.
@@ -322,7 +327,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
         x_of = c.names["inputs"] if channels_first else c.names["tensor"]
         return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first, c.several,
-                                          c.predict_batches)) + "\n"
+                                          c.predict_batches, distributed)) + "\n"
     # sparse labels: one per output position, as Keras takes them ((n,) or (n, 1) for (n, classes) outputs)
     target = {"long": "yb.long().reshape(pred.shape[:-1])", "float": "yb.float().view_as(pred)",
               "same": "yb.view_as(pred)"}.get(
@@ -339,6 +344,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if outputs_channels_first:  # a channels-first feature map: back to Keras's layout, as every line below reads it
         forward.append("            pred, logits = pred.movedim(1, -1), logits.movedim(1, -1)" if c.activation_logits
                        else "            pred = pred.movedim(1, -1)  # Keras's channels-last layout")
+    # distributed: fit calls the model through DistributedDataParallel (net: the model, or the part of it before its
+    # final activation), whose backward averages the gradients over the processes
+    fit_forward = [line.replace("model[:-1](xb)", "net(xb)").replace("= model(", "= net(") for line in forward] \
+        if distributed else forward
     if loss_options.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
         inp += ".movedim(-1, 1)"
         target = target if loss_options.get("target") == "long" else f"{target}.movedim(-1, 1)"
@@ -455,6 +464,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += [f"    x, y = {conv('x')}, {n['tensor']}(y)"]
     lines += [
         "    batch_size = batch_size or 32",
+        *([f"    net, rank, world, device = {DATA_PARALLEL}({'model[:-1]' if c.activation_logits else 'model'})",
+           "    # under torchrun: this process's share of every global batch of arrays (the same order in every process)",
+           f"    sampler = {spell('torch.utils.data.DistributedSampler')}(range({samples('x')}), world, rank, shuffle) "
+           f"if world > 1{' and y is not None' if general else ''} else None"] if distributed else []),
         "    history = {" + ", ".join(f'"{k}": []' for k in ["loss", *([name] if acc else [])])
         + (", **{name: [] for name in metrics}" if ms else "") + "}",
     ]
@@ -488,12 +501,27 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             '            if hasattr(callback, "on_epoch_begin"):',
             "                callback.on_epoch_begin(epoch)",
         ]
-    if general:
+    if general and distributed:
+        lines += [
+            "        if y is not None:  # arrays: batches of samples",
+            "            if sampler is not None:",
+            "                sampler.set_epoch(epoch)",
+            f"                order = {spell('torch.tensor')}(list(sampler))",
+            "            else:",
+            f"                order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
+            "            step = batch_size // world",
+            f"            batches = (({take('x', 'b')}, y[b]) for b in (order[i:i + step] for i in range(0, len(order), "
+            "step)))",
+        ]
+    elif general:
         lines += [
             "        if y is not None:  # arrays: batches of samples",
             f"            order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
             f"            batches = (({take('x', 'b')}, y[b]) for b in (order[i:i + batch_size] for i in range(0, "
             f"{samples('x')}, batch_size)))",
+        ]
+    if general:
+        lines += [
             "        elif steps_per_epoch is None:",
             "            batches = iter(x)",
             "        else:",
@@ -503,7 +531,28 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        for xb, yb in batches:",
             f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
         ]
+        if distributed:
+            split = "[a.tensor_split(world)[rank] for a in xb]" if multi else "xb.tensor_split(world)[rank]"
+            lines += [
+                "            if y is None and world > 1:  # a dataset's global batch: this process's share, as "
+                "MirroredStrategy splits it",
+                f"                xb, yb = {split}, yb.tensor_split(world)[rank]",
+                f"            xb, yb = {_moved('xb', multi)}, yb.to(device)",
+            ]
         count = batch_n
+    elif distributed:
+        lines += [
+            "        if sampler is not None:",
+            "            sampler.set_epoch(epoch)",
+            f"            order = {spell('torch.tensor')}(list(sampler))",
+            "        else:",
+            f"            order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
+            "        total = correct = seen = 0.0",
+            "        for start in range(0, len(order), batch_size // world):",
+            "            batch = order[start:start + batch_size // world]",
+            f"            xb, yb = {_moved(take('x', 'batch'), multi)}, y[batch].to(device)",
+        ]
+        count = "len(batch)"
     else:
         lines += [
             f"        order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
@@ -515,7 +564,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         count = "len(batch)"
     lines += [
         "            optimizer.zero_grad()",
-        *forward,
+        *fit_forward,
         *([f"            if class_weight is None:",
            f"                loss = {batch_loss}",
            "            else:  # each sample's loss (the mean over its values) times its label's weight, over the batch",
@@ -532,16 +581,25 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         *(["            scheduler.step()"] if c.schedule else []),
         f"            total += loss.item() * {count}",
     ]
-    if general:
-        lines.append(f"            seen += {batch_n}")
+    if general or distributed:
+        lines.append(f"            seen += {batch_n if general else count}")
     if acc:
         lines.append(f"            correct += {correct}")
     if ms:
         lines += _metric_updates(c)
-    size = "seen" if general else samples("x")
-    lines.append(f'        history["loss"].append(total / {size})')
+    size = "seen" if general else samples("x")  # (evaluate's too)
+    fit_size = "seen" if distributed else size
+    if distributed:
+        sums = "total, correct, seen" if acc else "total, seen"
+        lines += [
+            "        if world > 1:  # the sums over every process: Keras's history is the global batches'",
+            f"            sums = {spell('torch.tensor')}([{sums}], dtype={spell('torch.float64')}, device=device)",
+            f"            {spell('torch.distributed.all_reduce')}(sums)",
+            f"            {sums} = sums.tolist()",
+        ]
+    lines.append(f'        history["loss"].append(total / {fit_size})')
     if acc:
-        lines.append(f'        history["{name}"].append(correct / {size})')
+        lines.append(f'        history["{name}"].append(correct / {fit_size})')
     if ms:
         lines += ["        for name, metric in metrics.items():",
                   "            history[name].append(float(metric.result()))"]
@@ -566,7 +624,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     else:
         lines += ['            history.setdefault("val_loss", []).append(val)']
     lines += [
-        "        if verbose:",
+        "        if verbose and rank == 0:" if distributed else "        if verbose:",
         '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
     ]
     if cbs:
@@ -590,6 +648,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if ms:
         what = "[the mean loss, *each metric's result]"
     reset = ["    for metric in metrics.values():", "        metric.reset_state()"] if ms else []
+    device_line = ["    device = next(model.parameters()).device  # (the process's GPU under torchrun)"] if distributed else []
     as_dict = ", return_dict=False" if c.return_dict else ""  # {Keras's name: value}, as evaluate(return_dict=True)
     if general:
         lines += [
@@ -603,12 +662,14 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "batch_size))",
             "    else:",
             f"        batches = {islice}(iter(x), steps)",
+            *device_line,
             "    model.eval()",
             *reset,
             "    total = correct = seen = 0.0",
             f"    with {no_grad}():",
             "        for xb, yb in batches:",
             f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
+            *([f"            xb, yb = {_moved('xb', multi)}, yb.to(device)"] if distributed else []),
             *forward,
             *_total(batch_loss, penalty, bool(added_sum), batch_n),
             f"            seen += {batch_n}",
@@ -619,12 +680,14 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f'    """model.evaluate: {what} over the samples, in inference mode."""',
             f"    x, y = {conv('x')}, {n['tensor']}(y)",
             "    batch_size = batch_size or 32",
+            *device_line,
             "    model.eval()",
             *reset,
             "    total = correct = 0.0",
             f"    with {no_grad}():",
             f"        for start in range(0, {samples('x')}, batch_size):",
             f"            xb, yb = {take('x', 'start:start + batch_size')}, y[start:start + batch_size]",
+            *([f"            xb, yb = {_moved('xb', multi)}, yb.to(device)"] if distributed else []),
             *forward,
             *_total(batch_loss, penalty, bool(added_sum), batch_n),
         ]
@@ -641,12 +704,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         keyed = '{"loss": result}'
     lines += [
         f"    result = {result}",
-        "    if verbose:",
+        f"    if verbose{' and ' + MAIN_PROCESS + '()' if distributed else ''}:",
         '        print(f"evaluate - {result}")',
         *([f"    return {keyed} if return_dict else result"] if c.return_dict else ["    return result"]),
         "",
         "",
-        *_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches),
+        *_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches, distributed),
     ]
     if c.train_batch:
         lines += ["", "", *_train_on_batch(c, head, what, conv, forward, batch_loss, penalty, added_sum, correct,
@@ -900,17 +963,25 @@ def _inputs_of(x_of: str, multi: bool) -> tuple:
     return lambda v: f"{x_of}({v})", lambda v, i: f"{v}[{i}]", lambda v: f"len({v})", "len(xb)"
 
 
+def _moved(value: str, multi: bool) -> str:
+    """A batch of x on the model's device (``multi``: a list of arrays, one per input)."""
+    return f"[a.to(device) for a in {value}]" if multi else f"{value}.to(device)"
+
+
 def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, multi: bool = False,
-             batches: bool = False) -> list[str]:
+             batches: bool = False, distributed: bool = False) -> list[str]:
     """The written predict; ``batches``: x may also be a dataset (a translated tf.data pipeline, a DataLoader),
-    whose batches it runs the model on, each a batch's input or a tuple whose first item is (Keras's (x, y))."""
+    whose batches it runs the model on, each a batch's input or a tuple whose first item is (Keras's (x, y));
+    ``distributed``: each batch on the model's device, the outputs back on the CPU."""
     back = ".movedim(1, -1)" if outputs_channels_first else ""  # channels-first feature maps: Keras's layout
     conv, take, samples, _ = _inputs_of(x_of, multi)
+    batch = (lambda v: _moved(v, multi)) if distributed else (lambda v: v)  # a batch on the model's device
+    back += ".cpu()" if distributed else ""
     star = "*" if multi else ""
     iterated = [
         f"        if isinstance(x, ({spell('torch.utils.data.Dataset')}, {spell('torch.utils.data.DataLoader')})):",
         "            inputs = (b[0] if isinstance(b, (tuple, list)) else b for b in x)",
-        f"            return {spell('torch.cat')}([model({star}{conv('xb')}){back} for xb in inputs]).detach().numpy()",
+        f"            return {spell('torch.cat')}([model({star}{batch(conv('xb'))}){back} for xb in inputs]).detach().numpy()",
     ] if batches else []
     return [
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
@@ -920,14 +991,15 @@ def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, mu
            else '."""' if not multi else '."""'),
         *([] if batches else [f"    x = {conv('x')}"]),
         "    batch_size = batch_size or 32",
+        *(["    device = next(model.parameters()).device  # (the process's GPU under torchrun)"] if distributed else []),
         "    model.eval()",
         f"    with {spell('torch.no_grad')}():",
         *iterated,
         *([f"        x = {conv('x')}"] if batches else []),
-        *([f"        return {spell('torch.cat')}([model(*{take('x', 'start:start + batch_size')}){back}",
+        *([f"        return {spell('torch.cat')}([model(*{batch(take('x', 'start:start + batch_size'))}){back}",
            f"{' ' * (len(spell('torch.cat')) + 17)}for start in range(0, {samples('x')}, batch_size)]).detach().numpy()"]
           if multi else
-          [f"        return {spell('torch.cat')}([model(x[start:start + batch_size]){back} for start in range(0, len(x), "
+          [f"        return {spell('torch.cat')}([model({batch('x[start:start + batch_size]')}){back} for start in range(0, len(x), "
            "batch_size)]).detach().numpy()"]),
     ]
 

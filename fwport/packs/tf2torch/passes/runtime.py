@@ -10,12 +10,23 @@ are applied by the rule pass, its finish step removes the lines it marked).
 - ``keras.utils.plot_model(model, ...)`` as a statement → ``print(model)`` with a warning (no image is
   drawn; the message names torch's drawing tools). Used as a value it is an error with guidance
   (guidance.py).
-- ``strategy = tf.distribute.MirroredStrategy()`` (or ``tf.distribute.get_strategy()``) whose every use
-  is ``with strategy.scope():``, ``strategy.num_replicas_in_sync``, ``strategy.run(fn, args=...)``,
-  ``strategy.reduce(op, value, axis=None)`` or ``strategy.experimental_distribute_dataset(ds)``: the
-  program runs in one process over the whole global batch, which is the computation MirroredStrategy
-  distributes (its replicas' gradients are summed into one update); see docs/usage.md.
-  The assignment is removed, the scope becomes ``contextlib.nullcontext()``, the replica count
+- ``strategy = tf.distribute.MirroredStrategy()`` whose every use is ``with strategy.scope():`` or
+  ``strategy.num_replicas_in_sync``, in a file trained by the written fit alone (one loss and at most one accuracy or
+  error metric per compile, no callbacks, no train_on_batch, no loop of its own): torch's DistributedDataParallel,
+  written out. The assignment becomes ``init_distributed()``, which joins torchrun's process group where torchrun
+  started the file (WORLD_SIZE set: nccl on GPUs, gloo on CPUs; the first process's random state shared; the group
+  left at exit) and does nothing under ``python file.py``; ``num_replicas_in_sync`` becomes ``replicas_in_sync()``
+  (the world size, else TensorFlow's count); the scope ``contextlib.nullcontext()``; the file's ``print(...)`` and
+  ``X.save(...)`` / ``X.save_weights(...)`` statements run ``if is_main_process():``. The written fit (fitloop.py,
+  ``distributed``) trains through ``data_parallel(model)`` (DistributedDataParallel on the process's device),
+  each process on its share of every global batch, as MirroredStrategy splits it over its replicas (a
+  DistributedSampler over arrays, set_epoch every epoch; a dataset's batches split by ``tensor_split``), and sums
+  its history over the processes. An info finding at the strategy says how to launch it (torchrun).
+- Such a strategy otherwise (given devices, in a file trained in another way), one whose uses include
+  ``strategy.run(fn, args=...)``, ``strategy.reduce(op, value, axis=None)`` or
+  ``strategy.experimental_distribute_dataset(ds)`` (a loop of the file's own), or ``tf.distribute.get_strategy()``: the program runs in one process over the whole global batch, which is the
+  computation MirroredStrategy distributes (its replicas' gradients are summed into one update); see
+  docs/usage.md. The assignment is removed, the scope becomes ``contextlib.nullcontext()``, the replica count
   ``max(torch.cuda.device_count(), 1)`` (MirroredStrategy: TensorFlow's replicas, one per GPU, one on a
   machine without) or ``1`` (get_strategy: the default strategy), ``run`` a plain call, ``reduce`` the
   value, ``experimental_distribute_dataset`` the dataset. A warning at the strategy says how to run
@@ -41,6 +52,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.position import render
 from fwport.core.rewrite import rewrite
+from fwport.packs.tf2torch.passes import fitloop
 
 #: settings statements removed (name → why nothing replaces them)
 SETTINGS = {
@@ -225,6 +237,10 @@ def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
             plan = None
         if plan is None:
             continue  # a use fwport does not follow: the constructor keeps its no-rule error
+        if kind == "max" and not call.args and all(what in ("scope", "replicas") for _, what in plan) \
+                and _free(ctx, stmt) and _trained_by_fit(ctx, uses):
+            _data_parallel(ctx, stmt, call, plan, uses)
+            continue
         ctx.report(Severity.WARNING, "idiom-replaced", _STRATEGY_MESSAGE if kind == "max" else _DEFAULT_MESSAGE,
                    call)
         _drop(ctx, call)
@@ -243,8 +259,81 @@ _STRATEGY_MESSAGE = (
     "(model = torch.nn.parallel.DistributedDataParallel(model.cuda(), device_ids=[local_rank])), give each "
     "DataLoader a torch.utils.data.DistributedSampler and a per-process batch of the global batch divided by "
     "torch.distributed.get_world_size() (docs/usage.md, Runtime and distribution)")
+_DDP_MESSAGE = (
+    "tf.distribute.MirroredStrategy() → torch's DistributedDataParallel: launch the translation with "
+    "`torchrun --nproc_per_node=NUM_GPUS file.py` (one process per GPU, nccl; on CPUs gloo, "
+    "`torchrun --nproc_per_node=2 file.py`); `python file.py` runs it in one process over the whole global batch. "
+    "init_distributed() joins torchrun's process group; the written fit() trains the model in "
+    "DistributedDataParallel, each process on its share of every global batch (batch_size / world size, as "
+    "MirroredStrategy splits it over its replicas; a DistributedSampler for arrays), which averages the gradients "
+    "into the global batch's update (exact where every batch divides by the number of processes); "
+    "num_replicas_in_sync is the number of processes (TensorFlow's count in one process); print and save "
+    "statements run in the first process only. BatchNormalization normalizes each process's share, as each "
+    "replica's in TensorFlow (docs/usage.md, Runtime and distribution)")
 _DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is TensorFlow's default strategy: one "
                     "replica, no distribution; its scope does nothing and num_replicas_in_sync is 1")
+
+
+#: ctx.options: the file's MirroredStrategy became DistributedDataParallel (training.py writes the distributed loops)
+DISTRIBUTED = "_distributed"
+_SAVES = {"save", "save_weights"}
+
+
+def _trained_by_fit(ctx: FileContext, uses: _Uses) -> bool:
+    """Whether the file trains through the written fit loop alone, in a form the distributed loop takes (the
+    training pass has planned its compiles and fits by now): a fit of a compile of one loss (no metric objects, no
+    loss per output), no callbacks (each process would run them), no train_on_batch, no train_step module, no
+    loop of the file's own (``backward()``, a GradientTape left)."""
+    compiled = [c for c in ctx.analyses.get("compiled", []) if c.loss is not None]
+    used = ctx.options.get("_fit_helpers", set())
+    if not any(id(c) in used for c in compiled) or ctx.options.get("_train_step_module") or \
+            any(c.metrics or c.outputs or c.callbacks or c.train_batch for c in compiled):
+        return False
+    return not any(call.func.attr.value in ("backward", "GradientTape", "train_on_batch", "apply_gradients")
+                   for call in uses.calls.values()) and "GradientTape" not in uses.names
+
+
+def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses) -> None:
+    """``strategy = tf.distribute.MirroredStrategy()`` → ``init_distributed()`` (joins torchrun's process group
+    where torchrun started the file), ``num_replicas_in_sync`` → ``replicas_in_sync()``, the scope a
+    ``contextlib.nullcontext()``; the written fit trains through DistributedDataParallel (training.py, DISTRIBUTED);
+    the file's print and save statements run in the first process only."""
+    ctx.report(Severity.INFO, "idiom-replaced", _DDP_MESSAGE, call)
+    ctx.options[DISTRIBUTED] = True
+    init = _helpers.use(ctx, "init_distributed")
+    replicas = _helpers.use(ctx, "replicas_in_sync")
+    _helpers.use(ctx, fitloop.DATA_PARALLEL)
+    main = _helpers.use(ctx, fitloop.MAIN_PROCESS)
+    ctx.plans.add(stmt, lambda orig, upd: cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(init), []))],
+                                                                  leading_lines=upd.leading_lines),
+                  descend=False, by="runtime")
+    for node, what in plan:
+        if what == "replicas":
+            ctx.plans.add(node, lambda orig, upd: cst.Call(cst.Name(replicas), []), descend=False, by="runtime")
+        else:
+            _plan_use(ctx, node, what, "")
+    builtin_print = "print" not in _bound(uses)
+    for line in uses.lines:  # print(...) and model.save(...) / save_weights(...) statements: the first process's
+        one = _call_of(line)
+        if line is stmt or one is None or not _free(ctx, line):
+            continue
+        printed = builtin_print and isinstance(one.func, cst.Name) and one.func.value == "print"
+        saved = isinstance(one.func, cst.Attribute) and one.func.attr.value in _SAVES
+        if printed or saved:
+            ctx.plans.add(line, lambda orig, upd: cst.If(
+                cst.Call(cst.Name(main), []), cst.IndentedBlock([upd.with_changes(leading_lines=[])]),
+                leading_lines=upd.leading_lines), by="runtime")
+
+
+def _bound(uses: _Uses) -> set[str]:
+    """Names the file binds by assignment (``print`` rebound is not the builtin)."""
+    out = set()
+    for line in uses.lines:
+        for small in line.body:
+            for t in small.targets if isinstance(small, cst.Assign) else ():
+                if isinstance(t.target, cst.Name):
+                    out.add(t.target.value)
+    return out
 
 
 def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> list | None:
@@ -598,3 +687,60 @@ from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
 _helpers.HELPERS[HELPER] = _KERAS_LOSS
 _helpers.HELPERS[METRIC_HELPER] = _KERAS_METRIC
 NAMES.update({LOSS_BASE, METRIC_BASE})
+
+# --- MirroredStrategy → DistributedDataParallel: the helpers written into the file ------------------------------
+
+_INIT_DISTRIBUTED = '''
+
+def init_distributed():
+    """tf.distribute.MirroredStrategy() as torch's DistributedDataParallel. Launched by torchrun (torchrun
+    --nproc_per_node=NUM_GPUS file.py sets WORLD_SIZE, RANK and LOCAL_RANK), this process joins the group of one
+    process per device (nccl on GPUs, gloo on CPUs), left when the program ends, and takes the first process's
+    random state; run as python file.py, it stays one process over the whole global batch."""
+    if "WORLD_SIZE" in {os}environ and not {torch}distributed.is_initialized():
+        if {torch}cuda.is_available():
+            {torch}cuda.set_device(int({os}environ["LOCAL_RANK"]))
+        {torch}distributed.init_process_group("nccl" if {torch}cuda.is_available() else "gloo")
+        def leave():  # at the program's end: once every process is done (the first may be saving), leave the group
+            {torch}distributed.barrier()
+            {torch}distributed.destroy_process_group()
+        {atexit}register(leave)
+        # every process draws the first one's random numbers from here on (shuffles, augmentations), as one would
+        states = [{torch}get_rng_state(), {np}random.get_state(), {random}getstate()]
+        {torch}distributed.broadcast_object_list(states, 0)
+        {torch}set_rng_state(states[0])
+        {np}random.set_state(states[1])
+        {random}setstate(states[2])
+'''
+_REPLICAS_IN_SYNC = '''
+
+def replicas_in_sync():
+    """strategy.num_replicas_in_sync: the number of processes torchrun started, else TensorFlow's count (one
+    replica per GPU, one without)."""
+    if {torch}distributed.is_initialized():
+        return {torch}distributed.get_world_size()
+    return max({torch}cuda.device_count(), 1)
+'''
+_DATA_PARALLEL = '''
+
+def data_parallel(model):
+    """(the module fit() calls, this process's rank, the number of processes, its device): under torchrun the
+    model on this process's device in DistributedDataParallel, whose backward averages the gradients of every
+    process's share of a batch into the whole batch's; else the model itself, one process."""
+    if not {torch}distributed.is_initialized():
+        return model, 0, 1, next(model.parameters()).device
+    device = {torch}device("cuda", {torch}cuda.current_device()) if {torch}cuda.is_available() else {torch}device("cpu")
+    net = {torch}nn.parallel.DistributedDataParallel(model.to(device),
+                                                    device_ids=[device] if device.type == "cuda" else None)
+    return net, {torch}distributed.get_rank(), {torch}distributed.get_world_size(), device
+'''
+_IS_MAIN_PROCESS = '''
+
+def is_main_process():
+    """Whether this process prints and saves: the first of torchrun's (RANK 0), or the only one."""
+    return int({os}environ.get("RANK", "0")) == 0
+'''
+_helpers.HELPERS.update({"init_distributed": _INIT_DISTRIBUTED, "replicas_in_sync": _REPLICAS_IN_SYNC,
+                         fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS})
+_helpers._MODULES.setdefault("atexit", ("atexit.", "import atexit"))
+_helpers._MODULES.setdefault("random", ("random.", "import random"))

@@ -3793,6 +3793,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     file_nchw = any(m.layout == "nchw" for m in ctx.models.values())
     regularized = bool(ctx.analyses.get(regularizers.KEY))  # modules with a regularization_loss()
     added = bool(ctx.analyses.get(fitloop.ADDED_LOSSES))  # modules keeping the term their forward gave add_loss
+    distributed = bool(ctx.options.get(runtime.DISTRIBUTED))  # a MirroredStrategy made DistributedDataParallel
 
     groups: dict[tuple, list[fitloop.Compiled]] = {}
     for c in compiled:
@@ -3819,7 +3820,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
             texts.append(fitloop.helpers(rep, {}, ctx.spell_text, channels_first, shared=i == 0,
                                          inputs_written=inputs_written, outputs_channels_first=out_first,
-                                         regularized=regularized, added=added))
+                                         regularized=regularized, added=added, distributed=distributed))
             inputs_written = inputs_written or channels_first
             continue
         if rep.outputs:  # a loss per output
@@ -3839,7 +3840,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
                                      inputs_written=inputs_written, loss_args_written=loss_args_written,
                                      class_weights_written=weights_written, outputs_channels_first=out_first,
-                                     regularized=regularized, added=added))
+                                     regularized=regularized, added=added, distributed=distributed))
         inputs_written = inputs_written or channels_first
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight

@@ -1,0 +1,217 @@
+"""tf.distribute.MirroredStrategy → torch's DistributedDataParallel under torchrun (passes/runtime.py and the
+distributed loops of passes/fitloop.py): the translation runs unchanged as one process and under
+``torchrun --nproc_per_node=2`` (gloo on the CPU), and both train the weights Keras trains under the strategy."""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def _translate(src: str):
+    return translate_source(textwrap.dedent(src).lstrip(), "train.py")
+
+
+# a model fit on arrays and on a tf.data pipeline (the written fit's general loop, both ways of batching), one fit
+# on arrays alone (the plain loop, DistributedSampler's shares), a channels-first convnet whose loss takes its final
+# softmax's logits, with class weights, and a model of two inputs; global batch 8 split over the processes;
+# shuffle=False, no dropout: DDP's average of the per-process mean losses' gradients is the global batch's
+FIT = '''
+import os
+
+import numpy as np
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+keras.utils.set_random_seed(3)
+strategy = tf.distribute.MirroredStrategy()
+print("replicas:", strategy.num_replicas_in_sync)
+GLOBAL_BATCH = 8
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(48, 5)).astype("float32")
+y = (x[:, 0] + x[:, 1] > 0).astype("int64")
+t = (x[:, :1] * 2.0 - x[:, 2:3]).astype("float32")
+train = tf.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+images = rng.normal(size=(48, 6, 6, 2)).astype("float32")
+classes = rng.integers(0, 3, 48)
+ia = keras.Input(shape=(3,))
+ib = keras.Input(shape=(2,))
+h = layers.Dense(4, activation="relu")(layers.Concatenate()([ia, ib]))
+pair = keras.Model([ia, ib], layers.Dense(1)(h))
+pair.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05), loss="mse")
+
+with strategy.scope():
+    model = keras.Sequential([
+        keras.Input(shape=(5,)),
+        keras.layers.Dense(8, activation="tanh"),
+        keras.layers.Dense(2),
+    ])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    regression = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(3, activation="tanh"),
+                                   keras.layers.Dense(1)])
+    regression.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+    conv = keras.Sequential([
+        keras.Input(shape=(6, 6, 2)),
+        layers.Conv2D(4, 3, activation="relu"),
+        layers.Flatten(),
+        layers.Dense(3, activation="softmax"),
+    ])
+    conv.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+model.load_weights(os.environ["INIT"])
+regression.load_weights(os.environ["INIT_REGRESSION"])
+history = model.fit(x, y, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0)
+model.fit(train, epochs=1, verbose=0)
+regression.fit(x, t, batch_size=GLOBAL_BATCH, epochs=3, shuffle=False, verbose=0)
+conv.fit(images, classes, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, class_weight={0: 1.0, 1: 2.0, 2: 0.5})
+pair.fit([x[:, :3], x[:, 3:]], t, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False)
+print("loss:", history.history["loss"])
+model.save_weights(os.environ["OUT"])
+regression.save_weights(os.environ["OUT_REGRESSION"])
+conv.save_weights(os.environ["OUT_CONV"])
+pair.save_weights(os.environ["OUT_PAIR"])
+'''
+
+#: the models' layer sizes (in, out) by torch parameter name
+SIZES = {"model": {"0": (5, 8), "2": (8, 2)}, "regression": {"0": (5, 3), "2": (3, 1)}}
+
+
+def _initial_weights(which: str) -> dict:
+    """{torch parameter name: array}, the Keras kernels' transposes."""
+    rng = np.random.default_rng(7 if which == "model" else 8)
+    out = {}
+    for name, (n_in, n_out) in SIZES[which].items():
+        out[f"{name}.weight"] = rng.normal(0, 0.5, (n_out, n_in)).astype("float32")
+        out[f"{name}.bias"] = rng.normal(0, 0.1, n_out).astype("float32")
+    return out
+
+
+def _keras_list(weights: dict) -> list:
+    return [weights["0.weight"].T, weights["0.bias"], weights["2.weight"].T, weights["2.bias"]]
+
+
+def _run(args: list[str], cwd, **env) -> str:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def test_mirrored_strategy_fit_trains_alike_in_one_process_under_torchrun_and_in_keras(tmp_path, monkeypatch):
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip("torch without gloo")
+    r = _translate(FIT)
+    assert not [f for f in r.findings if f.severity is not Severity.INFO], [f.message for f in r.findings]
+    info = [f for f in r.findings if "MirroredStrategy" in f.message]
+    assert len(info) == 1 and "torchrun --nproc_per_node=" in info[0].message and info[0].line == 1 + FIT.lstrip().splitlines().index(
+        "strategy = tf.distribute.MirroredStrategy()")
+    out = r.output
+    assert "DistributedDataParallel" in out and "DistributedSampler" in out and "init_distributed()" in out
+    assert "def fit_2(" in out  # the plain loop of arrays beside the general one
+    assert "data_parallel(model[:-1])" in out and "net(*xb)" in out  # the softmax's logits; two inputs
+    assert not [ln for ln in out.splitlines() if ln.startswith(("import ", "from ")) and ("tensorflow" in ln or "keras" in ln)]
+    (tmp_path / "train_torch.py").write_text(out)
+
+    init = {which: _initial_weights(which) for which in SIZES}
+    for which, weights in init.items():
+        torch.save({k: torch.tensor(v) for k, v in weights.items()}, tmp_path / f"{which}.pt")
+    env = dict(INIT="model.pt", INIT_REGRESSION="regression.pt")
+    # one process: the translation as python runs it (here, in this process: no torchrun variables)
+    monkeypatch.chdir(tmp_path)
+    for k, v in dict(env, OUT="one.pt", OUT_REGRESSION="one_r.pt", OUT_CONV="one_c.pt", OUT_PAIR="one_p.pt").items():
+        monkeypatch.setenv(k, v)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(out, "train_torch.py", "exec"), {"__name__": "__main__"})
+    one = printed.getvalue()
+    two = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train_torch.py"],
+               tmp_path, **env, OUT="two.pt", OUT_REGRESSION="two_r.pt", OUT_CONV="two_c.pt", OUT_PAIR="two_p.pt")
+    assert "replicas: 1" in one and two.count("replicas: 2") == 1  # printed by the first process alone
+    got = {(which, run): torch.load(tmp_path / f"{run}{suffix}.pt") for run in ("one", "two")
+           for which, suffix in (("model", ""), ("regression", "_r"), ("conv", "_c"), ("pair", "_p"))}
+    for which in ("conv", "pair"):
+        for k, v in got[which, "one"].items():
+            np.testing.assert_allclose(got[which, "two"][k].numpy(), v.numpy(), atol=2e-6, err_msg=f"{which} {k}")
+    for which in SIZES:
+        for k, v in got[which, "one"].items():
+            assert not np.allclose(v.numpy(), init[which][k])  # trained
+            np.testing.assert_allclose(got[which, "two"][k].numpy(), v.numpy(), atol=2e-6, err_msg=f"{which} {k}")
+    # the history is the global batches' in both: each process's sums, added over the processes
+    loss_one = [ln for ln in one.splitlines() if ln.startswith("loss:")]
+    loss_two = [ln for ln in two.splitlines() if ln.startswith("loss:")]
+    assert len(loss_two) == 1
+    np.testing.assert_allclose(eval(loss_two[0][5:]), eval(loss_one[0][5:]), rtol=1e-5)
+
+    # Keras under the strategy (one replica on the CPU) from the same weights
+    keras = tf.keras
+    for which, weights in init.items():
+        n_in, n_hidden = SIZES[which]["0"]
+        built = keras.Sequential([keras.Input(shape=(n_in,)), keras.layers.Dense(n_hidden, activation="tanh"),
+                                  keras.layers.Dense(SIZES[which]["2"][1])])
+        built.set_weights(_keras_list(weights))
+        built.save_weights(str(tmp_path / f"{which}.weights.h5"))
+    monkeypatch.setenv("INIT", str(tmp_path / "model.weights.h5"))
+    monkeypatch.setenv("INIT_REGRESSION", str(tmp_path / "regression.weights.h5"))
+    monkeypatch.setenv("OUT", str(tmp_path / "keras.weights.h5"))
+    monkeypatch.setenv("OUT_REGRESSION", str(tmp_path / "keras_r.weights.h5"))
+    monkeypatch.setenv("OUT_CONV", str(tmp_path / "keras_c.weights.h5"))
+    monkeypatch.setenv("OUT_PAIR", str(tmp_path / "keras_p.weights.h5"))
+    ns = {}
+    exec(compile(textwrap.dedent(FIT), "train.py", "exec"), ns)
+    for which in SIZES:
+        k0, b0, k2, b2 = ns[which].get_weights()
+        want = {"0.weight": k0.T, "0.bias": b0, "2.weight": k2.T, "2.bias": b2}
+        for k, v in got[which, "one"].items():
+            np.testing.assert_allclose(v.numpy(), want[k], atol=2e-5, err_msg=f"{which} {k}")
+    np.testing.assert_allclose(eval(loss_one[0][5:]), ns["history"].history["loss"], rtol=1e-4)
+
+
+def test_a_strategy_whose_training_the_written_fit_does_not_distribute_stays_one_process():
+    # a fit with callbacks (each process would run them: ModelCheckpoint would write from every one): the strategy
+    # keeps the one-process translation and its warning, no process group
+    r = _translate('''
+        import tensorflow as tf
+        from tensorflow import keras
+
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+            model.compile(optimizer="sgd", loss="mse")
+        model.fit(x, y, epochs=2, callbacks=[keras.callbacks.EarlyStopping(patience=1)])
+    ''')
+    assert "init_distributed" not in r.output and "DistributedDataParallel" not in r.output
+    assert "contextlib.nullcontext()" in r.output
+    warn = [f for f in r.findings if f.severity is Severity.WARNING and "MirroredStrategy" in f.message]
+    assert len(warn) == 1 and "one process" in warn[0].message
+
+
+def test_a_strategy_with_a_custom_loop_stays_one_process():
+    r = _translate('''
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            w = tf.Variable(1.0)
+
+        def step(x):
+            return x * w
+
+        out = strategy.run(step, args=(2.0,))
+    ''')
+    assert "init_distributed" not in r.output and "out = step(2.0)" in r.output
