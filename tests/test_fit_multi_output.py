@@ -177,9 +177,6 @@ def test_outputs_without_layer_names_are_an_error():
 
 
 def test_what_the_fit_gives_that_the_loop_does_not_read_is_an_error():
-    src = SRC.replace("shuffle=False, verbose=0)", "shuffle=False, verbose=0, callbacks=[keras.callbacks.History()])")
-    errs = errors(tx(src))
-    assert any("callbacks= of a fit of a model of several outputs" in m for _, m in errs), errs
     src = SRC.replace('model.fit(x, {"out_a": ya, "out_b": yb}, validation_split=0.25,', "model.fit(dataset,")
     errs = errors(tx(src))
     assert any("iterable of batches" in m for _, m in errs), errs
@@ -292,3 +289,40 @@ def test_several_inputs_and_several_outputs(tmp_path):
     assert "pred = model(*xb)" in out
     keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(TWO_IN), out, TWO_IN_DRIVER)
     compare_fit(keras_out, torch_out, KEYS)
+
+
+# EarlyStopping on one output's validation loss, a run long enough for it to stop (mode="min": Keras 3.15's "auto"
+# raises ValueError for a monitor that is neither "loss" nor a compiled metric's name, such as val_out_a_loss)
+STOPPED = SRC.replace(
+    'validation_split=0.25, epochs=2, batch_size=4,\n                        shuffle=False, verbose=0)',
+    'validation_split=0.25, epochs=12, batch_size=4,\n                        shuffle=False, verbose=0, '
+    'callbacks=[keras.callbacks.EarlyStopping(monitor="val_out_a_loss", patience=2, mode="min")])')
+
+
+@pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
+def test_callbacks_see_each_outputs_history_keys(tmp_path, keras2):
+    """keras-io training_with_built_in_methods: callbacks of a fit of several outputs; EarlyStopping monitoring
+    val_out_a_loss stops both at the same epoch (fewer than the 12 asked), with the same History."""
+    assert "callbacks=[keras.callbacks.EarlyStopping(" in STOPPED
+    out, (keras_out, torch_out) = _run(tmp_path, STOPPED, keras2)
+    assert "callbacks=[EarlyStopping(" in out and "callback.on_epoch_end(epoch, logs)" in out
+    assert 2 < len(keras_out["history"]["loss"]) < 12
+    compare_fit(keras_out, torch_out, KEYS)
+
+
+def test_a_fit_after_the_model_is_bound_again_is_an_error():
+    """`model = get_model()` after the compile of several outputs: the fit trains another model than the compile's,
+    which the written loop of that compile would train with its loss and optimizer (keras-io
+    training_with_built_in_methods rebinds model so)."""
+    src = SRC.replace("\n\ndef train(x, ya, yb):", "\n\ndef get_model():\n    return keras.Sequential([layers.Dense(1)])\n\n\n"
+                      "model = get_model()\n\n\ndef train(x, ya, yb):")
+    errs = errors(tx(src))
+    assert any("may be bound here to another model than the one of 2 outputs" in m for _, m in errs), errs
+
+
+def test_class_weight_of_several_outputs_is_refused_as_keras_refuses_it():
+    """Keras 3.15 and tf_keras 2.21 raise ValueError ("class_weight is only supported for Models with a single
+    output"): an error, not a loop."""
+    src = SRC.replace("shuffle=False, verbose=0)", "shuffle=False, verbose=0, class_weight={0: 1.0, 1: 2.0})")
+    errs = errors(tx(src))
+    assert any("Keras refuses it" in m for _, m in errs), errs

@@ -160,6 +160,34 @@ PENALTY_SUM = 'sum(m.regularization_loss() for m in model.modules() if hasattr(m
 ADDED_SUM = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))'
 
 
+# the written fits' lines that call the callbacks (fit's and the several-outputs fit's): before the epochs, at each
+# epoch's start, at its end (logs: the history's last values; model.stop_training ends the training) and after
+CALLBACKS_BEGIN = [
+    "    callbacks = list(callbacks or [])",
+    "    model.stop_training, model.optimizer = False, optimizer",
+    "    for callback in callbacks:",
+    "        callback.model = model",
+    '        if hasattr(callback, "on_train_begin"):',
+    "            callback.on_train_begin()",
+]
+CALLBACKS_EPOCH = [
+    "        for callback in callbacks:",
+    '            if hasattr(callback, "on_epoch_begin"):',
+    "                callback.on_epoch_begin(epoch)",
+]
+CALLBACKS_END = [
+    "        logs = {k: v[-1] for k, v in history.items()}",
+    "        for callback in callbacks:",
+    '            if hasattr(callback, "on_epoch_end"):',
+    "                callback.on_epoch_end(epoch, logs)",
+    "        if model.stop_training:",
+    "            break",
+    "    for callback in callbacks:",
+    '        if hasattr(callback, "on_train_end"):',
+    "            callback.on_train_end()",
+]
+
+
 def bind(call: cst.Call, params: tuple) -> dict | None:
     """Arguments by parameter name, or None for *args/**kwargs or an unknown keyword."""
     out = {}
@@ -459,14 +487,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         + (", **{name: [] for name in metrics}" if ms else "") + "}",
     ]
     if cbs:
-        lines += [
-            "    callbacks = list(callbacks or [])",
-            "    model.stop_training, model.optimizer = False, optimizer",
-            "    for callback in callbacks:",
-            "        callback.model = model",
-            '        if hasattr(callback, "on_train_begin"):',
-            "            callback.on_train_begin()",
-        ]
+        lines += CALLBACKS_BEGIN
     if weighted:
         lines += [
             "    if class_weight is not None:  # the same loss, one value per element, which the class weights scale",
@@ -483,11 +504,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if ms:
         lines += ["        for metric in metrics.values():", "            metric.reset_state()"]
     if cbs:
-        lines += [
-            "        for callback in callbacks:",
-            '            if hasattr(callback, "on_epoch_begin"):',
-            "                callback.on_epoch_begin(epoch)",
-        ]
+        lines += CALLBACKS_EPOCH
     if general:
         lines += [
             "        if y is not None:  # arrays: batches of samples",
@@ -570,17 +587,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
     ]
     if cbs:
-        lines += [
-            "        logs = {k: v[-1] for k, v in history.items()}",
-            "        for callback in callbacks:",
-            '            if hasattr(callback, "on_epoch_end"):',
-            "                callback.on_epoch_end(epoch, logs)",
-            "        if model.stop_training:",
-            "            break",
-            "    for callback in callbacks:",
-            '        if hasattr(callback, "on_train_end"):',
-            "            callback.on_train_end()",
-        ]
+        lines += CALLBACKS_END
     lines += [
         "    return history",
         "",
@@ -740,7 +747,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
     y is a list of arrays in the outputs' order or a dict by the outputs' names; the History holds "loss" (the
     batches' losses averaged by samples) and "<output>_loss" (each output's own loss, unweighted: Keras 3 averages
     them over the batches, each batch once; Keras 2 by samples), and val_ likewise; evaluate returns
-    [loss, *each output's loss]. Arrays only (batches, callbacks, class weights and metrics stay refused); a model
+    [loss, *each output's loss]. Arrays only (batches, class weights and metrics stay refused), callbacks as fit's; a model
     of several inputs (``c.several``) takes x as a list of arrays, batched alike, and is called ``model(*xb)``."""
     n = c.names
     t, no_grad, randperm, arange = (spell("torch.as_tensor"), spell("torch.no_grad"), spell("torch.randperm"),
@@ -772,13 +779,16 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
     ]
     lines += [
         f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
-        "        validation_data=None, shuffle=True):",
+        f"        validation_data=None, shuffle=True{', callbacks=None' if c.callbacks else ''}):",
         '    """model.fit of a model of several outputs as Keras runs it: loss_fn {output name: its loss}, y a list of',
         "    arrays in the outputs' order (or a dict by their names); each batch's loss is the sum of each output's loss",
         "    times its loss_weights factor. The last validation_split of the samples held out before shuffling, the rest",
         "    shuffled every epoch, batches of 32 by default; returns Keras's History.history: \"loss\" averaged over the",
         "    samples, \"<output>_loss\" each output's unweighted loss averaged over the "
-        + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).") + '"""',
+        + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).")
+        + ("\n    Callbacks get .model (whose .optimizer is the optimizer) and on_train_begin(), on_epoch_begin(epoch),"
+           "\n    on_epoch_end(epoch, logs), on_train_end(); one that sets model.stop_training = True ends the"
+           "\n    training after that epoch." if c.callbacks else "") + '"""',
         *as_list,
         "    if validation_split and validation_data is None:",
         f"        split = int({samples('x')} * (1 - validation_split))",
@@ -788,9 +798,11 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "    batch_size = batch_size or 32",
         f'    keys = ["loss", {keys}]',
         "    history = {key: [] for key in keys}",
+        *(CALLBACKS_BEGIN if c.callbacks else []),
         "    for epoch in range(epochs):",
         "        model.train()",
         *_frozen_lines(c, spell),
+        *(CALLBACKS_EPOCH if c.callbacks else []),
         f"        order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
         "        sums = [0.0] * len(keys)",
         "        steps = 0",
@@ -816,6 +828,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         '                history.setdefault(f"val_{key}", []).append(value)',
         "        if verbose:",
         '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
+        *(CALLBACKS_END if c.callbacks else []),
         "    return history",
         "",
         "",

@@ -1261,11 +1261,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif "y" not in args or steps:
                 bad = ("x is an iterable of batches or steps are counted, which the written loop of a model of several "
                        "outputs does not read yet: give x and y as arrays")
-            elif method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (
-                    None, [], ()):
-                bad = "callbacks= of a fit of a model of several outputs are not translated yet"
+            elif not self._same_outputs(receiver, original_node, len(c.outputs)):
+                # (`model = get_model()` after the compile: the fit trains another model than it compiled)
+                bad = (f"{receiver} may be bound here to another model than the one of {len(c.outputs)} outputs its "
+                       "compile before this call compiled, which the written loop would train with that compile's loss "
+                       "and optimizer: compile the model this call trains where it is bound")
             elif weighted:
-                bad = "class_weight= of a model of several outputs is not translated"
+                bad = ("class_weight= of a model of several outputs: Keras refuses it (ValueError: class_weight is "
+                       "only supported for Models with a single output)")
             elif given is not None:
                 bad = "the model is given to a function of the file, which the written loop of several outputs does not follow"
         fresh = self._given_call(original_node, given, method, args) if given is not None and bad is None else []
@@ -1403,6 +1406,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         dict of them): the written loops compute one loss and predict one array."""
         return any(isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) != 1)
                    for o in self._model_inputs(model, call, 3))
+
+    def _same_outputs(self, model: str, call: cst.Call, count: int) -> bool:
+        """Whether every binding of ``model`` the call may see is a functional model of ``count`` outputs (given as a
+        list or tuple): the model a compile of several outputs compiled, not one bound to the name after it."""
+        seen = self._model_inputs(model, call, 3)
+        return bool(seen) and all(isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) == count for o in seen)
 
     def _input_count(self, model: str, call: cst.Call) -> int | None:
         """The number of inputs of ``model`` where every binding of that name the call may see is a functional
