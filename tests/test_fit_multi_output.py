@@ -158,7 +158,7 @@ def _compile_error(src: str) -> str:
     ('loss=["mse", "mse"], loss_weights=[1.0]', "not a literal list of one number per output"),
     ('loss=["mse", "mse"], loss_weights={"out_c": 1.0}', "loss_weights={...} is not keyed by names of model's outputs"),
     ('loss=["mse", "mse"], loss_weights=weights', "loss_weights=weights is not a literal list"),
-    ('loss=["mse", "mse"], metrics=["mae"]', "metrics= of a model of several outputs"),
+    ('loss=["mse", "mse"], metrics=["mae"]', "gives 1 metrics, and the model has 2 outputs: Keras 3 refuses it"),
     ('loss=["mse", my_loss]', "the loss of output 'out_b', my_loss, is neither one of Keras's loss names"),
 ])
 def test_what_the_loop_does_not_sum_as_keras_is_an_error(loss, said):
@@ -326,3 +326,52 @@ def test_class_weight_of_several_outputs_is_refused_as_keras_refuses_it():
     src = SRC.replace("shuffle=False, verbose=0)", "shuffle=False, verbose=0, class_weight={0: 1.0, 1: 2.0})")
     errs = errors(tx(src))
     assert any("Keras refuses it" in m for _, m in errs), errs
+
+
+def _with_metrics(metrics: str, src: str = SRC) -> str:
+    return src.replace('loss_weights={"out_a": 1.0, "out_b": 0.5})', 'loss_weights={"out_a": 1.0, "out_b": 0.5},\n'
+                       f'              metrics={metrics})')
+
+
+def _metric_keys(*names: str) -> list[str]:
+    return KEYS + [*names] + [f"val_{k}" for k in names]
+
+
+# (the metrics compile gives, whether the file is Keras 2 code, the History's metric keys); measured: both Keras give
+# a dict's and a list of lists' metrics to their outputs; a flat list is every output's in Keras 2, one metric per
+# output in Keras 3 (Keras 3.15 raises ValueError for a flat list of another length than the outputs')
+PER_OUTPUT = [
+    ('{"out_a": "mae", "out_b": ["accuracy", keras.metrics.AUC(name="auc")]}', False,
+     ["out_a_mae", "out_b_accuracy", "out_b_auc"]),
+    ('{"out_a": "mae", "out_b": ["accuracy", "mse"]}', True, ["out_a_mae", "out_b_accuracy", "out_b_mse"]),
+    ('[["mse", "mae"], ["binary_accuracy"]]', False, ["out_a_mse", "out_a_mae", "out_b_binary_accuracy"]),
+    ('["mae", "accuracy"]', False, ["out_a_mae", "out_b_accuracy"]),
+    ('["mae", "accuracy"]', True, ["out_a_mae", "out_a_accuracy", "out_b_mae", "out_b_accuracy"]),
+    ('{"out_b": "accuracy"}', True, ["out_b_accuracy"]),
+]
+
+
+@pytest.mark.parametrize("metrics, keras2, names", PER_OUTPUT,
+                         ids=["dict-keras3", "dict-keras2", "lists-keras3", "flat-keras3", "flat-keras2", "some-keras2"])
+def test_each_outputs_metrics_have_keras_history_keys_and_values(tmp_path, metrics, keras2, names):
+    """Each metric on its output, named "<output>_<metric>" in the History (val_ likewise), averaged by samples;
+    evaluate's list in Keras's order (Keras 3: the metrics sorted by name after the losses; Keras 2: output by
+    output as given)."""
+    out, (keras_out, torch_out) = _run(tmp_path, _with_metrics(metrics), keras2)
+    assert "metric.update_state(yb[at], pred[at])" in out
+    compare_fit(keras_out, torch_out, _metric_keys(*names))
+    assert len(torch_out["evaluate"]) == 3 + len(names)
+
+
+def test_metrics_keras_refuses_or_the_loop_cannot_give_are_errors():
+    for metrics, said in [('["mae"]', "gives 1 metrics, and the model has 2 outputs: Keras 3 refuses it"),
+                          ('{"out_c": "mae"}', "is not keyed by names of the model's outputs"),
+                          ('["mae", ["mse"]]', "mixes lists and metrics"),
+                          ('[["mae"]]', "gives 1 lists of metrics, and the model has 2 outputs"),
+                          ('{"out_a": "no_such_metric"}', "the metric 'no_such_metric' is not translated")]:
+        msg = _compile_error(_with_metrics(metrics))
+        assert said in msg, (metrics, msg)
+    # Keras 2 gives every output a flat list's metrics: an object would be shared by both
+    src = "# fwport: keras=2\n" + textwrap.dedent(_with_metrics('[keras.metrics.AUC()]')).lstrip("\n")
+    msg = _compile_error(src)
+    assert "Keras 2 gives every output each of them" in msg, msg

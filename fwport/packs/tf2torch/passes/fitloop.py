@@ -153,6 +153,7 @@ class Compiled:
     # a dict {output name: torch loss}, and the written loops sum each output's loss times its factor (Keras's sum)
     outputs: list = field(default_factory=list)
     keras2: bool = False  # Keras 2 code: each output's loss in the History is averaged by samples (Keras 3: by batches)
+    metric_outputs: list = field(default_factory=list)  # several outputs: the output each of ``metrics`` reads
 
 
 # the loss terms Keras adds itself (model.losses): the layers' regularizers, and what they gave add_loss
@@ -747,7 +748,8 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
     y is a list of arrays in the outputs' order or a dict by the outputs' names; the History holds "loss" (the
     batches' losses averaged by samples) and "<output>_loss" (each output's own loss, unweighted: Keras 3 averages
     them over the batches, each batch once; Keras 2 by samples), and val_ likewise; evaluate returns
-    [loss, *each output's loss]. Arrays only (batches, class weights and metrics stay refused), callbacks as fit's; a model
+    [loss, *each output's loss, *each metric] (metrics: "<output>_<metric>", each on its output, by samples). Arrays only
+    (batches and class weights stay refused), callbacks as fit's; a model
     of several inputs (``c.several``) takes x as a list of arrays, batched alike, and is called ``model(*xb)``."""
     n = c.names
     t, no_grad, randperm, arange = (spell("torch.as_tensor"), spell("torch.no_grad"), spell("torch.randperm"),
@@ -766,6 +768,13 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
     lines = _conversions(n, spell, False, shared, True)
     conv, take, samples, _ = _inputs_of(n["tensor"], c.several)  # several inputs: x a list of arrays
     star = "*" if c.several else ""
+    ms = bool(c.metrics)  # each output's metrics: {Keras's name: metric}, each updated with its output's (y, pred)
+    with_metrics = ", metrics" if ms else ""
+    metric_lines = [
+        f"            for at, metric in zip({list(c.metric_outputs)}, metrics.values()):  # the output it is for",
+        "                metric.update_state(yb[at], pred[at])",
+    ] if ms else []
+    reset = ["    for metric in metrics.values():", "        metric.reset_state()"] if ms else []
     as_list = [
         "    if isinstance(y, dict):  # by the outputs' names, as Keras matches them",
         "        y = [y[name] for name in loss_fn]",
@@ -778,7 +787,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         *(f"            loss = loss + {e}" for e in extra),
     ]
     lines += [
-        f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+        f"def {n['fit']}(model, optimizer, loss_fn{with_metrics}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
         f"        validation_data=None, shuffle=True{', callbacks=None' if c.callbacks else ''}):",
         '    """model.fit of a model of several outputs as Keras runs it: loss_fn {output name: its loss}, y a list of',
         "    arrays in the outputs' order (or a dict by their names); each batch's loss is the sum of each output's loss",
@@ -788,7 +797,10 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).")
         + ("\n    Callbacks get .model (whose .optimizer is the optimizer) and on_train_begin(), on_epoch_begin(epoch),"
            "\n    on_epoch_end(epoch, logs), on_train_end(); one that sets model.stop_training = True ends the"
-           "\n    training after that epoch." if c.callbacks else "") + '"""',
+           "\n    training after that epoch." if c.callbacks else "")
+        + ("\n    metrics: {\"<output>_<metric>\": metric} (Keras's History names), each reset every epoch and updated"
+           "\n    with its output's labels and predictions of every batch; its result() joins the history." if ms else "")
+        + '"""',
         *as_list,
         "    if validation_split and validation_data is None:",
         f"        split = int({samples('x')} * (1 - validation_split))",
@@ -798,11 +810,13 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "    batch_size = batch_size or 32",
         f'    keys = ["loss", {keys}]',
         "    history = {key: [] for key in keys}",
+        *(["    history.update({name: [] for name in metrics})"] if ms else []),
         *(CALLBACKS_BEGIN if c.callbacks else []),
         "    for epoch in range(epochs):",
         "        model.train()",
         *_frozen_lines(c, spell),
         *(CALLBACKS_EPOCH if c.callbacks else []),
+        *(["    " + line for line in reset]),
         f"        order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
         "        sums = [0.0] * len(keys)",
         "        steps = 0",
@@ -818,13 +832,16 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "            sums[0] += loss.item() * len(batch)",
         "            for i, value in enumerate(losses, 1):",
         f"                sums[i] += value.item(){' * len(batch)' if c.keras2 else ''}",
+        *metric_lines,
         "            steps += 1",
         f"        history[\"loss\"].append(sums[0] / {samples('x')})",
         "        for key, value in zip(keys[1:], sums[1:]):",
         f"            history[key].append(value / {samples('x') if c.keras2 else 'steps'})",
+        *(["        for name, metric in metrics.items():",
+           "            history[name].append(float(metric.result()))"] if ms else []),
         "        if validation_data is not None:",
-        f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)",
-        "            for key, value in zip(keys, val):",
+        f"            val = {n['evaluate']}(model, loss_fn{with_metrics}, *validation_data, batch_size=batch_size, verbose=0)",
+        f"            for key, value in zip({'[*keys, *metrics]' if ms else 'keys'}, val):",
         '                history.setdefault(f"val_{key}", []).append(value)',
         "        if verbose:",
         '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
@@ -832,13 +849,15 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "    return history",
         "",
         "",
-        f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1{', return_dict=False' if c.return_dict else ''}):",
+        f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1{', return_dict=False' if c.return_dict else ''}):",
         '    """model.evaluate of a model of several outputs: [the mean loss, *each output\'s loss] over the samples (each',
-        "    output's averaged over the " + ("samples" if c.keras2 else "batches, as Keras 3 does") + "), in inference mode.\"\"\"",
+        "    output's averaged over the " + ("samples" if c.keras2 else "batches, as Keras 3 does") + "), in inference mode"
+        + (";\n    then each metric's result, over the samples." if ms else ".") + '"""',
         *as_list,
         f"    x, y = {conv('x')}, [{n['tensor']}(a) for a in y]",
         "    batch_size = batch_size or 32",
         "    model.eval()",
+        *reset,
         f"    sums = [0.0] * {len(names) + 1}",
         "    steps = 0",
         f"    with {no_grad}():",
@@ -849,11 +868,14 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "            sums[0] += loss.item() * len(yb[0])",
         "            for i, value in enumerate(losses, 1):",
         f"                sums[i] += value.item(){' * len(yb[0])' if c.keras2 else ''}",
+        *metric_lines,
         "            steps += 1",
-        f"    result = [sums[0] / {samples('x')}, *(value / {samples('x') if c.keras2 else 'steps'} for value in sums[1:])]",
+        f"    result = [sums[0] / {samples('x')}, *(value / {samples('x') if c.keras2 else 'steps'} for value in sums[1:])"
+        + (", *(float(metric.result()) for metric in metrics.values())" if ms else "") + "]",
         "    if verbose:",
         '        print(f"evaluate - {result}")',
-        *([f'    return dict(zip(["loss", {keys}], result)) if return_dict else result'] if c.return_dict
+        *([f'    return dict(zip(["loss", {keys}{", *metrics" if ms else ""}], result)) if return_dict else result']
+          if c.return_dict
           else ["    return result"]),
         "",
         "",

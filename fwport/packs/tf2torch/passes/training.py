@@ -3275,7 +3275,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics,
                  tuple((name, plan_[1] if isinstance(plan_[1], str) else plan_[1].id, logits, factor)
-                       for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False)
+                       for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False,
+                 tuple(c.metric_outputs))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
         for arg in models.param_args.get((scope, model), []) if models is not None else ():
@@ -3515,6 +3516,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if per_output is not None and not isinstance(c, str):
         c.call = call
         made = _plan_outputs(c, per_output, rule_of, ctx)
+        if made is None:
+            made = _plan_output_metrics(c, call, outputs, metric_list, ctx)
         if isinstance(made, str):
             return refuse(made)
     if isinstance(c, str):
@@ -3865,7 +3868,8 @@ def _per_output_losses(call: cst.Call, model: str, outputs: list[str], keras2: b
 
 
 def _with_loss(call: cst.Call, loss: cst.BaseExpression) -> cst.Call:
-    """The compile call with ``loss`` as its loss and no loss_weights (the plan of its optimizer and metrics)."""
+    """The compile call with ``loss`` as its loss and no loss_weights nor metrics (the plan of its optimizer; each
+    output's metrics are planned by :func:`_plan_output_metrics`)."""
     args, at = [], 0
     for a in call.args:
         if a.keyword is None:
@@ -3873,17 +3877,87 @@ def _with_loss(call: cst.Call, loss: cst.BaseExpression) -> cst.Call:
             at += 1
         elif a.keyword.value == "loss":
             args.append(a.with_changes(value=loss))
-        elif a.keyword.value != "loss_weights":
+        elif a.keyword.value not in ("loss_weights", "metrics"):
             args.append(a)
     return call.with_changes(args=args)
+
+
+def _output_metric_lists(call: cst.Call, outputs: list[str], keras2: bool) -> list | str:
+    """compile's metrics= for a model of several outputs → [(output index, the list of its metrics' nodes)], as Keras
+    gives each output its metrics (measured, Keras 3.15 and tf_keras 2.21): a dict by the outputs' names (some of
+    them; a value one metric or a list), a list of one list per output; a flat list is every output's list in Keras 2,
+    and one metric per output in Keras 3 (where it has as many as the model has outputs; else Keras 3 raises). Else
+    why not."""
+    node = fitloop.metrics_listed((fitloop.bind(call, fitloop.COMPILE) or {}).get("metrics"))
+    k = len(outputs)
+    if node is None or literal_value(node, NOT_LITERAL) in (None, [], (), {}):
+        return []
+
+    def listed(value: cst.BaseExpression) -> list | None:
+        value = fitloop.metrics_listed(value)
+        if isinstance(value, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in value.elements):
+            return [e.value for e in value.elements]
+        return None
+    if isinstance(node, cst.Dict):
+        keys = [literal_value(e.key, NOT_LITERAL) if isinstance(e, cst.DictElement) else NOT_LITERAL
+                for e in node.elements]
+        if not all(isinstance(x, str) and x in outputs for x in keys) or len(set(keys)) != len(keys):
+            return f"metrics={{...}} is not keyed by names of the model's outputs ({', '.join(outputs)})"
+        by_key = {x: listed(e.value) for x, e in zip(keys, node.elements)}
+        if None in by_key.values():
+            return "metrics={...} gives an output something else than a metric or a list of them written there"
+        return [(outputs.index(x), by_key[x]) for x in sorted(by_key, key=outputs.index)]
+    if not isinstance(node, (cst.List, cst.Tuple)) or not all(isinstance(e, cst.Element) for e in node.elements):
+        return f"metrics={code(node)} is not a list or dict written in the compile"
+    values = [e.value for e in node.elements]
+    nested = [isinstance(v, (cst.List, cst.Tuple)) for v in values]
+    if all(nested):
+        if len(values) != k:
+            return f"metrics=[...] gives {len(values)} lists of metrics, and the model has {k} outputs"
+        per = [listed(v) for v in values]
+        if None in per:
+            return "metrics=[[...], ...] holds something else than metrics written there"
+        return list(enumerate(per))
+    if any(nested):
+        return "metrics=[...] mixes lists and metrics: give one list per output, or a dict by the outputs' names"
+    if keras2:  # every output gets every metric: each a string, a new object per output
+        if not all(isinstance(literal_value(v, NOT_LITERAL), str) for v in values):
+            return ("metrics=[...] of metric objects for a model of several outputs: Keras 2 gives every output "
+                    "each of them; give them per output (a dict by the outputs' names)")
+        return [(i, values) for i in range(k)]
+    if len(values) != k:
+        return (f"metrics=[...] gives {len(values)} metrics, and the model has {k} outputs: Keras 3 refuses it "
+                "(ValueError); give one list per output, or a dict by the outputs' names")
+    return [(i, [v]) for i, v in enumerate(values)]
+
+
+def _plan_output_metrics(c: fitloop.Compiled, call: cst.Call, outputs: list[str], metric_list,
+                         ctx: FileContext) -> str | None:
+    """Each output's metrics planned (``c.metrics`` named as Keras names them in the History, "<output>_<metric>",
+    ``c.metric_outputs`` the output each reads), in the order of Keras's evaluate list: Keras 3 sorts them by name,
+    Keras 2 takes them output by output as given; else why not."""
+    lists = _output_metric_lists(call, outputs, ctx.version == 2)
+    if isinstance(lists, str):
+        return lists
+    planned = []
+    for i, nodes in lists:
+        made = metric_list(cst.List([cst.Element(n) for n in nodes]), c.outputs[i][1])
+        if isinstance(made, str):
+            return made
+        planned += [(f"{outputs[i]}_{name}", expr, cls, i) for name, expr, cls in made]
+    names = [p[0] for p in planned]
+    if len(set(names)) != len(names):
+        return "two compiled metrics have one name"
+    if ctx.version != 2:
+        planned.sort(key=lambda p: p[0])
+    c.metrics = [p[:3] for p in planned]
+    c.metric_outputs = [p[3] for p in planned]
+    return None
 
 
 def _plan_outputs(c: fitloop.Compiled, per_output: list, rule_of, ctx: FileContext) -> str | None:
     """Each output's loss planned (``c.outputs``): a Keras loss by its name or an object the compile creates
     (``keras.losses.Huber(delta=2.0)``), with a literal from_logits; else why not."""
-    if c.metrics or c.accuracy:
-        return ("metrics= of a model of several outputs (Keras computes them per output: \"out_a_mae\") are not "
-                "translated yet: compute them in a loop written by hand, or compile without them")
     if c.schedule:
         return "a learning-rate schedule with a loss per output is not translated yet"
     c.outputs = []
