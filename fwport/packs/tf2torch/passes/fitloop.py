@@ -81,7 +81,7 @@ METHODS = {
             ("x", "y", "batch_size", "epochs", "verbose", "validation_split", "validation_data", "shuffle",
              "callbacks", "steps_per_epoch", "validation_steps")),
     "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict", *LOADING),
-                 ("x", "y", "batch_size", "verbose", "steps")),
+                 ("x", "y", "batch_size", "verbose", "steps")),  # (sample_weight: where the loss is weighed, below)
     "predict": (("x", "batch_size", "verbose", "steps", "callbacks", *LOADING), ("x", "batch_size", "verbose")),
     # one update on one batch: the written train_on_batch (Keras 3's returns the batch's loss and metrics,
     # taken before the update: train_on_batch resets the metrics every call)
@@ -124,6 +124,9 @@ class Compiled:
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
     class_weight: bool = False  # a fit takes class_weight= (Keras's per-label scale of each sample's loss)
+    # an evaluate / test_on_batch / train_on_batch takes sample_weight= (each sample's loss times its weight, the sum
+    # over the batch size, as Keras's "sum_over_batch_size" reduces them; the metrics unweighted, as compile's are)
+    sample_weight: bool = False
     return_dict: bool = False  # an evaluate takes return_dict= (its result as {Keras's name: value})
     train_batch: bool = False  # the file calls train_on_batch: its function is written beside fit
     # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
@@ -599,11 +602,33 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         what = "[the mean loss, *each metric's result]"
     reset = ["    for metric in metrics.values():", "        metric.reset_state()"] if ms else []
     as_dict = ", return_dict=False" if c.return_dict else ""  # {Keras's name: value}, as evaluate(return_dict=True)
+    sw = c.sample_weight  # evaluate takes sample_weight: each sample's loss times its weight
+    if sw:
+        as_dict = ", sample_weight=None" + as_dict
+    sw_doc = ("\n    sample_weight: each sample's loss (the mean over its values) times its weight, summed and divided by the"
+              "\n    number of samples, as Keras weighs it (the metrics unweighted)." if sw else "")
+    weighing = [
+        "    if sample_weight is not None:  # the same loss, one value per element, which the weights scale",
+        *(["        if y is None:",
+           '            raise ValueError("sample_weight= with a dataset of batches: Keras refuses it too")'] if general
+          else []),
+        f"        weights = iter({n['tensor']}(sample_weight).reshape(len(y)).split(batch_size))",
+        f"        per_sample = {spell('copy.copy')}(loss_fn)",
+        '        per_sample.reduction = "none"',
+    ] if sw else []
+    weighed = [
+        "            if sample_weight is None:",
+        f"                loss = {batch_loss}",
+        "            else:  # each sample's loss (the mean over its values) times its weight, over the batch",
+        f"                loss = ({batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
+        "                        * next(weights)).mean()",
+    ] if sw else []
+    eval_loss = "loss" if sw else batch_loss
     if general:
         lines += [
             f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y=None, batch_size=None, verbose=1, steps=None{as_dict}):",
             f'    """model.evaluate: {what} over the samples, in inference mode; x may be an iterable of',
-            '    (x, y) batches (y None), read from its start, steps batches of it when steps is given."""',
+            f'    (x, y) batches (y None), read from its start, steps batches of it when steps is given.{sw_doc}"""',
             "    batch_size = batch_size or 32",
             "    if y is not None:",
             f"        x, y = {conv('x')}, {n['tensor']}(y)",
@@ -611,6 +636,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "batch_size))",
             "    else:",
             f"        batches = {islice}(iter(x), steps)",
+            *weighing,
             "    model.eval()",
             *reset,
             "    total = correct = seen = 0.0",
@@ -618,15 +644,17 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        for xb, yb in batches:",
             f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
             *forward,
-            *_total(batch_loss, penalty, bool(added_sum), batch_n),
+            *weighed,
+            *_total(eval_loss, penalty, bool(added_sum), batch_n),
             f"            seen += {batch_n}",
         ]
     else:
         lines += [
             f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1{as_dict}):",
-            f'    """model.evaluate: {what} over the samples, in inference mode."""',
+            f'    """model.evaluate: {what} over the samples, in inference mode.{sw_doc}"""',
             f"    x, y = {conv('x')}, {n['tensor']}(y)",
             "    batch_size = batch_size or 32",
+            *weighing,
             "    model.eval()",
             *reset,
             "    total = correct = 0.0",
@@ -634,7 +662,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"        for start in range(0, {samples('x')}, batch_size):",
             f"            xb, yb = {take('x', 'start:start + batch_size')}, y[start:start + batch_size]",
             *forward,
-            *_total(batch_loss, penalty, bool(added_sum), batch_n),
+            *weighed,
+            *_total(eval_loss, penalty, bool(added_sum), batch_n),
         ]
     if acc:
         lines += [f"            correct += {correct}"]
@@ -672,10 +701,12 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
     what = what.replace("the mean loss", "the loss")
     inner = [line[8:] for line in forward]  # fit's lines, one loop level less (12 → 4 spaces)
     lines = [
-        f"def {n['train_on_batch']}({head}, x, y, return_dict=False):",
+        f"def {n['train_on_batch']}({head}, x, y{', sample_weight=None' if c.sample_weight else ''}, return_dict=False):",
         '    """model.train_on_batch: one update of the model on the batch (x, y), in training mode; returns',
         f"    {what} of the batch, computed before the update (as {{Keras's name: value}} with return_dict)."
-        + (" x: a list of arrays, one per input of the model." if c.several else "") + '"""',
+        + (" x: a list of arrays, one per input of the model." if c.several else "")
+        + ("\n    sample_weight: each sample's loss (the mean over its values) times its weight, the sum over the batch size,"
+           "\n    as Keras weighs it (the metrics unweighted)." if c.sample_weight else "") + '"""',
         f"    xb, yb = {conv('x')}, {n['tensor']}(y)",
         "    model.train()",
     ]
@@ -685,7 +716,14 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
     lines += [
         "    optimizer.zero_grad()",
         *inner,
-        f"    loss = {batch_loss}",
+        *([f"    if sample_weight is None:",
+           f"        loss = {batch_loss}",
+           "    else:  # the same loss, one value per element: each sample's mean times its weight, over the batch",
+           f"        per_sample = {spell('copy.copy')}(loss_fn)",
+           '        per_sample.reduction = "none"',
+           f"        losses = {batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
+           f"        loss = (losses * {n['tensor']}(sample_weight).reshape(len(pred))).mean()"]
+          if c.sample_weight else [f"    loss = {batch_loss}"]),
         *([f"    loss = loss + {penalty}  # the layers' regularizers: Keras adds them (model.losses)"] if penalty else []),
         *([f"    loss = loss + {added_sum}  # the terms the layers gave add_loss"] if added_sum else []),
         "    loss.backward()",

@@ -1217,8 +1217,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         bad = None if args is not None else "its arguments cannot be bound statically"
         weighted = method == "fit" and args is not None and "class_weight" in args and literal_value(
             args["class_weight"], NOT_LITERAL) is not None
+        # sample_weight= of an evaluate / test_on_batch / train_on_batch: each sample's loss times its weight, where
+        # the loss is a torch loss module whose values per element the loop can weigh (as class_weight's)
+        sample_weighted = method in ("evaluate", "train_on_batch") and args is not None and "sample_weight" in args \
+            and literal_value(args["sample_weight"], NOT_LITERAL) is not None
         for k, v in (args or {}).items():
             if k == "class_weight" and weighted and self._weighs_classes(c):
+                continue
+            if k == "sample_weight" and sample_weighted and self._weighs_classes(c) and not c.outputs:
                 continue
             if k in fitloop.LOADING:
                 self.ctx.report(Severity.INFO, "dropped-argument",
@@ -1231,7 +1237,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if k not in taken and not _default_value(k, literal_value(v, NOT_LITERAL)):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
-                    "MAE or Huber)" if k == "class_weight" else "")
+                    "MAE or Huber)" if k == "class_weight" else
+                    " (the generated evaluate / train_on_batch weigh the samples of a model of one output whose loss "
+                    "compile gives as a Keras cross-entropy, MSE, MAE or Huber)" if k == "sample_weight" and method in (
+                        "evaluate", "train_on_batch") else "")
         # a functional model of the file taking several inputs: the written loops take x as a list of arrays,
         # batch each with the same indices and call model(*xb) (also for x given as a name: Keras too needs one
         # array per input, so it is a list, or an iterable of batches whose x is one)
@@ -1291,6 +1300,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.callbacks = True
         if weighted:
             c.class_weight = True
+        if sample_weighted:
+            c.sample_weight = True
         dict_result = method in ("evaluate", "train_on_batch") and "return_dict" in args and literal_value(args["return_dict"],
                                                                                        NOT_LITERAL) is not False
         if dict_result and method == "evaluate":
@@ -1309,7 +1320,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         out = [cst.Arg(cst.Name(h)) for h in head]
         if given is not None:  # `F(M)` compiled M: M, and the loss (and metric objects) made again here
             out = [cst.Arg(cst.Name(original_node.func.value.value)), *(cst.Arg(e) for e in fresh)]
-        for k in (*taken, *(("class_weight",) if weighted else ()), *(("return_dict",) if dict_result else ())):
+        for k in (*taken, *(("class_weight",) if weighted else ()), *(("sample_weight",) if sample_weighted else ()),
+                  *(("return_dict",) if dict_result else ())):
             if k in args:
                 out.append(cst.Arg(args[k]) if k in ("x", "y") else
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
@@ -3735,6 +3747,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.predict_batches = any(c.predict_batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
+        rep.sample_weight = any(c.sample_weight for c in members)
         rep.return_dict = any(c.return_dict for c in members)
         rep.train_batch = any(c.train_batch for c in members)
         for c in members:
