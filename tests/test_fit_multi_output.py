@@ -375,3 +375,33 @@ def test_metrics_keras_refuses_or_the_loop_cannot_give_are_errors():
     src = "# fwport: keras=2\n" + textwrap.dedent(_with_metrics('[keras.metrics.AUC()]')).lstrip("\n")
     msg = _compile_error(src)
     assert "Keras 2 gives every output each of them" in msg, msg
+
+
+# a dict of outputs (in another order than its keys'), its losses, weights, metrics and labels keyed by its keys
+DICT = SRC.replace("model = keras.Model(inputs, [out_a, out_b])", 'model = keras.Model(inputs, {"b": out_b, "a": out_a})') \
+    .replace('loss={"out_a": "mse", "out_b": "binary_crossentropy"}, loss_weights={"out_a": 1.0, "out_b": 0.5})',
+             'loss={"a": "mse", "b": "binary_crossentropy"}, loss_weights={"a": 1.0, "b": 0.5},\n'
+             '              metrics={"a": "mae", "b": ["accuracy"]})') \
+    .replace('{"out_a": ya, "out_b": yb}', '{"a": ya, "b": yb}')
+
+
+@pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
+def test_a_dict_of_outputs(tmp_path, keras2):
+    """keras.Model(inputs, {"b": out_b, "a": out_a}): Keras orders the outputs by their keys; the History names them
+    by the keys in Keras 3 ("a_loss", "a_mae") and by the output layers' names in Keras 2 ("out_a_loss"), measured;
+    predict gives a dict of arrays."""
+    assert DICT.count('"a"') == 6  # the model, loss, weights, metrics, fit's and evaluate's labels
+    src = DICT.replace("    return history.history, model.evaluate(",
+                       '    history.history["predict"] = model.predict(x[:5], verbose=0)["b"].tolist()\n'
+                       "    return history.history, model.evaluate(")
+    out, (keras_out, torch_out) = _run(tmp_path, src, keras2)
+    assert "pred = [pred[name] for name in loss_fn]" in out
+    names = ["out_a", "out_b"] if keras2 else ["a", "b"]
+    keys = ["loss", *(f"{n}_loss" for n in names), f"{names[0]}_mae", f"{names[1]}_accuracy"]
+    compare_fit(keras_out, torch_out, [*keys, *(f"val_{k}" for k in keys), "predict"])
+
+
+def test_a_dict_of_outputs_unnamed_in_keras2_is_an_error():
+    src = "# fwport: keras=2\n" + textwrap.dedent(DICT.replace(', name="out_a"', "")).lstrip("\n")
+    assert "does not know the name of each output's layer, by which Keras 2" in _compile_error(src)
+    assert not errors(tx(DICT.replace(', name="out_a"', "")))  # Keras 3 names them by the keys

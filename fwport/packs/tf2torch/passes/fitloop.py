@@ -157,6 +157,8 @@ class Compiled:
     outputs: list = field(default_factory=list)
     keras2: bool = False  # Keras 2 code: each output's loss in the History is averaged by samples (Keras 3: by batches)
     metric_outputs: list = field(default_factory=list)  # several outputs: the output each of ``metrics`` reads
+    history_names: list = field(default_factory=list)  # ... each output's name in the History ("<name>_loss")
+    dict_outputs: bool = False  # ... given by the model as a dict {key: output} (``outputs``' names: its keys)
 
 
 # the loss terms Keras adds itself (model.losses): the layers' regularizers, and what they gave add_loss
@@ -802,10 +804,13 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         extra.append(PENALTY_SUM)
     if added:
         extra.append(ADDED_SUM)
-    keys = ", ".join(f'"{k}_loss"' for k in names)
+    keys = ", ".join(f'"{k}_loss"' for k in (c.history_names or names))
     lines = _conversions(n, spell, False, shared, True)
     conv, take, samples, _ = _inputs_of(n["tensor"], c.several)  # several inputs: x a list of arrays
     star = "*" if c.several else ""
+    # a dict of outputs: a list in loss_fn's order (its keys sorted, Keras's)
+    by_name = ["            pred = [pred[name] for name in loss_fn]  # the outputs by their keys, in Keras's order"] \
+        if c.dict_outputs else []
     ms = bool(c.metrics)  # each output's metrics: {Keras's name: metric}, each updated with its output's (y, pred)
     with_metrics = ", metrics" if ms else ""
     metric_lines = [
@@ -863,6 +868,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         f"            xb, yb = {take('x', 'batch')}, [a[batch] for a in y]",
         "            optimizer.zero_grad()",
         f"            pred = model({star}xb)",
+        *by_name,
         *loss_lines,
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
@@ -902,6 +908,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         f"        for start in range(0, {samples('x')}, batch_size):",
         f"            xb, yb = {take('x', 'start:start + batch_size')}, [a[start:start + batch_size] for a in y]",
         f"            pred = model({star}xb)",
+        *by_name,
         *loss_lines,
         "            sums[0] += loss.item() * len(yb[0])",
         "            for i, value in enumerate(losses, 1):",
@@ -918,13 +925,17 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "",
         "",
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
-        '    """model.predict of a model of several outputs: a list of NumPy arrays, one per output, in inference mode."""',
+        '    """model.predict of a model of several outputs: ' + ("a dict of NumPy arrays by the outputs' keys"
+                                                                if c.dict_outputs else "a list of NumPy arrays, one per output")
+        + ', in inference mode."""',
         f"    x = {conv('x')}",
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    with {no_grad}():",
         f"        outs = [model({star}{take('x', 'start:start + batch_size')}) for start in range(0, {samples('x')}, batch_size)]",
-        f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]",
+        *([f"    return {{name: {spell('torch.cat')}([out[name] for out in outs]).detach().numpy() for name in outs[0]}}"]
+          if c.dict_outputs else
+          [f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]"]),
         "",
         "",
     ]

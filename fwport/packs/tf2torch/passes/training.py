@@ -1421,9 +1421,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def _same_outputs(self, model: str, call: cst.Call, count: int) -> bool:
         """Whether every binding of ``model`` the call may see is a functional model of ``count`` outputs (given as a
-        list or tuple): the model a compile of several outputs compiled, not one bound to the name after it."""
+        list, tuple or dict): the model a compile of several outputs compiled, not one bound to the name after it."""
         seen = self._model_inputs(model, call, 3)
-        return bool(seen) and all(isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) == count for o in seen)
+        return bool(seen) and all(isinstance(o, (cst.List, cst.Tuple, cst.Dict)) and len(o.elements) == count
+                                  for o in seen)
 
     def _input_count(self, model: str, call: cst.Call) -> int | None:
         """The number of inputs of ``model`` where every binding of that name the call may see is a functional
@@ -3288,7 +3289,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
                  tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics,
                  tuple((name, plan_[1] if isinstance(plan_[1], str) else plan_[1].id, logits, factor)
                        for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False,
-                 tuple(c.metric_outputs))
+                 tuple(c.metric_outputs), tuple(c.history_names), c.dict_outputs)
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
         for arg in models.param_args.get((scope, model), []) if models is not None else ():
@@ -3508,7 +3509,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
     rule_of = lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or "")  # noqa: E731
-    outputs = _compiled_outputs(plan, model, call, scope)
+    outputs = _compiled_outputs(plan, model, call, scope, ctx.version == 2)
+    history_names = None
+    if isinstance(outputs, tuple):  # a dict of outputs: its keys (sorted, Keras's order), and the History's names
+        outputs, history_names = outputs
     per_output = None  # several outputs: [(name, its loss's node, its factor as written or "")]
     planned = call
     if isinstance(outputs, str):
@@ -3529,6 +3533,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         c.call = call
         made = _plan_outputs(c, per_output, rule_of, ctx)
         if made is None:
+            c.history_names = history_names or outputs
+            c.dict_outputs = history_names is not None
             made = _plan_output_metrics(c, call, outputs, metric_list, ctx)
         if isinstance(made, str):
             return refuse(made)
@@ -3786,12 +3792,15 @@ _NO_LOSS = ("loss= gives {what} no loss (None), and Keras then trains only the o
             "History keys: give every output a loss, or write the loop by hand")
 
 
-def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int) -> list[str] | str | None:
+def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
+                      keras2: bool = False) -> list[str] | tuple | str | None:
     """The names of the outputs of the model a compile compiles, where it is a functional ``keras.Model(inputs,
     [out_a, out_b, ...])`` of several outputs (every binding of the name the compile may see, as
     :meth:`_Training._model_inputs` reads them): each output a name bound once to a layer's call given a literal
     ``name=``, as Keras keys the losses by them; why not where the model has several outputs whose names fwport
-    does not know; None for a model of one output or one fwport does not follow."""
+    does not know; None for a model of one output or one fwport does not follow. A dict of outputs ``{"a": out_a, ...}``:
+    (its keys sorted, as Keras orders the outputs and keys their losses, metrics and labels; the names of the History's
+    keys: the keys in Keras 3, the output layers' names in Keras 2, measured)."""
     bindings = plan.model_inputs.get(model, [])
     at = plan.call_order.get(id(call), 0)
     before = [b for b in bindings if b[1] == scope and b[0] < at]
@@ -3801,6 +3810,26 @@ def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int) -> li
     if not several:
         return None
     names = set()
+    if len(seen) == 1 and isinstance(seen[0], cst.Dict):
+        items = [(literal_value(e.key, NOT_LITERAL), e.value) if isinstance(e, cst.DictElement) else (None, None)
+                 for e in seen[0].elements]
+        keys = [k for k, _ in items]
+        if not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+            return (f"{model} gives a dict of outputs whose keys are not distinct literal strings: write the loop by "
+                    "hand, its loss the sum of each output's loss times its loss_weights= factor")
+        by_key = dict(items)
+        order = sorted(keys)
+        if not keras2:
+            return order, order
+        layers = []
+        for k in order:
+            v = by_key[k]
+            bound = plan.layer_names.get(v.value, []) if isinstance(v, cst.Name) else []
+            layers.append(bound[0] if len(bound) == 1 and isinstance(bound[0], str) else None)
+        if None in layers:
+            return (f"{model} gives a dict of outputs, and fwport does not know the name of each output's layer, by "
+                    "which Keras 2 writes its loss into the History (\"out_loss\"): name the output layers")
+        return order, layers
     for o in seen:
         if not isinstance(o, (cst.List, cst.Tuple)) or any(not isinstance(e, cst.Element) for e in o.elements):
             return (f"{model} gives several outputs, not as a list of names (a dict of outputs, a model fwport does not "
@@ -3957,7 +3986,7 @@ def _plan_output_metrics(c: fitloop.Compiled, call: cst.Call, outputs: list[str]
         made = metric_list(cst.List([cst.Element(n) for n in nodes]), c.outputs[i][1])
         if isinstance(made, str):
             return made
-        planned += [(f"{outputs[i]}_{name}", expr, cls, i) for name, expr, cls in made]
+        planned += [(f"{c.history_names[i]}_{name}", expr, cls, i) for name, expr, cls in made]
     names = [p[0] for p in planned]
     if len(set(names)) != len(names):
         return "two compiled metrics have one name"
