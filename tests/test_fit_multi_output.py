@@ -405,3 +405,14 @@ def test_a_dict_of_outputs_unnamed_in_keras2_is_an_error():
     src = "# fwport: keras=2\n" + textwrap.dedent(DICT.replace(', name="out_a"', "")).lstrip("\n")
     assert "does not know the name of each output's layer, by which Keras 2" in _compile_error(src)
     assert not errors(tx(DICT.replace(', name="out_a"', "")))  # Keras 3 names them by the keys
+
+
+def test_a_model_factory_of_several_outputs_still_translates():
+    """`model = get_model()` of the factory that compiled it is the compiled model (not another one bound after it)."""
+    body = SRC.split("inputs = keras.Input", 1)[1].split("\n\n\ndef train", 1)[0]
+    src = SRC.split("inputs = keras.Input", 1)[0] + "def get_model():\n" + textwrap.indent(
+        "inputs = keras.Input" + body + "\nreturn model", "    ") + "\n\n\nmodel = get_model()\n\n\ndef train" + \
+        SRC.split("\n\n\ndef train", 1)[1]
+    r = tx(src)
+    assert errors(r) == [], errors(r)
+    assert "history = fit(model, optimizer, loss_fn, x, " in r.output

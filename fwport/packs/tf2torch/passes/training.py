@@ -1270,7 +1270,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif "y" not in args or steps:
                 bad = ("x is an iterable of batches or steps are counted, which the written loop of a model of several "
                        "outputs does not read yet: give x and y as arrays")
-            elif not self._same_outputs(receiver, original_node, len(c.outputs)):
+            elif not self._same_outputs(receiver, original_node, c):
                 # (`model = get_model()` after the compile: the fit trains another model than it compiled)
                 bad = (f"{receiver} may be bound here to another model than the one of {len(c.outputs)} outputs its "
                        "compile before this call compiled, which the written loop would train with that compile's loss "
@@ -1419,12 +1419,21 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return any(isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) != 1)
                    for o in self._model_inputs(model, call, 3))
 
-    def _same_outputs(self, model: str, call: cst.Call, count: int) -> bool:
-        """Whether every binding of ``model`` the call may see is a functional model of ``count`` outputs (given as a
-        list, tuple or dict): the model a compile of several outputs compiled, not one bound to the name after it."""
-        seen = self._model_inputs(model, call, 3)
-        return bool(seen) and all(isinstance(o, (cst.List, cst.Tuple, cst.Dict)) and len(o.elements) == count
-                                  for o in seen)
+    def _same_outputs(self, model: str, call: cst.Call, c: fitloop.Compiled) -> bool:
+        """Whether every binding of ``model`` the call may see is a functional model of as many outputs as ``c``
+        compiled (given as a list, tuple or dict), or a call of the model factory that compiled it: the model a
+        compile of several outputs compiled, not one bound to the name after it (:attr:`_Plan.values`, bound alike
+        with :attr:`_Plan.model_inputs`)."""
+        bindings = self.plan.values.get(model, [])
+        at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+        before = [b[2] for b in bindings if b[1] == scope and b[0] < at]
+        seen = before[-1:] or ([b[2] for b in bindings if b[1] == 0] if scope != 0 else [])
+        outputs = self._model_inputs(model, call, 3)
+        if not seen or len(seen) != len(outputs):
+            return False
+        return all((isinstance(o, (cst.List, cst.Tuple, cst.Dict)) and len(o.elements) == len(c.outputs)) or (
+            bool(c.factory) and isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value == c.factory)
+            for v, o in zip(seen, outputs))
 
     def _input_count(self, model: str, call: cst.Call) -> int | None:
         """The number of inputs of ``model`` where every binding of that name the call may see is a functional
