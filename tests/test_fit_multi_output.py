@@ -158,7 +158,7 @@ def _compile_error(src: str) -> str:
     ('loss=["mse", "mse"], loss_weights=[1.0]', "not a literal list of one number per output"),
     ('loss=["mse", "mse"], loss_weights={"out_c": 1.0}', "loss_weights={...} is not keyed by names of model's outputs"),
     ('loss=["mse", "mse"], loss_weights=weights', "loss_weights=weights is not a literal list"),
-    ('loss=["mse", "mse"], metrics=["mae"]', "metrics= of a model of several outputs"),
+    ('loss=["mse", "mse"], metrics=["mae"]', "gives 1 metrics, and the model has 2 outputs: Keras 3 refuses it"),
     ('loss=["mse", my_loss]', "the loss of output 'out_b', my_loss, is neither one of Keras's loss names"),
 ])
 def test_what_the_loop_does_not_sum_as_keras_is_an_error(loss, said):
@@ -177,9 +177,6 @@ def test_outputs_without_layer_names_are_an_error():
 
 
 def test_what_the_fit_gives_that_the_loop_does_not_read_is_an_error():
-    src = SRC.replace("shuffle=False, verbose=0)", "shuffle=False, verbose=0, callbacks=[keras.callbacks.History()])")
-    errs = errors(tx(src))
-    assert any("callbacks= of a fit of a model of several outputs" in m for _, m in errs), errs
     src = SRC.replace('model.fit(x, {"out_a": ya, "out_b": yb}, validation_split=0.25,', "model.fit(dataset,")
     errs = errors(tx(src))
     assert any("iterable of batches" in m for _, m in errs), errs
@@ -292,3 +289,130 @@ def test_several_inputs_and_several_outputs(tmp_path):
     assert "pred = model(*xb)" in out
     keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(TWO_IN), out, TWO_IN_DRIVER)
     compare_fit(keras_out, torch_out, KEYS)
+
+
+# EarlyStopping on one output's validation loss, a run long enough for it to stop (mode="min": Keras 3.15's "auto"
+# raises ValueError for a monitor that is neither "loss" nor a compiled metric's name, such as val_out_a_loss)
+STOPPED = SRC.replace(
+    'validation_split=0.25, epochs=2, batch_size=4,\n                        shuffle=False, verbose=0)',
+    'validation_split=0.25, epochs=12, batch_size=4,\n                        shuffle=False, verbose=0, '
+    'callbacks=[keras.callbacks.EarlyStopping(monitor="val_out_a_loss", patience=2, mode="min")])')
+
+
+@pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
+def test_callbacks_see_each_outputs_history_keys(tmp_path, keras2):
+    """keras-io training_with_built_in_methods: callbacks of a fit of several outputs; EarlyStopping monitoring
+    val_out_a_loss stops both at the same epoch (fewer than the 12 asked), with the same History."""
+    assert "callbacks=[keras.callbacks.EarlyStopping(" in STOPPED
+    out, (keras_out, torch_out) = _run(tmp_path, STOPPED, keras2)
+    assert "callbacks=[EarlyStopping(" in out and "callback.on_epoch_end(epoch, logs)" in out
+    assert 2 < len(keras_out["history"]["loss"]) < 12
+    compare_fit(keras_out, torch_out, KEYS)
+
+
+def test_a_fit_after_the_model_is_bound_again_is_an_error():
+    """`model = get_model()` after the compile of several outputs: the fit trains another model than the compile's,
+    which the written loop of that compile would train with its loss and optimizer (keras-io
+    training_with_built_in_methods rebinds model so)."""
+    src = SRC.replace("\n\ndef train(x, ya, yb):", "\n\ndef get_model():\n    return keras.Sequential([layers.Dense(1)])\n\n\n"
+                      "model = get_model()\n\n\ndef train(x, ya, yb):")
+    errs = errors(tx(src))
+    assert any("may be bound here to another model than the one of 2 outputs" in m for _, m in errs), errs
+
+
+def test_class_weight_of_several_outputs_is_refused_as_keras_refuses_it():
+    """Keras 3.15 and tf_keras 2.21 raise ValueError ("class_weight is only supported for Models with a single
+    output"): an error, not a loop."""
+    src = SRC.replace("shuffle=False, verbose=0)", "shuffle=False, verbose=0, class_weight={0: 1.0, 1: 2.0})")
+    errs = errors(tx(src))
+    assert any("Keras refuses it" in m for _, m in errs), errs
+
+
+def _with_metrics(metrics: str, src: str = SRC) -> str:
+    return src.replace('loss_weights={"out_a": 1.0, "out_b": 0.5})', 'loss_weights={"out_a": 1.0, "out_b": 0.5},\n'
+                       f'              metrics={metrics})')
+
+
+def _metric_keys(*names: str) -> list[str]:
+    return KEYS + [*names] + [f"val_{k}" for k in names]
+
+
+# (the metrics compile gives, whether the file is Keras 2 code, the History's metric keys); measured: both Keras give
+# a dict's and a list of lists' metrics to their outputs; a flat list is every output's in Keras 2, one metric per
+# output in Keras 3 (Keras 3.15 raises ValueError for a flat list of another length than the outputs')
+PER_OUTPUT = [
+    ('{"out_a": "mae", "out_b": ["accuracy", keras.metrics.AUC(name="auc")]}', False,
+     ["out_a_mae", "out_b_accuracy", "out_b_auc"]),
+    ('{"out_a": "mae", "out_b": ["accuracy", "mse"]}', True, ["out_a_mae", "out_b_accuracy", "out_b_mse"]),
+    ('[["mse", "mae"], ["binary_accuracy"]]', False, ["out_a_mse", "out_a_mae", "out_b_binary_accuracy"]),
+    ('["mae", "accuracy"]', False, ["out_a_mae", "out_b_accuracy"]),
+    ('["mae", "accuracy"]', True, ["out_a_mae", "out_a_accuracy", "out_b_mae", "out_b_accuracy"]),
+    ('{"out_b": "accuracy"}', True, ["out_b_accuracy"]),
+]
+
+
+@pytest.mark.parametrize("metrics, keras2, names", PER_OUTPUT,
+                         ids=["dict-keras3", "dict-keras2", "lists-keras3", "flat-keras3", "flat-keras2", "some-keras2"])
+def test_each_outputs_metrics_have_keras_history_keys_and_values(tmp_path, metrics, keras2, names):
+    """Each metric on its output, named "<output>_<metric>" in the History (val_ likewise), averaged by samples;
+    evaluate's list in Keras's order (Keras 3: the metrics sorted by name after the losses; Keras 2: output by
+    output as given)."""
+    out, (keras_out, torch_out) = _run(tmp_path, _with_metrics(metrics), keras2)
+    assert "metric.update_state(yb[at], pred[at])" in out
+    compare_fit(keras_out, torch_out, _metric_keys(*names))
+    assert len(torch_out["evaluate"]) == 3 + len(names)
+
+
+def test_metrics_keras_refuses_or_the_loop_cannot_give_are_errors():
+    for metrics, said in [('["mae"]', "gives 1 metrics, and the model has 2 outputs: Keras 3 refuses it"),
+                          ('{"out_c": "mae"}', "is not keyed by names of the model's outputs"),
+                          ('["mae", ["mse"]]', "mixes lists and metrics"),
+                          ('[["mae"]]', "gives 1 lists of metrics, and the model has 2 outputs"),
+                          ('{"out_a": "no_such_metric"}', "the metric 'no_such_metric' is not translated")]:
+        msg = _compile_error(_with_metrics(metrics))
+        assert said in msg, (metrics, msg)
+    # Keras 2 gives every output a flat list's metrics: an object would be shared by both
+    src = "# fwport: keras=2\n" + textwrap.dedent(_with_metrics('[keras.metrics.AUC()]')).lstrip("\n")
+    msg = _compile_error(src)
+    assert "Keras 2 gives every output each of them" in msg, msg
+
+
+# a dict of outputs (in another order than its keys'), its losses, weights, metrics and labels keyed by its keys
+DICT = SRC.replace("model = keras.Model(inputs, [out_a, out_b])", 'model = keras.Model(inputs, {"b": out_b, "a": out_a})') \
+    .replace('loss={"out_a": "mse", "out_b": "binary_crossentropy"}, loss_weights={"out_a": 1.0, "out_b": 0.5})',
+             'loss={"a": "mse", "b": "binary_crossentropy"}, loss_weights={"a": 1.0, "b": 0.5},\n'
+             '              metrics={"a": "mae", "b": ["accuracy"]})') \
+    .replace('{"out_a": ya, "out_b": yb}', '{"a": ya, "b": yb}')
+
+
+@pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
+def test_a_dict_of_outputs(tmp_path, keras2):
+    """keras.Model(inputs, {"b": out_b, "a": out_a}): Keras orders the outputs by their keys; the History names them
+    by the keys in Keras 3 ("a_loss", "a_mae") and by the output layers' names in Keras 2 ("out_a_loss"), measured;
+    predict gives a dict of arrays."""
+    assert DICT.count('"a"') == 6  # the model, loss, weights, metrics, fit's and evaluate's labels
+    src = DICT.replace("    return history.history, model.evaluate(",
+                       '    history.history["predict"] = model.predict(x[:5], verbose=0)["b"].tolist()\n'
+                       "    return history.history, model.evaluate(")
+    out, (keras_out, torch_out) = _run(tmp_path, src, keras2)
+    assert "pred = [pred[name] for name in loss_fn]" in out
+    names = ["out_a", "out_b"] if keras2 else ["a", "b"]
+    keys = ["loss", *(f"{n}_loss" for n in names), f"{names[0]}_mae", f"{names[1]}_accuracy"]
+    compare_fit(keras_out, torch_out, [*keys, *(f"val_{k}" for k in keys), "predict"])
+
+
+def test_a_dict_of_outputs_unnamed_in_keras2_is_an_error():
+    src = "# fwport: keras=2\n" + textwrap.dedent(DICT.replace(', name="out_a"', "")).lstrip("\n")
+    assert "does not know the name of each output's layer, by which Keras 2" in _compile_error(src)
+    assert not errors(tx(DICT.replace(', name="out_a"', "")))  # Keras 3 names them by the keys
+
+
+def test_a_model_factory_of_several_outputs_still_translates():
+    """`model = get_model()` of the factory that compiled it is the compiled model (not another one bound after it)."""
+    body = SRC.split("inputs = keras.Input", 1)[1].split("\n\n\ndef train", 1)[0]
+    src = SRC.split("inputs = keras.Input", 1)[0] + "def get_model():\n" + textwrap.indent(
+        "inputs = keras.Input" + body + "\nreturn model", "    ") + "\n\n\nmodel = get_model()\n\n\ndef train" + \
+        SRC.split("\n\n\ndef train", 1)[1]
+    r = tx(src)
+    assert errors(r) == [], errors(r)
+    assert "history = fit(model, optimizer, loss_fn, x, " in r.output

@@ -11,7 +11,10 @@ predict_on_batch's outputs and the kernels after training are compared (SGD and 
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
+import pytest
 from runners import compare_fit
 from test_fit_callbacks import DRIVER, _run, errors, tx
 
@@ -87,10 +90,51 @@ def test_a_file_without_train_on_batch_gets_no_such_function():
     assert "def train_on_batch" not in tx(SGD.split("\n\ndef train")[0] + "\nmodel.fit(np.zeros((4, 10)), np.zeros(4))\n").output
 
 
-def test_sample_weight_is_an_error_naming_the_call():
-    src = ADAM.replace("model.train_on_batch(x[:32], onehot[:32])", "model.train_on_batch(x[:32], onehot[:32], sample_weight=w)")
+def test_sample_weight_of_a_loss_the_loop_cannot_weigh_is_an_error_naming_the_call():
+    src = ADAM.replace('loss="mse")', "loss=my_loss)").replace("def train(x, y):", "def my_loss(y_true, y_pred):\n"
+                                                                 "    return (y_true - y_pred) ** 4\n\n\ndef train(x, y):")
+    src = src.replace("model.train_on_batch(x[:32], onehot[:32])", "model.train_on_batch(x[:32], onehot[:32], sample_weight=w)")
     errs = errors(tx(src))
-    assert any("sample_weight= is not translated" in m for _, m in errs), errs
+    assert any("sample_weight= is not translated (the generated evaluate / train_on_batch weigh" in m for _, m in errs), errs
+
+
+# sample_weight= in train_on_batch / test_on_batch / evaluate: measured (Keras 3.15 and tf_keras 2.21) each sample's
+# loss times its weight, summed and divided by the batch size (not by the weights' sum); compile's metrics unweighted
+WEIGHTED_SGD = SGD.replace(
+    "        loss, accuracy = model.train_on_batch(x[start:start + 16], y[start:start + 16])",
+    "        loss, accuracy = model.train_on_batch(x[start:start + 16], y[start:start + 16],\n"
+    "                                              sample_weight=w[start:start + 16])").replace(
+    "    logs = model.train_on_batch(x[:16], y[:16], return_dict=True)",
+    "    logs = model.train_on_batch(x[:16], y[:16], sample_weight=w[:16], return_dict=True)").replace(
+    "    return history, [*model.test_on_batch(x[48:], y[48:]), model.test_on_batch(x, y, return_dict=True)[\"accuracy\"]]",
+    "    return history, [*model.test_on_batch(x[48:], y[48:], sample_weight=w[48:]), model.test_on_batch(x, y)[0],\n"
+    "                     *model.evaluate(x, y, sample_weight=w, batch_size=7, verbose=0)]").replace(
+    "def train(x, y):\n", "def train(x, y):\n    w = (np.arange(64) % 5 * 0.5).astype(\"float32\")  # (zeros too)\n")
+
+WEIGHTED_ADAM = ADAM.replace("model.train_on_batch(x[:32], onehot[:32])",
+                             "model.train_on_batch(x[:32], onehot[:32], sample_weight=np.linspace(0, 2, 32))").replace(
+    "model.test_on_batch(x, onehot)", "model.test_on_batch(x, onehot, sample_weight=np.linspace(2, 0, 64))")
+
+
+@pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
+def test_sample_weight_weighs_each_samples_loss_as_keras(tmp_path, keras2):
+    from runners import keras_and_torch
+
+    for name, src, keys in (("sgd", WEIGHTED_SGD, ["loss", "accuracy", "predict"]), ("adam", WEIGHTED_ADAM,
+                                                                                      ["loss", "logs"])):
+        assert src.count("sample_weight=") == (4 if name == "sgd" else 2)
+        if keras2:
+            src = "# fwport: keras=2\n" + textwrap.dedent(src).lstrip("\n")
+        trans = tx(src)
+        assert errors(trans) == [], errors(trans)
+        assert "per_sample.reduction = \"none\"" in trans.output
+        env = {"TF_USE_LEGACY_KERAS": "1"} if keras2 else {}
+        (tmp_path / name).mkdir()
+        keras_out, torch_out = keras_and_torch(tmp_path / name, textwrap.dedent(src), trans.output, DRIVER, **env)
+        compare_fit(keras_out, torch_out, keys)
+        if name == "sgd":  # [test_on_batch weighted: loss, accuracy; unweighted loss; evaluate weighted: loss, accuracy]
+            ev = keras_out["evaluate"]
+            assert abs(ev[2] - ev[3]) > 1e-3 and 0 <= ev[4] <= 1  # the weights count
 
 
 def test_a_function_of_the_file_named_train_on_batch_keeps_its_name():

@@ -26,9 +26,11 @@ list of arrays, one per input (a dict: its values in the order of the inputs' na
 indices, and called ``model(*xb)``. A functional model of several outputs compiled with a loss per output (a list, a
 dict by the outputs' names, or one loss for all; ``loss_weights`` a literal list or dict) gets ``loss_fn = {output:
 torch loss}`` and loops of arrays of their own (:func:`multi_helpers`, ``Compiled.outputs``) that sum each output's
-loss times its factor and write Keras's History keys (``<output>_loss``). Only what the loop reproduces is
-translated: sample weights, class weights of other losses, a loss for only some outputs, per-output metrics,
-metrics without a written class are left to model_api's errors (the whole compile then stays Keras).
+loss times its factor and write Keras's History keys (``<output>_loss``, ``<output>_<metric>``; a dict of outputs
+keyed by its keys). ``sample_weight=`` of evaluate / test_on_batch / train_on_batch weighs each sample's loss as
+Keras does. Only what the loop reproduces is translated: fit's sample weights, class weights of other losses, a loss
+for only some outputs, metrics without a written class are left to model_api's errors (the whole compile then stays
+Keras).
 
 Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
 compile / fit), the metric classes, and the callback classes (EarlyStopping, ModelCheckpoint,
@@ -81,7 +83,7 @@ METHODS = {
             ("x", "y", "batch_size", "epochs", "verbose", "validation_split", "validation_data", "shuffle",
              "callbacks", "steps_per_epoch", "validation_steps")),
     "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict", *LOADING),
-                 ("x", "y", "batch_size", "verbose", "steps")),
+                 ("x", "y", "batch_size", "verbose", "steps")),  # (sample_weight: where the loss is weighed, below)
     "predict": (("x", "batch_size", "verbose", "steps", "callbacks", *LOADING), ("x", "batch_size", "verbose")),
     # one update on one batch: the written train_on_batch (Keras 3's returns the batch's loss and metrics,
     # taken before the update: train_on_batch resets the metrics every call)
@@ -126,6 +128,9 @@ class Compiled:
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
     class_weight: bool = False  # a fit takes class_weight= (Keras's per-label scale of each sample's loss)
+    # an evaluate / test_on_batch / train_on_batch takes sample_weight= (each sample's loss times its weight, the sum
+    # over the batch size, as Keras's "sum_over_batch_size" reduces them; the metrics unweighted, as compile's are)
+    sample_weight: bool = False
     return_dict: bool = False  # an evaluate takes return_dict= (its result as {Keras's name: value})
     train_batch: bool = False  # the file calls train_on_batch: its function is written beside fit
     # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
@@ -155,11 +160,42 @@ class Compiled:
     # a dict {output name: torch loss}, and the written loops sum each output's loss times its factor (Keras's sum)
     outputs: list = field(default_factory=list)
     keras2: bool = False  # Keras 2 code: each output's loss in the History is averaged by samples (Keras 3: by batches)
+    metric_outputs: list = field(default_factory=list)  # several outputs: the output each of ``metrics`` reads
+    history_names: list = field(default_factory=list)  # ... each output's name in the History ("<name>_loss")
+    dict_outputs: bool = False  # ... given by the model as a dict {key: output} (``outputs``' names: its keys)
 
 
 # the loss terms Keras adds itself (model.losses): the layers' regularizers, and what they gave add_loss
 PENALTY_SUM = 'sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
 ADDED_SUM = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))'
+
+
+# the written fits' lines that call the callbacks (fit's and the several-outputs fit's): before the epochs, at each
+# epoch's start, at its end (logs: the history's last values; model.stop_training ends the training) and after
+CALLBACKS_BEGIN = [
+    "    callbacks = list(callbacks or [])",
+    "    model.stop_training, model.optimizer = False, optimizer",
+    "    for callback in callbacks:",
+    "        callback.model = model",
+    '        if hasattr(callback, "on_train_begin"):',
+    "            callback.on_train_begin()",
+]
+CALLBACKS_EPOCH = [
+    "        for callback in callbacks:",
+    '            if hasattr(callback, "on_epoch_begin"):',
+    "                callback.on_epoch_begin(epoch)",
+]
+CALLBACKS_END = [
+    "        logs = {k: v[-1] for k, v in history.items()}",
+    "        for callback in callbacks:",
+    '            if hasattr(callback, "on_epoch_end"):',
+    "                callback.on_epoch_end(epoch, logs)",
+    "        if model.stop_training:",
+    "            break",
+    "    for callback in callbacks:",
+    '        if hasattr(callback, "on_train_end"):',
+    "            callback.on_train_end()",
+]
 
 
 def bind(call: cst.Call, params: tuple) -> dict | None:
@@ -472,14 +508,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         + (", **{name: [] for name in metrics}" if ms else "") + "}",
     ]
     if cbs:
-        lines += [
-            "    callbacks = list(callbacks or [])",
-            "    model.stop_training, model.optimizer = False, optimizer",
-            "    for callback in callbacks:",
-            "        callback.model = model",
-            '        if hasattr(callback, "on_train_begin"):',
-            "            callback.on_train_begin()",
-        ]
+        lines += CALLBACKS_BEGIN
     if weighted:
         lines += [
             "    if class_weight is not None:  # the same loss, one value per element, which the class weights scale",
@@ -496,11 +525,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if ms:
         lines += ["        for metric in metrics.values():", "            metric.reset_state()"]
     if cbs:
-        lines += [
-            "        for callback in callbacks:",
-            '            if hasattr(callback, "on_epoch_begin"):',
-            "                callback.on_epoch_begin(epoch)",
-        ]
+        lines += CALLBACKS_EPOCH
     if general and distributed:
         lines += [
             "        if y is not None:  # arrays: batches of samples",
@@ -628,17 +653,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
     ]
     if cbs:
-        lines += [
-            "        logs = {k: v[-1] for k, v in history.items()}",
-            "        for callback in callbacks:",
-            '            if hasattr(callback, "on_epoch_end"):',
-            "                callback.on_epoch_end(epoch, logs)",
-            "        if model.stop_training:",
-            "            break",
-            "    for callback in callbacks:",
-            '        if hasattr(callback, "on_train_end"):',
-            "            callback.on_train_end()",
-        ]
+        lines += CALLBACKS_END
     lines += [
         "    return history",
         "",
@@ -650,11 +665,33 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     reset = ["    for metric in metrics.values():", "        metric.reset_state()"] if ms else []
     device_line = ["    device = next(model.parameters()).device  # (the process's GPU under torchrun)"] if distributed else []
     as_dict = ", return_dict=False" if c.return_dict else ""  # {Keras's name: value}, as evaluate(return_dict=True)
+    sw = c.sample_weight  # evaluate takes sample_weight: each sample's loss times its weight
+    if sw:
+        as_dict = ", sample_weight=None" + as_dict
+    sw_doc = ("\n    sample_weight: each sample's loss (the mean over its values) times its weight, summed and divided by the"
+              "\n    number of samples, as Keras weighs it (the metrics unweighted)." if sw else "")
+    weighing = [
+        "    if sample_weight is not None:  # the same loss, one value per element, which the weights scale",
+        *(["        if y is None:",
+           '            raise ValueError("sample_weight= with a dataset of batches: Keras refuses it too")'] if general
+          else []),
+        f"        weights = iter({n['tensor']}(sample_weight).reshape(len(y)).split(batch_size))",
+        f"        per_sample = {spell('copy.copy')}(loss_fn)",
+        '        per_sample.reduction = "none"',
+    ] if sw else []
+    weighed = [
+        "            if sample_weight is None:",
+        f"                loss = {batch_loss}",
+        "            else:  # each sample's loss (the mean over its values) times its weight, over the batch",
+        f"                loss = ({batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
+        "                        * next(weights)).mean()",
+    ] if sw else []
+    eval_loss = "loss" if sw else batch_loss
     if general:
         lines += [
             f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y=None, batch_size=None, verbose=1, steps=None{as_dict}):",
             f'    """model.evaluate: {what} over the samples, in inference mode; x may be an iterable of',
-            '    (x, y) batches (y None), read from its start, steps batches of it when steps is given."""',
+            f'    (x, y) batches (y None), read from its start, steps batches of it when steps is given.{sw_doc}"""',
             "    batch_size = batch_size or 32",
             "    if y is not None:",
             f"        x, y = {conv('x')}, {n['tensor']}(y)",
@@ -663,6 +700,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    else:",
             f"        batches = {islice}(iter(x), steps)",
             *device_line,
+            *weighing,
             "    model.eval()",
             *reset,
             "    total = correct = seen = 0.0",
@@ -671,16 +709,18 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
             *([f"            xb, yb = {_moved('xb', multi)}, yb.to(device)"] if distributed else []),
             *forward,
-            *_total(batch_loss, penalty, bool(added_sum), batch_n),
+            *weighed,
+            *_total(eval_loss, penalty, bool(added_sum), batch_n),
             f"            seen += {batch_n}",
         ]
     else:
         lines += [
             f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1{as_dict}):",
-            f'    """model.evaluate: {what} over the samples, in inference mode."""',
+            f'    """model.evaluate: {what} over the samples, in inference mode.{sw_doc}"""',
             f"    x, y = {conv('x')}, {n['tensor']}(y)",
             "    batch_size = batch_size or 32",
             *device_line,
+            *weighing,
             "    model.eval()",
             *reset,
             "    total = correct = 0.0",
@@ -689,7 +729,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"            xb, yb = {take('x', 'start:start + batch_size')}, y[start:start + batch_size]",
             *([f"            xb, yb = {_moved('xb', multi)}, yb.to(device)"] if distributed else []),
             *forward,
-            *_total(batch_loss, penalty, bool(added_sum), batch_n),
+            *weighed,
+            *_total(eval_loss, penalty, bool(added_sum), batch_n),
         ]
     if acc:
         lines += [f"            correct += {correct}"]
@@ -727,10 +768,12 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
     what = what.replace("the mean loss", "the loss")
     inner = [line[8:] for line in forward]  # fit's lines, one loop level less (12 → 4 spaces)
     lines = [
-        f"def {n['train_on_batch']}({head}, x, y, return_dict=False):",
+        f"def {n['train_on_batch']}({head}, x, y{', sample_weight=None' if c.sample_weight else ''}, return_dict=False):",
         '    """model.train_on_batch: one update of the model on the batch (x, y), in training mode; returns',
         f"    {what} of the batch, computed before the update (as {{Keras's name: value}} with return_dict)."
-        + (" x: a list of arrays, one per input of the model." if c.several else "") + '"""',
+        + (" x: a list of arrays, one per input of the model." if c.several else "")
+        + ("\n    sample_weight: each sample's loss (the mean over its values) times its weight, the sum over the batch size,"
+           "\n    as Keras weighs it (the metrics unweighted)." if c.sample_weight else "") + '"""',
         f"    xb, yb = {conv('x')}, {n['tensor']}(y)",
         "    model.train()",
     ]
@@ -740,7 +783,14 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
     lines += [
         "    optimizer.zero_grad()",
         *inner,
-        f"    loss = {batch_loss}",
+        *([f"    if sample_weight is None:",
+           f"        loss = {batch_loss}",
+           "    else:  # the same loss, one value per element: each sample's mean times its weight, over the batch",
+           f"        per_sample = {spell('copy.copy')}(loss_fn)",
+           '        per_sample.reduction = "none"',
+           f"        losses = {batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
+           f"        loss = (losses * {n['tensor']}(sample_weight).reshape(len(pred))).mean()"]
+          if c.sample_weight else [f"    loss = {batch_loss}"]),
         *([f"    loss = loss + {penalty}  # the layers' regularizers: Keras adds them (model.losses)"] if penalty else []),
         *([f"    loss = loss + {added_sum}  # the terms the layers gave add_loss"] if added_sum else []),
         "    loss.backward()",
@@ -803,7 +853,8 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
     y is a list of arrays in the outputs' order or a dict by the outputs' names; the History holds "loss" (the
     batches' losses averaged by samples) and "<output>_loss" (each output's own loss, unweighted: Keras 3 averages
     them over the batches, each batch once; Keras 2 by samples), and val_ likewise; evaluate returns
-    [loss, *each output's loss]. Arrays only (batches, callbacks, class weights and metrics stay refused); a model
+    [loss, *each output's loss, *each metric] (metrics: "<output>_<metric>", each on its output, by samples). Arrays only
+    (batches and class weights stay refused), callbacks as fit's; a model
     of several inputs (``c.several``) takes x as a list of arrays, batched alike, and is called ``model(*xb)``."""
     n = c.names
     t, no_grad, randperm, arange = (spell("torch.as_tensor"), spell("torch.no_grad"), spell("torch.randperm"),
@@ -818,10 +869,20 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         extra.append(PENALTY_SUM)
     if added:
         extra.append(ADDED_SUM)
-    keys = ", ".join(f'"{k}_loss"' for k in names)
+    keys = ", ".join(f'"{k}_loss"' for k in (c.history_names or names))
     lines = _conversions(n, spell, False, shared, True)
     conv, take, samples, _ = _inputs_of(n["tensor"], c.several)  # several inputs: x a list of arrays
     star = "*" if c.several else ""
+    # a dict of outputs: a list in loss_fn's order (its keys sorted, Keras's)
+    by_name = ["            pred = [pred[name] for name in loss_fn]  # the outputs by their keys, in Keras's order"] \
+        if c.dict_outputs else []
+    ms = bool(c.metrics)  # each output's metrics: {Keras's name: metric}, each updated with its output's (y, pred)
+    with_metrics = ", metrics" if ms else ""
+    metric_lines = [
+        f"            for at, metric in zip({list(c.metric_outputs)}, metrics.values()):  # the output it is for",
+        "                metric.update_state(yb[at], pred[at])",
+    ] if ms else []
+    reset = ["    for metric in metrics.values():", "        metric.reset_state()"] if ms else []
     as_list = [
         "    if isinstance(y, dict):  # by the outputs' names, as Keras matches them",
         "        y = [y[name] for name in loss_fn]",
@@ -834,14 +895,20 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         *(f"            loss = loss + {e}" for e in extra),
     ]
     lines += [
-        f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
-        "        validation_data=None, shuffle=True):",
+        f"def {n['fit']}(model, optimizer, loss_fn{with_metrics}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+        f"        validation_data=None, shuffle=True{', callbacks=None' if c.callbacks else ''}):",
         '    """model.fit of a model of several outputs as Keras runs it: loss_fn {output name: its loss}, y a list of',
         "    arrays in the outputs' order (or a dict by their names); each batch's loss is the sum of each output's loss",
         "    times its loss_weights factor. The last validation_split of the samples held out before shuffling, the rest",
         "    shuffled every epoch, batches of 32 by default; returns Keras's History.history: \"loss\" averaged over the",
         "    samples, \"<output>_loss\" each output's unweighted loss averaged over the "
-        + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).") + '"""',
+        + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).")
+        + ("\n    Callbacks get .model (whose .optimizer is the optimizer) and on_train_begin(), on_epoch_begin(epoch),"
+           "\n    on_epoch_end(epoch, logs), on_train_end(); one that sets model.stop_training = True ends the"
+           "\n    training after that epoch." if c.callbacks else "")
+        + ("\n    metrics: {\"<output>_<metric>\": metric} (Keras's History names), each reset every epoch and updated"
+           "\n    with its output's labels and predictions of every batch; its result() joins the history." if ms else "")
+        + '"""',
         *as_list,
         "    if validation_split and validation_data is None:",
         f"        split = int({samples('x')} * (1 - validation_split))",
@@ -851,9 +918,13 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "    batch_size = batch_size or 32",
         f'    keys = ["loss", {keys}]',
         "    history = {key: [] for key in keys}",
+        *(["    history.update({name: [] for name in metrics})"] if ms else []),
+        *(CALLBACKS_BEGIN if c.callbacks else []),
         "    for epoch in range(epochs):",
         "        model.train()",
         *_frozen_lines(c, spell),
+        *(CALLBACKS_EPOCH if c.callbacks else []),
+        *(["    " + line for line in reset]),
         f"        order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
         "        sums = [0.0] * len(keys)",
         "        steps = 0",
@@ -862,6 +933,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         f"            xb, yb = {take('x', 'batch')}, [a[batch] for a in y]",
         "            optimizer.zero_grad()",
         f"            pred = model({star}xb)",
+        *by_name,
         *loss_lines,
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
@@ -869,52 +941,66 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "            sums[0] += loss.item() * len(batch)",
         "            for i, value in enumerate(losses, 1):",
         f"                sums[i] += value.item(){' * len(batch)' if c.keras2 else ''}",
+        *metric_lines,
         "            steps += 1",
         f"        history[\"loss\"].append(sums[0] / {samples('x')})",
         "        for key, value in zip(keys[1:], sums[1:]):",
         f"            history[key].append(value / {samples('x') if c.keras2 else 'steps'})",
+        *(["        for name, metric in metrics.items():",
+           "            history[name].append(float(metric.result()))"] if ms else []),
         "        if validation_data is not None:",
-        f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)",
-        "            for key, value in zip(keys, val):",
+        f"            val = {n['evaluate']}(model, loss_fn{with_metrics}, *validation_data, batch_size=batch_size, verbose=0)",
+        f"            for key, value in zip({'[*keys, *metrics]' if ms else 'keys'}, val):",
         '                history.setdefault(f"val_{key}", []).append(value)',
         "        if verbose:",
         '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
+        *(CALLBACKS_END if c.callbacks else []),
         "    return history",
         "",
         "",
-        f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1{', return_dict=False' if c.return_dict else ''}):",
+        f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1{', return_dict=False' if c.return_dict else ''}):",
         '    """model.evaluate of a model of several outputs: [the mean loss, *each output\'s loss] over the samples (each',
-        "    output's averaged over the " + ("samples" if c.keras2 else "batches, as Keras 3 does") + "), in inference mode.\"\"\"",
+        "    output's averaged over the " + ("samples" if c.keras2 else "batches, as Keras 3 does") + "), in inference mode"
+        + (";\n    then each metric's result, over the samples." if ms else ".") + '"""',
         *as_list,
         f"    x, y = {conv('x')}, [{n['tensor']}(a) for a in y]",
         "    batch_size = batch_size or 32",
         "    model.eval()",
+        *reset,
         f"    sums = [0.0] * {len(names) + 1}",
         "    steps = 0",
         f"    with {no_grad}():",
         f"        for start in range(0, {samples('x')}, batch_size):",
         f"            xb, yb = {take('x', 'start:start + batch_size')}, [a[start:start + batch_size] for a in y]",
         f"            pred = model({star}xb)",
+        *by_name,
         *loss_lines,
         "            sums[0] += loss.item() * len(yb[0])",
         "            for i, value in enumerate(losses, 1):",
         f"                sums[i] += value.item(){' * len(yb[0])' if c.keras2 else ''}",
+        *metric_lines,
         "            steps += 1",
-        f"    result = [sums[0] / {samples('x')}, *(value / {samples('x') if c.keras2 else 'steps'} for value in sums[1:])]",
+        f"    result = [sums[0] / {samples('x')}, *(value / {samples('x') if c.keras2 else 'steps'} for value in sums[1:])"
+        + (", *(float(metric.result()) for metric in metrics.values())" if ms else "") + "]",
         "    if verbose:",
         '        print(f"evaluate - {result}")',
-        *([f'    return dict(zip(["loss", {keys}], result)) if return_dict else result'] if c.return_dict
+        *([f'    return dict(zip(["loss", {keys}{", *metrics" if ms else ""}], result)) if return_dict else result']
+          if c.return_dict
           else ["    return result"]),
         "",
         "",
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
-        '    """model.predict of a model of several outputs: a list of NumPy arrays, one per output, in inference mode."""',
+        '    """model.predict of a model of several outputs: ' + ("a dict of NumPy arrays by the outputs' keys"
+                                                                if c.dict_outputs else "a list of NumPy arrays, one per output")
+        + ', in inference mode."""',
         f"    x = {conv('x')}",
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    with {no_grad}():",
         f"        outs = [model({star}{take('x', 'start:start + batch_size')}) for start in range(0, {samples('x')}, batch_size)]",
-        f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]",
+        *([f"    return {{name: {spell('torch.cat')}([out[name] for out in outs]).detach().numpy() for name in outs[0]}}"]
+          if c.dict_outputs else
+          [f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]"]),
         "",
         "",
     ]

@@ -1223,8 +1223,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         bad = None if args is not None else "its arguments cannot be bound statically"
         weighted = method == "fit" and args is not None and "class_weight" in args and literal_value(
             args["class_weight"], NOT_LITERAL) is not None
+        # sample_weight= of an evaluate / test_on_batch / train_on_batch: each sample's loss times its weight, where
+        # the loss is a torch loss module whose values per element the loop can weigh (as class_weight's)
+        sample_weighted = method in ("evaluate", "train_on_batch") and args is not None and "sample_weight" in args \
+            and literal_value(args["sample_weight"], NOT_LITERAL) is not None
         for k, v in (args or {}).items():
             if k == "class_weight" and weighted and self._weighs_classes(c):
+                continue
+            if k == "sample_weight" and sample_weighted and self._weighs_classes(c) and not c.outputs:
                 continue
             if k in fitloop.LOADING:
                 self.ctx.report(Severity.INFO, "dropped-argument",
@@ -1237,7 +1243,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if k not in taken and not _default_value(k, literal_value(v, NOT_LITERAL)):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
-                    "MAE or Huber)" if k == "class_weight" else "")
+                    "MAE or Huber)" if k == "class_weight" else
+                    " (the generated evaluate / train_on_batch weigh the samples of a model of one output whose loss "
+                    "compile gives as a Keras cross-entropy, MSE, MAE or Huber)" if k == "sample_weight" and method in (
+                        "evaluate", "train_on_batch") else "")
         # a functional model of the file taking several inputs: the written loops take x as a list of arrays,
         # batch each with the same indices and call model(*xb) (also for x given as a name: Keras too needs one
         # array per input, so it is a list, or an iterable of batches whose x is one)
@@ -1267,11 +1276,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif "y" not in args or steps:
                 bad = ("x is an iterable of batches or steps are counted, which the written loop of a model of several "
                        "outputs does not read yet: give x and y as arrays")
-            elif method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (
-                    None, [], ()):
-                bad = "callbacks= of a fit of a model of several outputs are not translated yet"
+            elif not self._same_outputs(receiver, original_node, c):
+                # (`model = get_model()` after the compile: the fit trains another model than it compiled)
+                bad = (f"{receiver} may be bound here to another model than the one of {len(c.outputs)} outputs its "
+                       "compile before this call compiled, which the written loop would train with that compile's loss "
+                       "and optimizer: compile the model this call trains where it is bound")
             elif weighted:
-                bad = "class_weight= of a model of several outputs is not translated"
+                bad = ("class_weight= of a model of several outputs: Keras refuses it (ValueError: class_weight is "
+                       "only supported for Models with a single output)")
             elif given is not None:
                 bad = "the model is given to a function of the file, which the written loop of several outputs does not follow"
         fresh = self._given_call(original_node, given, method, args) if given is not None and bad is None else []
@@ -1294,6 +1306,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.callbacks = True
         if weighted:
             c.class_weight = True
+        if sample_weighted:
+            c.sample_weight = True
         dict_result = method in ("evaluate", "train_on_batch") and "return_dict" in args and literal_value(args["return_dict"],
                                                                                        NOT_LITERAL) is not False
         if dict_result and method == "evaluate":
@@ -1312,7 +1326,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         out = [cst.Arg(cst.Name(h)) for h in head]
         if given is not None:  # `F(M)` compiled M: M, and the loss (and metric objects) made again here
             out = [cst.Arg(cst.Name(original_node.func.value.value)), *(cst.Arg(e) for e in fresh)]
-        for k in (*taken, *(("class_weight",) if weighted else ()), *(("return_dict",) if dict_result else ())):
+        for k in (*taken, *(("class_weight",) if weighted else ()), *(("sample_weight",) if sample_weighted else ()),
+                  *(("return_dict",) if dict_result else ())):
             if k in args:
                 out.append(cst.Arg(args[k]) if k in ("x", "y") else
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
@@ -1409,6 +1424,22 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         dict of them): the written loops compute one loss and predict one array."""
         return any(isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) != 1)
                    for o in self._model_inputs(model, call, 3))
+
+    def _same_outputs(self, model: str, call: cst.Call, c: fitloop.Compiled) -> bool:
+        """Whether every binding of ``model`` the call may see is a functional model of as many outputs as ``c``
+        compiled (given as a list, tuple or dict), or a call of the model factory that compiled it: the model a
+        compile of several outputs compiled, not one bound to the name after it (:attr:`_Plan.values`, bound alike
+        with :attr:`_Plan.model_inputs`)."""
+        bindings = self.plan.values.get(model, [])
+        at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+        before = [b[2] for b in bindings if b[1] == scope and b[0] < at]
+        seen = before[-1:] or ([b[2] for b in bindings if b[1] == 0] if scope != 0 else [])
+        outputs = self._model_inputs(model, call, 3)
+        if not seen or len(seen) != len(outputs):
+            return False
+        return all((isinstance(o, (cst.List, cst.Tuple, cst.Dict)) and len(o.elements) == len(c.outputs)) or (
+            bool(c.factory) and isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value == c.factory)
+            for v, o in zip(seen, outputs))
 
     def _input_count(self, model: str, call: cst.Call) -> int | None:
         """The number of inputs of ``model`` where every binding of that name the call may see is a functional
@@ -3355,7 +3386,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics,
                  tuple((name, plan_[1] if isinstance(plan_[1], str) else plan_[1].id, logits, factor)
-                       for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False)
+                       for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False,
+                 tuple(c.metric_outputs), tuple(c.history_names), c.dict_outputs)
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
         for arg in models.param_args.get((scope, model), []) if models is not None else ():
@@ -3575,7 +3607,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
     rule_of = lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or "")  # noqa: E731
-    outputs = _compiled_outputs(plan, model, call, scope)
+    outputs = _compiled_outputs(plan, model, call, scope, ctx.version == 2)
+    history_names = None
+    if isinstance(outputs, tuple):  # a dict of outputs: its keys (sorted, Keras's order), and the History's names
+        outputs, history_names = outputs
     per_output = None  # several outputs: [(name, its loss's node, its factor as written or "")]
     planned = call
     if isinstance(outputs, str):
@@ -3595,6 +3630,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if per_output is not None and not isinstance(c, str):
         c.call = call
         made = _plan_outputs(c, per_output, rule_of, ctx)
+        if made is None:
+            c.history_names = history_names or outputs
+            c.dict_outputs = history_names is not None
+            made = _plan_output_metrics(c, call, outputs, metric_list, ctx)
         if isinstance(made, str):
             return refuse(made)
     if isinstance(c, str):
@@ -3813,6 +3852,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.predict_batches = any(c.predict_batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
+        rep.sample_weight = any(c.sample_weight for c in members)
         rep.return_dict = any(c.return_dict for c in members)
         rep.train_batch = any(c.train_batch for c in members)
         for c in members:
@@ -3851,12 +3891,15 @@ _NO_LOSS = ("loss= gives {what} no loss (None), and Keras then trains only the o
             "History keys: give every output a loss, or write the loop by hand")
 
 
-def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int) -> list[str] | str | None:
+def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
+                      keras2: bool = False) -> list[str] | tuple | str | None:
     """The names of the outputs of the model a compile compiles, where it is a functional ``keras.Model(inputs,
     [out_a, out_b, ...])`` of several outputs (every binding of the name the compile may see, as
     :meth:`_Training._model_inputs` reads them): each output a name bound once to a layer's call given a literal
     ``name=``, as Keras keys the losses by them; why not where the model has several outputs whose names fwport
-    does not know; None for a model of one output or one fwport does not follow."""
+    does not know; None for a model of one output or one fwport does not follow. A dict of outputs ``{"a": out_a, ...}``:
+    (its keys sorted, as Keras orders the outputs and keys their losses, metrics and labels; the names of the History's
+    keys: the keys in Keras 3, the output layers' names in Keras 2, measured)."""
     bindings = plan.model_inputs.get(model, [])
     at = plan.call_order.get(id(call), 0)
     before = [b for b in bindings if b[1] == scope and b[0] < at]
@@ -3866,6 +3909,26 @@ def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int) -> li
     if not several:
         return None
     names = set()
+    if len(seen) == 1 and isinstance(seen[0], cst.Dict):
+        items = [(literal_value(e.key, NOT_LITERAL), e.value) if isinstance(e, cst.DictElement) else (None, None)
+                 for e in seen[0].elements]
+        keys = [k for k, _ in items]
+        if not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+            return (f"{model} gives a dict of outputs whose keys are not distinct literal strings: write the loop by "
+                    "hand, its loss the sum of each output's loss times its loss_weights= factor")
+        by_key = dict(items)
+        order = sorted(keys)
+        if not keras2:
+            return order, order
+        layers = []
+        for k in order:
+            v = by_key[k]
+            bound = plan.layer_names.get(v.value, []) if isinstance(v, cst.Name) else []
+            layers.append(bound[0] if len(bound) == 1 and isinstance(bound[0], str) else None)
+        if None in layers:
+            return (f"{model} gives a dict of outputs, and fwport does not know the name of each output's layer, by "
+                    "which Keras 2 writes its loss into the History (\"out_loss\"): name the output layers")
+        return order, layers
     for o in seen:
         if not isinstance(o, (cst.List, cst.Tuple)) or any(not isinstance(e, cst.Element) for e in o.elements):
             return (f"{model} gives several outputs, not as a list of names (a dict of outputs, a model fwport does not "
@@ -3946,7 +4009,8 @@ def _per_output_losses(call: cst.Call, model: str, outputs: list[str], keras2: b
 
 
 def _with_loss(call: cst.Call, loss: cst.BaseExpression) -> cst.Call:
-    """The compile call with ``loss`` as its loss and no loss_weights (the plan of its optimizer and metrics)."""
+    """The compile call with ``loss`` as its loss and no loss_weights nor metrics (the plan of its optimizer; each
+    output's metrics are planned by :func:`_plan_output_metrics`)."""
     args, at = [], 0
     for a in call.args:
         if a.keyword is None:
@@ -3954,17 +4018,87 @@ def _with_loss(call: cst.Call, loss: cst.BaseExpression) -> cst.Call:
             at += 1
         elif a.keyword.value == "loss":
             args.append(a.with_changes(value=loss))
-        elif a.keyword.value != "loss_weights":
+        elif a.keyword.value not in ("loss_weights", "metrics"):
             args.append(a)
     return call.with_changes(args=args)
+
+
+def _output_metric_lists(call: cst.Call, outputs: list[str], keras2: bool) -> list | str:
+    """compile's metrics= for a model of several outputs → [(output index, the list of its metrics' nodes)], as Keras
+    gives each output its metrics (measured, Keras 3.15 and tf_keras 2.21): a dict by the outputs' names (some of
+    them; a value one metric or a list), a list of one list per output; a flat list is every output's list in Keras 2,
+    and one metric per output in Keras 3 (where it has as many as the model has outputs; else Keras 3 raises). Else
+    why not."""
+    node = fitloop.metrics_listed((fitloop.bind(call, fitloop.COMPILE) or {}).get("metrics"))
+    k = len(outputs)
+    if node is None or literal_value(node, NOT_LITERAL) in (None, [], (), {}):
+        return []
+
+    def listed(value: cst.BaseExpression) -> list | None:
+        value = fitloop.metrics_listed(value)
+        if isinstance(value, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in value.elements):
+            return [e.value for e in value.elements]
+        return None
+    if isinstance(node, cst.Dict):
+        keys = [literal_value(e.key, NOT_LITERAL) if isinstance(e, cst.DictElement) else NOT_LITERAL
+                for e in node.elements]
+        if not all(isinstance(x, str) and x in outputs for x in keys) or len(set(keys)) != len(keys):
+            return f"metrics={{...}} is not keyed by names of the model's outputs ({', '.join(outputs)})"
+        by_key = {x: listed(e.value) for x, e in zip(keys, node.elements)}
+        if None in by_key.values():
+            return "metrics={...} gives an output something else than a metric or a list of them written there"
+        return [(outputs.index(x), by_key[x]) for x in sorted(by_key, key=outputs.index)]
+    if not isinstance(node, (cst.List, cst.Tuple)) or not all(isinstance(e, cst.Element) for e in node.elements):
+        return f"metrics={code(node)} is not a list or dict written in the compile"
+    values = [e.value for e in node.elements]
+    nested = [isinstance(v, (cst.List, cst.Tuple)) for v in values]
+    if all(nested):
+        if len(values) != k:
+            return f"metrics=[...] gives {len(values)} lists of metrics, and the model has {k} outputs"
+        per = [listed(v) for v in values]
+        if None in per:
+            return "metrics=[[...], ...] holds something else than metrics written there"
+        return list(enumerate(per))
+    if any(nested):
+        return "metrics=[...] mixes lists and metrics: give one list per output, or a dict by the outputs' names"
+    if keras2:  # every output gets every metric: each a string, a new object per output
+        if not all(isinstance(literal_value(v, NOT_LITERAL), str) for v in values):
+            return ("metrics=[...] of metric objects for a model of several outputs: Keras 2 gives every output "
+                    "each of them; give them per output (a dict by the outputs' names)")
+        return [(i, values) for i in range(k)]
+    if len(values) != k:
+        return (f"metrics=[...] gives {len(values)} metrics, and the model has {k} outputs: Keras 3 refuses it "
+                "(ValueError); give one list per output, or a dict by the outputs' names")
+    return [(i, [v]) for i, v in enumerate(values)]
+
+
+def _plan_output_metrics(c: fitloop.Compiled, call: cst.Call, outputs: list[str], metric_list,
+                         ctx: FileContext) -> str | None:
+    """Each output's metrics planned (``c.metrics`` named as Keras names them in the History, "<output>_<metric>",
+    ``c.metric_outputs`` the output each reads), in the order of Keras's evaluate list: Keras 3 sorts them by name,
+    Keras 2 takes them output by output as given; else why not."""
+    lists = _output_metric_lists(call, outputs, ctx.version == 2)
+    if isinstance(lists, str):
+        return lists
+    planned = []
+    for i, nodes in lists:
+        made = metric_list(cst.List([cst.Element(n) for n in nodes]), c.outputs[i][1])
+        if isinstance(made, str):
+            return made
+        planned += [(f"{c.history_names[i]}_{name}", expr, cls, i) for name, expr, cls in made]
+    names = [p[0] for p in planned]
+    if len(set(names)) != len(names):
+        return "two compiled metrics have one name"
+    if ctx.version != 2:
+        planned.sort(key=lambda p: p[0])
+    c.metrics = [p[:3] for p in planned]
+    c.metric_outputs = [p[3] for p in planned]
+    return None
 
 
 def _plan_outputs(c: fitloop.Compiled, per_output: list, rule_of, ctx: FileContext) -> str | None:
     """Each output's loss planned (``c.outputs``): a Keras loss by its name or an object the compile creates
     (``keras.losses.Huber(delta=2.0)``), with a literal from_logits; else why not."""
-    if c.metrics or c.accuracy:
-        return ("metrics= of a model of several outputs (Keras computes them per output: \"out_a_mae\") are not "
-                "translated yet: compute them in a loop written by hand, or compile without them")
     if c.schedule:
         return "a learning-rate schedule with a loss per output is not translated yet"
     c.outputs = []
