@@ -1461,3 +1461,30 @@ def cumprod(m, ctx):
         shifted = (f"{_spell(ctx, 'torch.cat')}([{_spell(ctx, 'torch.ones_like')}({_atom_code(x)}[{lead}:1]), "
                    f"{_atom_code(x)}[{lead}:-1]], dim={axis})")
     return _e(f"{_spell(ctx, 'torch.cumprod')}({shifted}, dim={_code(dim)})")
+
+
+def _prefers_float32(ctx) -> bool:
+    """Whether the file may turn on experimental_enable_numpy_behavior(prefer_float32=True), which makes TensorFlow's
+    numpy default to float32 instead of NumPy's float64 (any mention of prefer_float32 counts)."""
+    return "prefer_float32" in (ctx.analyses.get("parsed") or (None, ""))[1]
+
+
+@call_transform("tnp-float64")
+def tnp_float64(m, ctx):
+    """TensorFlow's numpy functions whose floats are NumPy's float64 where no dtype is given: ``tnp.ones(shape,
+    dtype=float)`` → ``torch.ones(shape, dtype=torch.float64)`` (a dtype given is kept: Python's float / int / bool
+    are float64 / int64 / bool in torch as in NumPy), ``tnp.random.randn(*shape)`` → ``torch.randn(*shape,
+    dtype=torch.float64)`` (no size: one number, ``torch.randn(())``). In a file that may set prefer_float32 the
+    default is float32 there: refused."""
+    dtype = m.kwargs.pop("dtype", None)
+    if dtype is None and _prefers_float32(ctx):
+        m.fail(ctx, "unsupported-argument", "the file may turn on experimental_enable_numpy_behavior(prefer_float32=True), "
+               "which makes this default float32 instead of float64: write dtype=")
+        return None
+    dtype_text = _spell(ctx, "torch.float64") if dtype is None else _code(dtype)
+    target = _spell(ctx, m.rule.emit["target"])
+    if "shape" in m.kwargs:
+        size = _code(m.kwargs.pop("shape"))
+    else:
+        size = ", ".join(_code(a) for a in m.bound.vararg_args()) or "()"
+    return _e(f"{target}({size}, dtype={dtype_text})")
