@@ -1488,3 +1488,43 @@ def tnp_float64(m, ctx):
     else:
         size = ", ".join(_code(a) for a in m.bound.vararg_args()) or "()"
     return _e(f"{target}({size}, dtype={dtype_text})")
+
+
+helpers.HELPERS["tnp_asarray"] = '''
+
+def tnp_asarray(a, dtype=None, copy=False):
+    """TensorFlow's numpy asarray / array: a tensor keeps its dtype (copied with copy=True); Python numbers and
+    lists and NumPy arrays take NumPy's dtypes (Python floats float64, ints int64); dtype= converts."""
+    if isinstance(a, {torch}Tensor):
+        a = a.clone() if copy else a
+    else:
+        a = ({torch}tensor if copy else {torch}as_tensor)({np}asarray(a))
+    return a if dtype is None else a.to(dtype)
+'''
+
+
+@call_transform("tnp-asarray")
+def tnp_asarray(m, ctx):
+    """``tnp.asarray(a, dtype=None)`` → ``tnp_asarray(a[, dtype])`` and ``tnp.array(val, dtype=None, copy=True,
+    ndmin=0)`` → ``tnp_asarray(val[, dtype], copy=True)``, a helper written into the file with NumPy's dtype
+    inference (torch.as_tensor would make Python floats float32); ``ndmin`` other than 0, or a copy that is not a
+    literal, is refused."""
+    value = m.kwargs.get("a", m.kwargs.get("val"))
+    if value is None:
+        return None
+    copy = m.rule.emit.get("options", {}).get("copy", False)
+    if "copy" in m.kwargs:
+        copy = _lit(m.kwargs["copy"])
+        if not isinstance(copy, bool):
+            m.fail(ctx, "unsupported-argument", f"copy={m.written('copy')}: write True or False")
+            return None
+    if "ndmin" in m.kwargs and _lit(m.kwargs["ndmin"]) != 0:
+        m.fail(ctx, "unsupported-argument", f"ndmin={m.written('ndmin')}: the leading axes of size 1 are not written "
+               "out: reshape the result")
+        return None
+    args = [_code(value)]
+    if m.kwargs.get("dtype") is not None:
+        args.append(f"dtype={_code(m.kwargs['dtype'])}")
+    if copy:
+        args.append("copy=True")
+    return _e(f"{helpers.use(ctx, 'tnp_asarray')}({', '.join(args)})")
