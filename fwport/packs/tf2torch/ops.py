@@ -1528,3 +1528,109 @@ def tnp_asarray(m, ctx):
     if copy:
         args.append("copy=True")
     return _e(f"{helpers.use(ctx, 'tnp_asarray')}({', '.join(args)})")
+
+
+helpers.HELPERS["TensorArray"] = '''
+
+class TensorArray:
+    """tf.TensorArray as TensorFlow runs it eagerly: `size` slots of tensors of one dtype (growing past them with
+    dynamic_size=True); write / unstack / scatter / split return the array itself, a slot never written reads as
+    zeros of the element shape, and a slot is cleared by its read (clear_after_read, the default)."""
+
+    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None, infer_shape=True,
+                 element_shape=None):
+        if size is None:
+            raise ValueError("Size must be declared for TensorArrays when eager execution is enabled.")
+        self.dtype = dtype
+        self.dynamic_size = bool(dynamic_size)
+        self.clear_after_read = True if clear_after_read is None else clear_after_read
+        self.infer_shape = infer_shape
+        self.element_shape = None if element_shape is None else [None if d is None else int(d) for d in element_shape]
+        self._items = [None] * int(size)
+        self._cleared = set()
+
+    def size(self):
+        return {torch}tensor(len(self._items), dtype={torch}int32)
+
+    def identity(self):
+        return self
+
+    def close(self):
+        return None
+
+    def _write(self, index, value):
+        index = int(index)
+        if index < 0:
+            raise IndexError(f"Writing to negative indices (index {index}) is not allowed.")
+        if index >= len(self._items):
+            if not self.dynamic_size:
+                raise IndexError(f"Tried to write to index {index} but array is not resizeable and size is: "
+                                 f"{len(self._items)}")
+            self._items.extend([None] * (index - len(self._items) + 1))
+        value = value if isinstance(value, {torch}Tensor) else {torch}as_tensor(value, dtype=self.dtype)
+        if value.dtype != self.dtype:
+            raise TypeError(f"TensorArray dtype is {self.dtype} but Op is trying to write dtype {value.dtype}")
+        shape = list(value.shape)
+        known = self.element_shape
+        if known is not None and (len(known) != len(shape) or any(k not in (None, s) for k, s in zip(known, shape))):
+            raise ValueError(f"Incompatible shape for value ({tuple(shape)}), expected ({known})")
+        if self.infer_shape:
+            self.element_shape = shape
+        self._items[index] = value
+
+    def write(self, index, value):
+        self._write(index, value)
+        return self
+
+    def _zero(self, index):
+        if self._items[index] is None:
+            if self.element_shape is None or None in self.element_shape:
+                raise ValueError("the element shape is not known: write the slot first")
+            self._items[index] = {torch}zeros(self.element_shape, dtype=self.dtype)
+        return self._items[index]
+
+    def read(self, index):
+        index = int(index)
+        if index < 0 or index >= len(self._items):
+            raise IndexError(f"Tried to read from index {index} but array size is: {len(self._items)}")
+        if self._items[index] is None and index in self._cleared:
+            raise RuntimeError(f"Could not read index {index} twice because it was cleared after a previous read "
+                               "(perhaps try setting clear_after_read = false?)")
+        value = self._zero(index)
+        if self.clear_after_read:
+            self._items[index] = None
+            self._cleared.add(index)
+        return value
+
+    def stack(self):
+        if not self._items:
+            known = self.element_shape
+            shape = (0, *known) if known is not None and None not in known else (0,)
+            return {torch}zeros(shape, dtype=self.dtype)
+        return {torch}stack([self._zero(i) for i in range(len(self._items))])
+
+    def gather(self, indices):
+        return {torch}stack([self._zero(int(i)) for i in indices])
+
+    def concat(self):
+        return {torch}cat([self._zero(i) for i in range(len(self._items))], 0)
+
+    def unstack(self, value):
+        items = list({torch}unbind(value))
+        if len(items) > len(self._items) and not self.dynamic_size:
+            raise ValueError(f"Cannot unstack {len(items)} tensors into a TensorArray of static size {len(self._items)}")
+        self._items = items
+        return self
+
+    def scatter(self, indices, value):
+        for index, item in zip(indices, {torch}unbind(value)):
+            self._write(index, item)
+        return self
+
+    def split(self, value, lengths):
+        items = list({torch}split(value, [int(n) for n in lengths]))
+        if len(items) > len(self._items) and not self.dynamic_size:
+            raise ValueError(f"Cannot split into {len(items)} tensors a TensorArray of static size {len(self._items)}")
+        self._items = items
+        return self
+'''
