@@ -104,3 +104,58 @@ def test_nodes_settled_by_earlier_passes_stay_settled():
     r = _t(src)
     assert "layers.Dense(5)" in r.output and "nn.LazyLinear" not in r.output, r.output
     assert "@tf.function" not in r.output
+
+
+_REGISTERING = (
+    "import keras\nfrom tensorflow.python.util.tf_export import keras_export\n"
+    "from keras.src.api_export import keras_export as export3\n\n\n"
+    "@keras_export('keras.layers.CovNineteenLayer', v1=[])\nclass Block:\n    pass\n\n\n"
+    "@export3(['keras.ops.cov_nineteen', 'keras.ops.nn.cov_nineteen'])\ndef op(x):\n    return x\n\n\n"
+    "@keras.saving.register_keras_serializable(package='cov19')\nclass Loss:\n    def get_config(self):\n"
+    "        return {}\n\n\n"
+    "@keras.utils.register_keras_serializable('cov19', name='scale')\ndef scale(x):\n    return x\n"
+)
+
+
+def test_registering_decorators_removed_and_return_the_object_unchanged():
+    """Keras's registering decorators (TensorFlow's keras_export, Keras 3's keras.src.api_export.keras_export,
+    register_keras_serializable under keras.saving / keras.utils) are removed with an info finding: each returns
+    the object it decorates (checked in a TensorFlow subprocess), so the names bind the same classes and
+    functions; only Keras's name registries, which torch has none of, lose an entry."""
+    import os
+    import subprocess
+    import sys
+    from importlib.util import find_spec
+
+    r = _t(_REGISTERING)
+    assert r.output.lstrip("\n") == ("class Block:\n    pass\n\n\ndef op(x):\n    return x\n\n\n"
+                                     "class Loss:\n    def get_config(self):\n        return {}\n\n\n"
+                                     "def scale(x):\n    return x\n"), r.output
+    removed = [f for f in r.findings if f.code == "decorator-removed"]
+    assert [f.line for f in removed] == [6, 11, 16, 22] and all(f.severity is Severity.INFO for f in removed)
+    assert "registers the name as Keras's public API" in removed[0].message
+    assert "'package>name'" in removed[2].message
+    assert _codes(r) == ["decorator-removed"] * 4, r.findings
+    if find_spec("tensorflow") is None or find_spec("keras") is None:
+        return
+    check = _REGISTERING + (
+        "\nclass A:\n    def get_config(self):\n        return {}\n\n\ndef g(x):\n    return x\n\n\n"
+        "assert keras_export('keras.layers.CovA')(A) is A and keras_export('keras.cov_g', v1=['keras.g'])(g) is g\n"
+        "class B:\n    pass\n\n\nassert export3('keras.ops.CovB')(B) is B\n"
+        "assert keras.saving.register_keras_serializable('p')(A) is A\n"
+        "assert keras.utils.register_keras_serializable('p', name='gg')(g) is g\n"
+        "assert isinstance(Block, type) and isinstance(Loss, type) and op(3) == 3 and scale(4) == 4\n"
+        "assert keras.saving.get_registered_object('cov19>Loss') is Loss\n"
+        "assert keras.saving.get_registered_object('cov19>scale') is scale\n"
+        "print('same objects')\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("same objects"), proc.stderr[-3000:]
+
+
+def test_bare_register_keras_serializable_is_not_removed():
+    """``@register_keras_serializable`` without its call binds the decorator factory's result (a function) to the
+    name: removing it would change what the name is, so it is left to the rule pass (an error)."""
+    r = _t("import keras\n\n\n@keras.saving.register_keras_serializable\nclass Loss:\n    pass\n")
+    assert "@keras.saving.register_keras_serializable" in r.output
+    assert "decorator-removed" not in _codes(r) and any(f.severity is Severity.ERROR for f in r.findings), r.findings

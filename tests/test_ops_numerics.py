@@ -419,6 +419,21 @@ CASES = [
      "return tnp.matmul(x, y), tnp.matmul(x, z), tnp.square(x), tnp.expand_dims(x, 1), tnp.sum(x, axis=1, keepdims=True), "
      "tnp.sum(i), tnp.sum(x), tnp.maximum(x, 0.0), tnp.maximum(x, -x), tf.cast(i, tnp.float32)",
      [X, f32(4, 2), f32(4), i32(9, 3, 4)]),
+    # TensorFlow's numpy defaults to NumPy's float64 (ones, randn), Python's int / float as dtypes are int64 / float64;
+    # its dtype names, newaxis and ndarray (tf.Tensor itself)
+    ("tnp-ones-dtypes-newaxis-ndarray", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.ones((2, 3)), tnp.ones(4, dtype=tnp.float32), tnp.ones([2], dtype=int), tnp.ones(3, dtype=float), "
+     "tf.cast(x, tnp.float64), tf.cast(x, tnp.int32), tf.cast(x, tnp.int64), tf.cast(x, tnp.float16), "
+     "tf.cast(x, tnp.bool_), x[tnp.newaxis, :, tnp.newaxis], isinstance(x, tnp.ndarray)", [X]),
+    # asarray / array: Python floats float64 and ints int64 (NumPy's), a tensor's dtype kept, dtype= converting
+    ("tnp-asarray-array", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.asarray([[0.5, 1.0], [2.0, 3.0]]), tnp.asarray([1, 2]), tnp.asarray(x), tnp.asarray(x, dtype=tnp.float64), "
+     "tnp.array([1.5, 2]), tnp.array(i), tnp.array(i, dtype=float), tnp.asarray(3.0), tnp.asarray(True), tnp.array(x, copy=False)",
+     [X, i32(9, 3, 4)]),
+    ("tnp-random-randn-float64", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.random.randn(1000, 4)", [], "normal(0.0,1.0)"),
+    ("tnp-random-randn-one-number", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.random.randn() * 0.0", []),
 ]
 
 _RUNNER = r'''

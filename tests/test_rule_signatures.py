@@ -154,8 +154,8 @@ def test_source_signature_matches_keras3(rule, keras3):
         if (p.default == "None" and isinstance(real_default, str) and real_default.startswith("<")
                 and rule.args[p.name].verb in ("unsupported", "drop")):
             continue  # an object with no source spelling (an enum member): None stands for it, never passed on
-        if isinstance(real_default, str) and real_default == f"<class 'numpy.{p.default}'>":
-            continue  # a numpy dtype class (tf.experimental.numpy's dtype=int64), spelled by its name
+        if isinstance(real_default, str) and real_default in (f"<class 'numpy.{p.default}'>", f"<class '{p.default}'>"):
+            continue  # a numpy dtype class (tf.experimental.numpy's dtype=int64) or a builtin (dtype=float), by its name
         if _literal(p.default) != _literal(real_default) and not (
                 isinstance(real_default, str) and p.default is not None
                 and real_default.strip("'\"").lower() == p.default.strip("'\"").lower()):

@@ -226,6 +226,9 @@ GUIDANCE.update({f"tensorflow.strings.{name}": _STRINGS + what for name, what in
     "substr": "s[pos:pos + len] (on bytes: TensorFlow's default unit='BYTE')",
     "as_string": "str(x) (format with f-strings for precision / width)",
     "format": "template.format(...) / an f-string",
+    "unicode_decode": "[ord(c) for c in s] (the code points; bytes decoded first with b.decode(input_encoding))",
+    "to_hash_bucket_fast": "a stable hash of your choice modulo the bucket count (zlib.crc32(s.encode()) % n): "
+                           "TensorFlow's buckets come from its FarmHash Fingerprint64, so the ids differ",
 }.items()})
 
 # TF 1's recurrent layers (tf.compat.v1.keras.layers.LSTM / GRU, their cells): other defaults than Keras 2's

@@ -1001,6 +1001,16 @@ def as_float32(a):
     a = {torch}as_tensor(a)
     return a.float() if a.is_floating_point() else a
 '''
+HELPERS["get_uid"] = '''
+
+_uids = {}
+
+
+def get_uid(prefix=""):
+    """Keras's backend.get_uid: a counter per prefix, 1 at its first call, then 2, 3 ..."""
+    _uids[prefix] = _uids.get(prefix, 0) + 1
+    return _uids[prefix]
+'''
 HELPERS["where_v1"] = '''
 
 def where_v1(condition, x, y):

@@ -1461,3 +1461,176 @@ def cumprod(m, ctx):
         shifted = (f"{_spell(ctx, 'torch.cat')}([{_spell(ctx, 'torch.ones_like')}({_atom_code(x)}[{lead}:1]), "
                    f"{_atom_code(x)}[{lead}:-1]], dim={axis})")
     return _e(f"{_spell(ctx, 'torch.cumprod')}({shifted}, dim={_code(dim)})")
+
+
+def _prefers_float32(ctx) -> bool:
+    """Whether the file may turn on experimental_enable_numpy_behavior(prefer_float32=True), which makes TensorFlow's
+    numpy default to float32 instead of NumPy's float64 (any mention of prefer_float32 counts)."""
+    return "prefer_float32" in (ctx.analyses.get("parsed") or (None, ""))[1]
+
+
+@call_transform("tnp-float64")
+def tnp_float64(m, ctx):
+    """TensorFlow's numpy functions whose floats are NumPy's float64 where no dtype is given: ``tnp.ones(shape,
+    dtype=float)`` → ``torch.ones(shape, dtype=torch.float64)`` (a dtype given is kept: Python's float / int / bool
+    are float64 / int64 / bool in torch as in NumPy), ``tnp.random.randn(*shape)`` → ``torch.randn(*shape,
+    dtype=torch.float64)`` (no size: one number, ``torch.randn(())``). In a file that may set prefer_float32 the
+    default is float32 there: refused."""
+    dtype = m.kwargs.pop("dtype", None)
+    if dtype is None and _prefers_float32(ctx):
+        m.fail(ctx, "unsupported-argument", "the file may turn on experimental_enable_numpy_behavior(prefer_float32=True), "
+               "which makes this default float32 instead of float64: write dtype=")
+        return None
+    dtype_text = _spell(ctx, "torch.float64") if dtype is None else _code(dtype)
+    target = _spell(ctx, m.rule.emit["target"])
+    if "shape" in m.kwargs:
+        size = _code(m.kwargs.pop("shape"))
+    else:
+        size = ", ".join(_code(a) for a in m.bound.vararg_args()) or "()"
+    return _e(f"{target}({size}, dtype={dtype_text})")
+
+
+helpers.HELPERS["tnp_asarray"] = '''
+
+def tnp_asarray(a, dtype=None, copy=False):
+    """TensorFlow's numpy asarray / array: a tensor keeps its dtype (copied with copy=True); Python numbers and
+    lists and NumPy arrays take NumPy's dtypes (Python floats float64, ints int64); dtype= converts."""
+    if isinstance(a, {torch}Tensor):
+        a = a.clone() if copy else a
+    else:
+        a = ({torch}tensor if copy else {torch}as_tensor)({np}asarray(a))
+    return a if dtype is None else a.to(dtype)
+'''
+
+
+@call_transform("tnp-asarray")
+def tnp_asarray(m, ctx):
+    """``tnp.asarray(a, dtype=None)`` → ``tnp_asarray(a[, dtype])`` and ``tnp.array(val, dtype=None, copy=True,
+    ndmin=0)`` → ``tnp_asarray(val[, dtype], copy=True)``, a helper written into the file with NumPy's dtype
+    inference (torch.as_tensor would make Python floats float32); ``ndmin`` other than 0, or a copy that is not a
+    literal, is refused."""
+    value = m.kwargs.get("a", m.kwargs.get("val"))
+    if value is None:
+        return None
+    copy = m.rule.emit.get("options", {}).get("copy", False)
+    if "copy" in m.kwargs:
+        copy = _lit(m.kwargs["copy"])
+        if not isinstance(copy, bool):
+            m.fail(ctx, "unsupported-argument", f"copy={m.written('copy')}: write True or False")
+            return None
+    if "ndmin" in m.kwargs and _lit(m.kwargs["ndmin"]) != 0:
+        m.fail(ctx, "unsupported-argument", f"ndmin={m.written('ndmin')}: the leading axes of size 1 are not written "
+               "out: reshape the result")
+        return None
+    args = [_code(value)]
+    if m.kwargs.get("dtype") is not None:
+        args.append(f"dtype={_code(m.kwargs['dtype'])}")
+    if copy:
+        args.append("copy=True")
+    return _e(f"{helpers.use(ctx, 'tnp_asarray')}({', '.join(args)})")
+
+
+helpers.HELPERS["TensorArray"] = '''
+
+class TensorArray:
+    """tf.TensorArray as TensorFlow runs it eagerly: `size` slots of tensors of one dtype (growing past them with
+    dynamic_size=True); write / unstack / scatter / split return the array itself, a slot never written reads as
+    zeros of the element shape, and a slot is cleared by its read (clear_after_read, the default)."""
+
+    def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None, infer_shape=True,
+                 element_shape=None):
+        if size is None:
+            raise ValueError("Size must be declared for TensorArrays when eager execution is enabled.")
+        self.dtype = dtype
+        self.dynamic_size = bool(dynamic_size)
+        self.clear_after_read = True if clear_after_read is None else clear_after_read
+        self.infer_shape = infer_shape
+        self.element_shape = None if element_shape is None else [None if d is None else int(d) for d in element_shape]
+        self._items = [None] * int(size)
+        self._cleared = set()
+
+    def size(self):
+        return {torch}tensor(len(self._items), dtype={torch}int32)
+
+    def identity(self):
+        return self
+
+    def close(self):
+        return None
+
+    def _write(self, index, value):
+        index = int(index)
+        if index < 0:
+            raise IndexError(f"Writing to negative indices (index {index}) is not allowed.")
+        if index >= len(self._items):
+            if not self.dynamic_size:
+                raise IndexError(f"Tried to write to index {index} but array is not resizeable and size is: "
+                                 f"{len(self._items)}")
+            self._items.extend([None] * (index - len(self._items) + 1))
+        value = value if isinstance(value, {torch}Tensor) else {torch}as_tensor(value, dtype=self.dtype)
+        if value.dtype != self.dtype:
+            raise TypeError(f"TensorArray dtype is {self.dtype} but Op is trying to write dtype {value.dtype}")
+        shape = list(value.shape)
+        known = self.element_shape
+        if known is not None and (len(known) != len(shape) or any(k not in (None, s) for k, s in zip(known, shape))):
+            raise ValueError(f"Incompatible shape for value ({tuple(shape)}), expected ({known})")
+        if self.infer_shape:
+            self.element_shape = shape
+        self._items[index] = value
+
+    def write(self, index, value):
+        self._write(index, value)
+        return self
+
+    def _zero(self, index):
+        if self._items[index] is None:
+            if self.element_shape is None or None in self.element_shape:
+                raise ValueError("the element shape is not known: write the slot first")
+            self._items[index] = {torch}zeros(self.element_shape, dtype=self.dtype)
+        return self._items[index]
+
+    def read(self, index):
+        index = int(index)
+        if index < 0 or index >= len(self._items):
+            raise IndexError(f"Tried to read from index {index} but array size is: {len(self._items)}")
+        if self._items[index] is None and index in self._cleared:
+            raise RuntimeError(f"Could not read index {index} twice because it was cleared after a previous read "
+                               "(perhaps try setting clear_after_read = false?)")
+        value = self._zero(index)
+        if self.clear_after_read:
+            self._items[index] = None
+            self._cleared.add(index)
+        return value
+
+    def stack(self):
+        if not self._items:
+            known = self.element_shape
+            shape = (0, *known) if known is not None and None not in known else (0,)
+            return {torch}zeros(shape, dtype=self.dtype)
+        return {torch}stack([self._zero(i) for i in range(len(self._items))])
+
+    def gather(self, indices):
+        return {torch}stack([self._zero(int(i)) for i in indices])
+
+    def concat(self):
+        return {torch}cat([self._zero(i) for i in range(len(self._items))], 0)
+
+    def unstack(self, value):
+        items = list({torch}unbind(value))
+        if len(items) > len(self._items) and not self.dynamic_size:
+            raise ValueError(f"Cannot unstack {len(items)} tensors into a TensorArray of static size {len(self._items)}")
+        self._items = items
+        return self
+
+    def scatter(self, indices, value):
+        for index, item in zip(indices, {torch}unbind(value)):
+            self._write(index, item)
+        return self
+
+    def split(self, value, lengths):
+        items = list({torch}split(value, [int(n) for n in lengths]))
+        if len(items) > len(self._items) and not self.dynamic_size:
+            raise ValueError(f"Cannot split into {len(items)} tensors a TensorArray of static size {len(self._items)}")
+        self._items = items
+        return self
+'''

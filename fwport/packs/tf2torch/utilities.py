@@ -6,6 +6,8 @@ logging-*.toml); what needs a decision per call is here. The ``tf.test`` base cl
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
@@ -249,3 +251,60 @@ def tf_print(m, ctx):
     return cst.Call(cst.Name("print"), [cst.Arg(v) for v in m.bound.varargs]
                     + [cst.Arg(v, keyword=cst.Name(k), equal=cst.AssignEqual(
                         cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))) for k, v in m.kwargs.items()])
+
+
+#: names Keras gives its own objects (to_snake_case of their classes) that the file's text need not spell
+_KERAS_AUTO_NAMES = {"functional", "sequential", "input_layer", "input", "model", "variable", "seed_generator",
+                     "operation", "layer", "lambda", "tf_op_lambda", "tf_op_layer", "keras_tensor", "node"}
+
+
+def _snake_case(name: str) -> str:
+    """Keras's to_snake_case (keras/src/utils/naming.py): how it names an object of class ``name``."""
+    name = re.sub(r"\W+", "", name)
+    name = re.sub("(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _identifiers(ctx) -> set[str]:
+    """Every identifier the source file spells (names, attributes, parameters, classes), once per file."""
+    if "get_uid_names" not in ctx.analyses:
+        visitor = _Names()
+        tree = (ctx.analyses.get("parsed") or (None, ""))[0]
+        if tree is not None:
+            scan(tree, visitor)
+        ctx.analyses["get_uid_names"] = visitor.names
+    return ctx.analyses["get_uid_names"]
+
+
+@call_transform("get-uid")
+def get_uid(m, ctx):
+    """``keras.backend.get_uid(prefix)``: Keras's counter per prefix (1, 2, 3 ... for the calls with one prefix)
+    → ``get_uid(prefix)``, a helper written into the file that counts the same way. Keras shares the counter with
+    the names it gives its own objects (a Dense built without a name advances "dense") and clear_session resets
+    it: exact where the prefix is a string literal that no object of the file can be named by (no identifier of
+    the file is spelled so, nor is it its snake_case, nor one of Keras's own object names) and the file resets
+    nothing; else an error."""
+    prefix = m.kwargs.get("prefix")
+    lit = "" if prefix is None else literal_value(prefix, NOT_LITERAL)
+    if not isinstance(lit, str):
+        m.fail(ctx, "unsupported-argument", f"prefix={m.written('prefix')}: Keras also counts the names it gives its "
+               "own objects under a prefix; fwport counts only a string literal that none of them can take")
+        return None
+    words = _identifiers(ctx)
+    if words & {"clear_session", "reset_uids"}:
+        m.fail(ctx, "unsupported-argument", "the file resets Keras's counters (clear_session / reset_uids): the "
+               "helper would go on counting")
+        return None
+    if lit and (lit in _KERAS_AUTO_NAMES or lit in words or lit in {_snake_case(w) for w in words if w[:1].isupper()}):
+        m.fail(ctx, "unsupported-argument", f"prefix {lit!r}: Keras also advances this counter when it names an "
+               f"object {lit!r} (a layer, model or op of that class built without a name): the counts can differ")
+        return None
+    return cst.parse_expression(f"{_helpers.use(ctx, 'get_uid')}({'' if prefix is None else code(prefix)})")

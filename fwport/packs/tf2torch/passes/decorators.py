@@ -1,5 +1,6 @@
 """Planner: ``@tf.function`` (and autograph's ``do_not_convert``) removed, or ``@torch.compile``
-with the ``compile`` option.
+with the ``compile`` option; Keras's registering decorators (``@keras_export(...)``,
+``@register_keras_serializable(...)``), which return the object unchanged, removed.
 
 Every spelling is resolved through the file's imports with local shadowing respected
 (``@tf.function``, ``@tf.function(jit_compile=True)``, ``from tensorflow import function``;
@@ -33,6 +34,20 @@ REMOVED = {
                            "(use --compile to get @torch.compile instead)",
     "tensorflow.autograph.experimental.do_not_convert": "autograph does not exist in PyTorch",
 }
+#: Decorators that record the decorated class or function in one of Keras's registries of names and return it
+#: unchanged (checked against TensorFlow 2.21 / Keras 3 in tests/test_decorators.py); torch has no such registry.
+_EXPORT = ("registers the name as Keras's public API (Keras's own library code) and returns the object unchanged: "
+           "torch has no registry of public names")
+_SERIALIZABLE = ("registers the object under 'package>name' for Keras's model saving (get_config / from_config) and "
+                 "returns it unchanged: torch saves state dicts, with no registry of classes")
+REGISTERING = {
+    "tensorflow.python.util.tf_export.keras_export": _EXPORT,  # Keras 2, inside TensorFlow
+    "keras.api_export.keras_export": _EXPORT,  # Keras 3's keras.src.api_export
+    "keras.saving.register_keras_serializable": _SERIALIZABLE,
+    "keras.utils.register_keras_serializable": _SERIALIZABLE,
+    "keras.saving.object_registration.register_keras_serializable": _SERIALIZABLE,
+}
+REMOVED.update(REGISTERING)
 COMPILABLE = {"tensorflow.function"}
 MARK = "__fwport_drop__"
 
@@ -53,6 +68,8 @@ class _Decorators(ScopedResolver, cst.CSTVisitor):
         for d in node.decorators:
             target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             q = self.qualname(target)
+            if q in REGISTERING and target is d.decorator:
+                continue  # `@register_keras_serializable` bare binds a decorator to the name: left to the rule pass
             if q in REMOVED:
                 self._plan_decorator(d, q, render(target))
 
@@ -131,7 +148,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module
 
 
-_LAST_PARTS = re.compile(r"\b(?:function|do_not_convert)\b")
+_LAST_PARTS = re.compile(r"\b(?:function|do_not_convert|keras_export|register_keras_serializable)\b")
 
 
 def _may_mention(source: str, ctx: FileContext) -> bool:
