@@ -11,7 +11,7 @@ from bisect import bisect_right
 
 import libcst as cst
 
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from fwport.core.hooks import TypeTest
 from fwport.core.names import scan
@@ -431,24 +431,48 @@ def add_imports(module: cst.Module, needed: set[str], order: tuple[str, ...], is
 
 
 @functools.lru_cache(maxsize=1024)
+def _bound_by(line: str) -> tuple[str, ...]:
+    """The names an import line binds: ``import a.b`` → a, ``import a as b`` / ``from x import a as b`` → b."""
+    names = []
+    for s in _import_statement(line).body:
+        if isinstance(s, (cst.Import, cst.ImportFrom)) and not isinstance(s.names, cst.ImportStar):
+            for a in s.names:
+                head = a.name
+                while isinstance(head, cst.Attribute):
+                    head = head.value
+                names.append(a.asname.name.value if a.asname is not None else head.value)
+    return tuple(names)
+
+
+@functools.lru_cache(maxsize=1024)
 def _import_statement(line: str) -> cst.SimpleStatementLine:
     """An import line parsed once per process (``import torch`` is added to most outputs)."""
     return cst.parse_statement(line + "\n")
 
 
 def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSource,
-                  render=None, statement_text=None) -> tuple[cst.Module, str]:
+                  render=None, statement_text=None, added: Iterable[str] = ()) -> tuple[cst.Module, str]:
     """Drop the source-framework imports whose names the code no longer uses; the module and its text
     (``render``: how to get a module's text, e.g. :meth:`fwport.core.position.Layout.text`;
     ``statement_text(statement, module)``: a top-level statement's text, e.g.
     :meth:`fwport.core.position.Layout.statement_text`, lets only the statements that mention a name
-    the pruning asks about be tokenized)."""
+    the pruning asks about be tokenized). A source import that binds a name one of the target's imports
+    ``added`` binds too goes whatever reads the name (``from tensorflow.compat.v1 import logging`` beside
+    the ``import logging`` its translation needs): the translated reads are the target's, and kept, the
+    source import would shadow it."""
     if render is None:
         def render(m: cst.Module) -> str:
             return m.code
     text = render(module)
     if not source_aliases:
         return module, text  # (no source import to drop)
+    taken = source_aliases & {name for line in added for name in _bound_by(line)}
+    if taken:
+        module = module.with_changes(body=_prune_body(module.body, _AllBut(taken), is_source))
+        source_aliases = source_aliases - taken
+        text = render(module)
+        if not source_aliases:
+            return module, text
     if not _may_reference(text, source_aliases):
         # every mention of a source name is in an import line or a comment: all of them unused,
         # known without tokenizing the output (the common case once a file is translated)

@@ -190,7 +190,7 @@ def _translate_source(source: str, path: str, pack: Pack | str | None, options: 
         is_source = ctx.imports.is_source
         module = add_imports(module, ctx.needed_imports, direction.import_order, is_source)
         module, text = prune_imports(module, ctx.imports.source_aliases(), is_source, layout.text,
-                                      layout.statement_text)
+                                      layout.statement_text, ctx.needed_imports)
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if text != source else Status.UNCHANGED
     return FileResult(path, status, source, text, ctx.findings, ctx.layers, ctx.version, direction.version_name,
