@@ -403,9 +403,17 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
                     built[b.scope] = b.model_summary
         elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
             if _has_model_call(stmt, ctx):
+                # a plain class whose methods build the model (barlow_twins's ResNet34: helper methods called on
+                # tensors, __call__ returning keras.Model(...)): nothing of it is translated, so its layer calls
+                # stay Keras code under this one error, as those of a functional model left as written
+                plain = isinstance(stmt, cst.ClassDef) and all(
+                    isinstance(b.value, cst.Name) and b.value.value == "object" for b in stmt.bases)
                 _refuse_all(ctx, stmt, "a functional model (keras.Model(inputs, outputs)) built inside a class or a "
                             "nested function is not translated yet: move its construction into a top-level builder "
-                            "function, or write the nn.Module by hand")
+                            "function, or write the nn.Module by hand" + (
+                                " (the layer calls of this class are left as written, Keras code)" if plain else ""))
+                if plain:
+                    scan(stmt, _SettleGraphCalls(ctx))
     # module level: one model after the other (encoder, then decoder), each from the statements
     # after the previous one
     rows = [i for i, s in enumerate(module.body) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
@@ -454,6 +462,19 @@ def _fragment_value(value: cst.BaseExpression, ctx: FileContext) -> bool:
     return ctx.imports.resolve(func) in MERGE_FNS
 
 
+def _foreign_value(value: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """The code of the callable when ``value`` calls another library's layer or model on graph tensors
+    (``tfsim.layers.MetricEmbedding(256)(x)``, ``tfsim.models.SimilarityModel(inputs, outputs)``): a name
+    imported from neither Keras nor TensorFlow, which fwport does not translate (its rule-pass error stays)."""
+    if not isinstance(value, cst.Call):
+        return None
+    func = value.func.func if isinstance(value.func, cst.Call) else value.func
+    q = ctx.imports.resolve(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    if not q or "." not in q or q.split(".")[0] in ("keras", "tensorflow", "numpy", "math", "torch", "jax", "scipy"):
+        return None
+    return code(func)
+
+
 def _graph_fragments(module: cst.Module, ctx: FileContext, rows: list[int]) -> None:
     """Module-level ``x = keras.Input(...)`` whose graph no keras.Model(...) takes (a notebook's cell trying
     layers on an input, before the cell that builds the model): one error at the Input, and its layer calls
@@ -469,6 +490,7 @@ def _graph_fragments(module: cst.Module, ctx: FileContext, rows: list[int]) -> N
             continue
         live = {small.targets[0].target.value}
         members = [i]
+        foreign: list[str] = []  # another library's layers / models the graph goes through (_foreign_value)
         for j in range(i + 1, len(body)):
             if not live:
                 break
@@ -482,12 +504,28 @@ def _graph_fragments(module: cst.Module, ctx: FileContext, rows: list[int]) -> N
                 if plain:
                     live -= {t.target.value for t in one.targets}  # bound anew
                 continue
-            if not plain or j in rows or not _fragment_value(one.value, ctx):
+            other = _foreign_value(one.value, ctx) if plain and j not in rows else None
+            if not plain or j in rows or not (_fragment_value(one.value, ctx) or other):
                 members = []
                 break
-            live |= {t.target.value for t in one.targets}
+            if other and other not in foreign:
+                foreign.append(other)
             members.append(j)
+            if other and not isinstance(one.value.func, cst.Call):
+                live -= {t.target.value for t in one.targets}  # a model of that library: no graph tensor
+                continue
+            live |= {t.target.value for t in one.targets}
         if not members:
+            continue
+        if foreign:
+            ctx.report(Severity.ERROR, "unsupported-construct",
+                       f"{small.targets[0].target.value} = keras.Input(...) starts a Keras graph that goes through "
+                       f"{', '.join(foreign)}, of a library fwport does not translate (this statement and the "
+                       f"{len(members) - 1} below it that build on it): torch has no symbolic tensors, so fwport "
+                       "leaves these lines as written (Keras code); write the model as an nn.Module by hand, with a "
+                       "PyTorch counterpart of that library's layers", small.value)
+            for k in members:
+                scan(body[k], _SettleGraphCalls(ctx))
             continue
         ctx.report(Severity.ERROR, "unsupported-construct",
                    f"{small.targets[0].target.value} = keras.Input(...) starts a Keras graph that no keras.Model(...) "
