@@ -110,3 +110,68 @@ def test_an_input_a_model_takes_is_no_trial():
     r = _tx(first + "\nmodel = keras.Model(inputs, x)\n")
     assert not any(m.startswith(TRIAL) for m in _errors(r)), _errors(r)
     assert "class Model(nn.Module):" in r.output
+
+
+# keras-io vision/metric_learning_tf_similarity.py, reduced: the graph ends in another library's layer and model
+FOREIGN = '''
+import keras
+import tensorflow_similarity as tfsim
+
+inputs = keras.layers.Input((32, 32, 3))
+x = keras.layers.Conv2D(8, 3, activation="relu")(inputs)
+x = keras.layers.BatchNormalization()(x)
+x = keras.layers.GlobalMaxPool2D()(x)
+outputs = tfsim.layers.MetricEmbedding(16)(x)
+model = tfsim.models.SimilarityModel(inputs, outputs)
+model.summary()
+'''
+
+
+def _error_findings(src: str) -> list:
+    return [f for f in translate_source(src, "m.py").findings if f.severity.value == "error"]
+
+
+def test_a_graph_through_another_librarys_layers_and_model_is_one_error_at_its_input():
+    errors = _error_findings(FOREIGN)
+    lines = FOREIGN.splitlines()
+    at_input = [e for e in errors if e.line == lines.index("inputs = keras.layers.Input((32, 32, 3))") + 1]
+    assert len(at_input) == 1 and "goes through tfsim.layers.MetricEmbedding, tfsim.models.SimilarityModel" \
+        in at_input[0].message and "the 5 below it" in at_input[0].message
+    # no per-layer layout error; the other library's model keeps its own error
+    assert not [e for e in errors if "Conv2D acts on channels-last inputs" in e.message]
+    assert [e for e in errors if "SimilarityModel has no tf2torch rule" in e.message]
+    out = translate_source(FOREIGN, "m.py").output
+    assert 'x = keras.layers.Conv2D(8, 3, activation="relu")(inputs)' in out  # left as written
+    # a Keras model at the end is followed as before: nothing foreign, no such error
+    keras_model = FOREIGN.replace("outputs = tfsim.layers.MetricEmbedding(16)(x)", "outputs = keras.layers.Dense(16)(x)"
+                                  ).replace("tfsim.models.SimilarityModel(", "keras.Model(")
+    assert not [e for e in _error_findings(keras_model) if "goes through" in e.message]
+
+
+# keras-io vision/barlow_twins.py, reduced: a plain class whose methods build the model
+BUILDER_CLASS = '''
+import tensorflow as tf
+
+
+class ResNet:
+    def block(self, x, filters):
+        x = tf.keras.layers.Conv2D(filters, 3, padding="same")(x)
+        return tf.keras.layers.BatchNormalization(axis=3)(x)
+
+    def __call__(self, shape=(32, 32, 3)):
+        x_input = tf.keras.layers.Input(shape)
+        x = self.block(x_input, 8)
+        x = tf.keras.layers.Flatten()(x)
+        return tf.keras.models.Model(inputs=x_input, outputs=x)
+
+
+resnet = ResNet()()
+'''
+
+
+def test_a_model_built_by_a_plain_class_is_one_error_and_its_layer_calls_stay_keras_code():
+    errors = _error_findings(BUILDER_CLASS)
+    assert len(errors) == 1 and "built inside a class" in errors[0].message and \
+        "the layer calls of this class are left as written" in errors[0].message, [e.message for e in errors]
+    out = translate_source(BUILDER_CLASS, "m.py").output
+    assert 'x = tf.keras.layers.Conv2D(filters, 3, padding="same")(x)' in out

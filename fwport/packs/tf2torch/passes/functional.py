@@ -243,6 +243,21 @@ def _call_params(ctx, class_name: str) -> tuple[list[str], set[str] | None] | No
     return cache[class_name]
 
 
+def _mask_kept(ctx, layer) -> bool:
+    """The translated forward of the layer class ``layer`` keeps call()'s ``mask`` as an ordinary parameter
+    (subclass.py ``_plan_call``): its body reads it and nothing in the file attaches a Keras mask to a tensor,
+    so Keras gives it what its caller passes (gaugan's ``ResBlock(filters)(x, mask)``, a segmentation map)."""
+    from fwport.packs.tf2torch.passes.subclass import _names_used, keras_masks
+    module = ctx.analyses.get("parsed", (None,))[0]
+    if layer.kind != "user" or module is None or keras_masks(ctx):
+        return False
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value == layer.rule and isinstance(stmt.body, cst.IndentedBlock):
+            fn = next((f for f in stmt.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "call"), None)
+            return fn is not None and "mask" in _names_used(fn.body)
+    return False
+
+
 @dataclass(eq=False)
 class _Tensor:
     shape: tuple | None  # source layout, without batch; None: unknown
@@ -388,9 +403,17 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
                     built[b.scope] = b.model_summary
         elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
             if _has_model_call(stmt, ctx):
+                # a plain class whose methods build the model (barlow_twins's ResNet34: helper methods called on
+                # tensors, __call__ returning keras.Model(...)): nothing of it is translated, so its layer calls
+                # stay Keras code under this one error, as those of a functional model left as written
+                plain = isinstance(stmt, cst.ClassDef) and all(
+                    isinstance(b.value, cst.Name) and b.value.value == "object" for b in stmt.bases)
                 _refuse_all(ctx, stmt, "a functional model (keras.Model(inputs, outputs)) built inside a class or a "
                             "nested function is not translated yet: move its construction into a top-level builder "
-                            "function, or write the nn.Module by hand")
+                            "function, or write the nn.Module by hand" + (
+                                " (the layer calls of this class are left as written, Keras code)" if plain else ""))
+                if plain:
+                    scan(stmt, _SettleGraphCalls(ctx))
     # module level: one model after the other (encoder, then decoder), each from the statements
     # after the previous one
     rows = [i for i, s in enumerate(module.body) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
@@ -439,6 +462,19 @@ def _fragment_value(value: cst.BaseExpression, ctx: FileContext) -> bool:
     return ctx.imports.resolve(func) in MERGE_FNS
 
 
+def _foreign_value(value: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """The code of the callable when ``value`` calls another library's layer or model on graph tensors
+    (``tfsim.layers.MetricEmbedding(256)(x)``, ``tfsim.models.SimilarityModel(inputs, outputs)``): a name
+    imported from neither Keras nor TensorFlow, which fwport does not translate (its rule-pass error stays)."""
+    if not isinstance(value, cst.Call):
+        return None
+    func = value.func.func if isinstance(value.func, cst.Call) else value.func
+    q = ctx.imports.resolve(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    if not q or "." not in q or q.split(".")[0] in ("keras", "tensorflow", "numpy", "math", "torch", "jax", "scipy"):
+        return None
+    return code(func)
+
+
 def _graph_fragments(module: cst.Module, ctx: FileContext, rows: list[int]) -> None:
     """Module-level ``x = keras.Input(...)`` whose graph no keras.Model(...) takes (a notebook's cell trying
     layers on an input, before the cell that builds the model): one error at the Input, and its layer calls
@@ -454,6 +490,7 @@ def _graph_fragments(module: cst.Module, ctx: FileContext, rows: list[int]) -> N
             continue
         live = {small.targets[0].target.value}
         members = [i]
+        foreign: list[str] = []  # another library's layers / models the graph goes through (_foreign_value)
         for j in range(i + 1, len(body)):
             if not live:
                 break
@@ -467,12 +504,28 @@ def _graph_fragments(module: cst.Module, ctx: FileContext, rows: list[int]) -> N
                 if plain:
                     live -= {t.target.value for t in one.targets}  # bound anew
                 continue
-            if not plain or j in rows or not _fragment_value(one.value, ctx):
+            other = _foreign_value(one.value, ctx) if plain and j not in rows else None
+            if not plain or j in rows or not (_fragment_value(one.value, ctx) or other):
                 members = []
                 break
-            live |= {t.target.value for t in one.targets}
+            if other and other not in foreign:
+                foreign.append(other)
             members.append(j)
+            if other and not isinstance(one.value.func, cst.Call):
+                live -= {t.target.value for t in one.targets}  # a model of that library: no graph tensor
+                continue
+            live |= {t.target.value for t in one.targets}
         if not members:
+            continue
+        if foreign:
+            ctx.report(Severity.ERROR, "unsupported-construct",
+                       f"{small.targets[0].target.value} = keras.Input(...) starts a Keras graph that goes through "
+                       f"{', '.join(foreign)}, of a library fwport does not translate (this statement and the "
+                       f"{len(members) - 1} below it that build on it): torch has no symbolic tensors, so fwport "
+                       "leaves these lines as written (Keras code); write the model as an nn.Module by hand, with a "
+                       "PyTorch counterpart of that library's layers", small.value)
+            for k in members:
+                scan(body[k], _SettleGraphCalls(ctx))
             continue
         ctx.report(Severity.ERROR, "unsupported-construct",
                    f"{small.targets[0].target.value} = keras.Input(...) starts a Keras graph that no keras.Model(...) "
@@ -3452,7 +3505,8 @@ class _Builder:
         if any(t.flat is not None for t in ts):
             raise _Refused(node, f"{code(node.func)}(...) on a flattened channels-first map: its features are in "
                                  "(c, h, w) order in the translation")
-        elementwise = q in _ELEMENTWISE_FNS and len(ts) == 1 and len(node.args) == 1
+        # (a scalar argument beside the one tensor, tf.nn.leaky_relu(x, 0.2)'s alpha, keeps it elementwise)
+        elementwise = q in _ELEMENTWISE_FNS and len(ts) == 1 and not any(a.star for a in node.args)
         if self.layout == "nchw" and not elementwise and any(t.shape is None or len(t.shape) > 1 or t.last
                                                               for t in ts):
             raise _Refused(node, f"{code(node.func)}(...) on a feature map of a model converted to channels-first: "
@@ -3797,13 +3851,15 @@ class _Builder:
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
         """A layer class of this file called on a list of tensors (``Sampling()([z_mean, z_log_var])``)."""
-        ts = []
+        ts, moved = [], set()
         for e in arg.elements:
             t = self._tensor(e.value) if not isinstance(e, cst.StarredElement) else None
             if t is None:
                 raise _Refused(e, f"{code(e.value)}: not a tensor of the functional model")
-            ts.append(self._user_input(layer, e, t))
-        return self._user_call(layer, call, ts, [cst.Arg(self._out_expr(arg))])
+            ts.append(t)
+            if self._user_input(layer, e, t):
+                moved.add(id(e.value))
+        return self._user_call(layer, call, ts, [cst.Arg(self._moved_in(arg, moved))], moved=bool(moved))
 
     def _apply_user_args(self, layer: _Layer, call: cst.Call) -> _Tensor:
         """A layer class of this file called on several arguments, positional or keyword
@@ -3813,6 +3869,7 @@ class _Builder:
         given to the model (``encoder(x, attention_mask=m)``) is called with its keywords as written (one
         tensor first): the translation of the object the Keras code passes takes what its call takes."""
         ts: list[_Tensor] = []
+        moved: set[int] = set()  # the channels-first maps moved to Keras's layout for the call (_user_input)
         params = _call_params(self.ctx, layer.rule) if layer.kind == "user" else ([], None)
         for i, a in enumerate(call.args):
             if a.star:
@@ -3828,7 +3885,7 @@ class _Builder:
                 name = "inputs"
             else:
                 name = params[0][i] if params is not None and i < len(params[0]) else None
-            if name is None or name in ("training", "mask"):
+            if name is None or name == "training" or name == "mask" and not _mask_kept(self.ctx, layer):
                 # the subclass pass drops call()'s training and mask parameters (torch: .train()/.eval(), no mask)
                 written, cls = code(a).strip().rstrip(","), code(layer.call.func)
                 raise _Refused(a, f"{written}: the translated {cls}.forward takes no {name} (torch modules take the "
@@ -3838,20 +3895,22 @@ class _Builder:
             for item in items:
                 t = self._tensor(item)
                 if t is not None:
-                    ts.append(self._user_input(layer, a, t))
+                    ts.append(t)
+                    if self._user_input(layer, a, t):
+                        moved.add(id(item))
                 elif _names_in(item) & (set(self.env) | self.local):
                     raise _Refused(a, f"{code(item)}: an argument of {code(layer.call.func)} that is neither a tensor of "
                                       "the functional model nor a value without one is not followed")
         if not ts:
             raise _Refused(call, f"{code(call).strip()}: a layer call on no tensor of the functional model")
-        args = [a.with_changes(value=self._out_expr(a.value)) for a in call.args]
+        args = [a.with_changes(value=self._moved_in(a.value, moved)) for a in call.args]
         out_mask = None
         if layer.kind == "user" and any(t.node.mask is not None for t in ts):
             self._user_masks(layer, call, ts, params)
             first = call.args[0].value
             out_mask, pass_mask = self._mask_flow(layer, ts[0], call, first, True)
             args += self._mask_arg(ts[0], pass_mask)
-        return self._user_call(layer, call, ts, args, out_mask)
+        return self._user_call(layer, call, ts, args, out_mask, bool(moved))
 
     def _user_masks(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], params) -> None:
         """A layer class of this file called on several tensors, one of which carries Keras's mask: Keras 3
@@ -3867,16 +3926,35 @@ class _Builder:
                 or call.args[0].keyword is not None:
             raise _Refused(call, masks.refusal(next(t.node.mask for t in ts if t.node.mask is not None)))
 
-    def _user_input(self, layer: _Layer, where: cst.CSTNode, t: _Tensor) -> _Tensor:
-        if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
+    def _user_input(self, layer: _Layer, where: cst.CSTNode, t: _Tensor) -> bool:
+        """Whether ``t``, one of several tensors given to a layer class of this file (whose body keeps Keras's
+        channels-last layout) or to a module given to the model, is moved to that layout for the call
+        (``x.movedim(1, -1)``): a map of a channels-first model (or one of unknown rank, where the move is a
+        no-op on (batch, features)), as the call on one tensor moves it (``_translate``). A flattened map
+        (features in (c, h, w) order) is refused."""
+        if t.flat is not None:
             what = f"{layer.rule}, a module given to the model and called with Keras's channels-last layout" \
                 if layer.kind == "given" else \
                 f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's channels-last layout"
-            raise _Refused(where, f"{what}, on a channels-first feature map")
-        return t
+            raise _Refused(where, f"{what}, on a flattened channels-first feature map (its features in (c, h, w) "
+                                  "order): call it before the convolutions, or translate this model by hand")
+        return self.layout == "nchw" and not t.last and (t.shape is None or len(t.shape) > 1)
+
+    def _moved_in(self, value: cst.BaseExpression, moved: set[int]) -> cst.BaseExpression:
+        """An argument of a layer class's call with the replacements made and the maps in ``moved`` (ids of
+        the argument or of its list's elements) moved to channels-last."""
+        if id(value) in moved:
+            return expr(f"{_paren(self._out_expr(value))}.movedim(1, -1)")
+        if isinstance(value, (cst.List, cst.Tuple)) and any(id(e.value) in moved for e in value.elements):
+            return value.with_changes(elements=[e.with_changes(value=self._moved_in(e.value, moved))
+                                                for e in value.elements])
+        return self._out_expr(value)
 
     def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg],
-                   mask: str | None = None) -> _Tensor:
+                   mask: str | None = None, moved: bool = False) -> _Tensor:
+        """A layer class of this file (or a given module) called on several tensors; where maps were moved to
+        Keras's layout for it (``moved``), its output is moved back to channels-first (a no-op on (batch,
+        features)), as the call on one tensor does."""
         key = tuple((t.shape, t.flat) for t in ts)
         if layer.module is None:
             layer.attr = layer.attr or self._attr_name(layer)
@@ -3885,8 +3963,11 @@ class _Builder:
             self.pending_init.append(f"self.{layer.attr} = {code(module)}")
         if layer.op is None:
             layer.op = _Op("layer", True)
-        self.replace[id(call)] = cst.Call(_module_ref(layer), args)
-        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call, mask), None, True)
+        new: cst.BaseExpression = cst.Call(_module_ref(layer), args)
+        if moved:
+            new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
+        self.replace[id(call)] = new
+        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call, mask), None, not moved)
 
     def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
         """The output for an input expression, with the replacements made inside it."""

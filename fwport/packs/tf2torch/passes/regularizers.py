@@ -13,9 +13,12 @@ exactly Keras's penalties (``l2(λ)`` adds λ·Σw², with no ½; ``l1(λ)`` λ�
 ``__init__`` (``self.wd = wd``); a layer created under an ``if`` counts where it exists. Keras adds
 these penalties to the loss itself (``model.losses``); torch does not: the written fit / evaluate of a
 compile add the sum over ``model.modules()`` (fitloop), and an info finding says to add it in other
-loops. Keras 3 leaves the penalties of frozen layers (trainable = False) out of model.losses, Keras 2 keeps
-them; the method counts them all, so a Keras 3 file that freezes a layer gets a warning at each regularized
-layer (which layer is frozen at run time is not known here). Anything else (activity regularizers, a regularizer object built elsewhere, a factor computed in
+loops. Keras 3 sums the penalties of the trainable weights only (``Layer._get_regularization_losses`` walks
+``trainable_weights``: a frozen layer's terms, or every term of a frozen model, leave model.losses and so fit's
+loss); Keras 2 keeps them all. ``X.trainable = False`` becomes ``X.requires_grad_(False)`` (training.py), so in
+a Keras 3 file that sets a ``trainable`` flag each term is counted under ``if <weight>.requires_grad:``, which
+is Keras 3's rule whichever layer is frozen at run time; a Keras 2 file (or one that freezes nothing) counts
+every term. Anything else (activity regularizers, a regularizer object built elsewhere, a factor computed in
 ``__init__``) stays an error of the layer's rule.
 
 The subclass pass calls :func:`strip` when it translates a layer; :func:`finish` writes the methods
@@ -32,7 +35,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import scan
 from fwport.packs.tf2torch.passes import data_format
 
-FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = False` of the file (training.py), as code
+FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = <not True>` of the file (training.py), as code
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
 REGULARIZER_ARGS = frozenset(_ARGS)
@@ -86,11 +89,12 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
                    "fwport writes for a compile add it; in a loop of your own add "
                    "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) "
                    "to the loss", call)
-        if ctx.version != 2 and FROZEN in ctx.analyses:
-            ctx.report(Severity.WARNING, "approximate", f"regularizers ({said}) of a file that freezes layers "
-                       f"({ctx.analyses[FROZEN]} = False): Keras 3 leaves a frozen layer's penalties out of "
-                       "model.losses and so out of fit's loss (Keras 2 keeps them); regularization_loss() adds them "
-                       "whatever requires_grad says: where this layer is frozen, leave its terms out", call)
+        if _frozen_guard(ctx):
+            ctx.report(Severity.INFO, "idiom-replaced", f"regularizers ({said}) of a file that sets a trainable flag "
+                       f"({ctx.analyses[FROZEN]} = ...): Keras 3 leaves the penalties of frozen weights out of "
+                       "model.losses and so out of fit's loss (Keras 2 keeps them): regularization_loss() counts each "
+                       "term only while its weight's requires_grad is set (trainable = False became "
+                       "requires_grad_(False))", call)
 
     return new_call, record
 
@@ -177,7 +181,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in guards:
             stmt = body[i] = _with_init_lines(stmt, data_format.guard_lines(guards[stmt.name.value]))
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in found:
-            body[i] = _with_method(stmt, found[stmt.name.value])
+            body[i] = _with_method(stmt, found[stmt.name.value], _frozen_guard(ctx))
     return module.with_changes(body=body)
 
 
@@ -192,7 +196,13 @@ def _with_init_lines(cls: cst.ClassDef, texts: list[str]) -> cst.ClassDef:
     return cls.with_changes(body=cls.body.with_changes(body=members))
 
 
-def _with_method(cls: cst.ClassDef, entry: dict) -> cst.ClassDef:
+def _frozen_guard(ctx: FileContext) -> bool:
+    """Whether each penalty is counted only while its weight trains: Keras 3 (not 2) in a file that sets a
+    trainable flag."""
+    return ctx.version != 2 and FROZEN in ctx.analyses
+
+
+def _with_method(cls: cst.ClassDef, entry: dict, frozen: bool = False) -> cst.ClassDef:
     members = list(cls.body.body)
     init_i = next((i for i, s in enumerate(members) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
                   None)
@@ -214,13 +224,20 @@ def _with_method(cls: cst.ClassDef, entry: dict) -> cst.ClassDef:
         terms.append((f"{factor} * {_PENALTY[kind].format(w=weight)}", guard))
     lines = ['def regularization_loss(self):',
              '    """Keras\'s weight regularizer penalties (kernel, bias, embeddings) of this module\'s own layers (add to the loss)."""']
-    plain = [t for t, g in terms if g is None]
-    lines.append(f"    loss = {plain[0] if plain else '0.0'}")
-    lines += [f"    loss = loss + {t}" for t in plain[1:]]
-    for t, g in terms:
-        if g is not None:
-            lines.append(f'    if hasattr(self, "{g}"):')
+    if frozen:  # Keras 3 sums the trainable weights' penalties only
+        lines.append("    loss = 0.0")
+        for (t, g), (_, _, weight, _) in zip(terms, entry["terms"]):
+            test = f"{weight}.requires_grad"
+            lines.append(f'    if hasattr(self, "{g}") and {test}:' if g is not None else f"    if {test}:")
             lines.append(f"        loss = loss + {t}")
+    else:
+        plain = [t for t, g in terms if g is None]
+        lines.append(f"    loss = {plain[0] if plain else '0.0'}")
+        lines += [f"    loss = loss + {t}" for t in plain[1:]]
+        for t, g in terms:
+            if g is not None:
+                lines.append(f'    if hasattr(self, "{g}"):')
+                lines.append(f"        loss = loss + {t}")
     lines.append("    return loss")
     method = cst.parse_statement("\n".join(lines) + "\n")
     method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])

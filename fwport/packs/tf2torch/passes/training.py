@@ -2367,7 +2367,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                   if self.ctx.version == 2 else "")
         parsed = self.ctx.analyses.get("parsed")
         written = bool(self.compiled) and parsed is not None and "BatchNormalization" in parsed[1]
-        if literal_value(updated_node.value, NOT_LITERAL) is False:  # regularizers.py warns of Keras 3's model.losses
+        if literal_value(updated_node.value, NOT_LITERAL) is not True:  # regularizers.py: Keras 3's model.losses
             self.ctx.analyses.setdefault(regularizers.FROZEN, code(original_node.targets[0].target))
         if written and literal_value(updated_node.value, NOT_LITERAL) is False:
             self.ctx.analyses[FROZEN_BATCHNORM] = True  # the written fit keeps frozen BatchNorm in inference mode
