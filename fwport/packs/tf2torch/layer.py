@@ -1858,22 +1858,41 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 # --- normalization ------------------------------------------------------------------------------------
 
-def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool:
-    """center/scale → torch's affine flags; False after reporting a combination torch lacks."""
+def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool | str:
+    """center/scale → torch's affine flags; False after reporting a combination torch lacks, "no-scale"
+    for scale=False with center=True (torch has a switch for the bias alone, none for the weight alone:
+    the caller wraps the module in the without_scale helper, whose weight is a constant of ones)."""
     center = literal_value(m.extras["center"], NOT_LITERAL) if "center" in m.extras else True
     scale_ = literal_value(m.extras["scale"], NOT_LITERAL) if "scale" in m.extras else True
     if center not in (True, False) or scale_ not in (True, False):
         m.fail(ctx, "unsupported-argument", "center/scale must be literal True/False")
         return False
     if center and not scale_:
-        m.fail(ctx, "unsupported-argument", "scale=False with center=True: torch norms have a bias-only "
-               "switch but no weight-only one; keep scale=True and freeze the weight at 1")
-        return False
+        return "no-scale"
     if not center and not scale_:
         m.kwargs[scale_kw] = expr("False")
     elif not center:
         m.kwargs["bias"] = expr("False")
     return True
+
+
+def _without_scale(layer: cst.BaseExpression, ctx) -> cst.Call:
+    """scale=False with center=True: the torch norm (affine, so it has its bias) wrapped in the
+    without_scale helper, which makes its weight a non-persistent buffer of ones: Keras's computation
+    with no scale, never trained, and not in the state_dict (the weight maps' gamma moves are absent)."""
+    return cst.Call(func=cst.Name(helpers.use(ctx, "without_scale")), args=[cst.Arg(layer)])
+
+
+def _no_scale_lazy(m: MappedCall, ctx) -> LayerEmission:
+    return _failed(m, ctx, "shape-unknown", "scale=False with center=True on an input whose size is unknown here: "
+                   "torch norms have a bias-only switch but no weight-only one, and the constant weight of ones "
+                   "that stands for Keras's missing scale needs the size; give the model its input shape")
+
+
+def _bn_channels(in_shape: tuple, axis: int):
+    """The size of the normalised axis of a (batch-less) input shape, or None where the axis is not in it."""
+    rank = len(in_shape) + 1
+    return in_shape[axis % rank - 1] if -rank <= axis < rank and axis % rank else None
 
 
 @shape("batch-norm")
@@ -1883,8 +1902,11 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if not _int(axis):
         return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only a single literal "
                        "axis maps onto torch's BatchNorm (which normalises per channel at dim 1)")
-    if not _affine_flags(m, ctx, "affine"):
+    flags = _affine_flags(m, ctx, "affine")
+    if not flags:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale" and (in_shape is None or not known(_bn_channels(in_shape, axis) or 1)):
+        return _no_scale_lazy(m, ctx)
     if in_shape is None and axis == -1 and lctx.layout != "nchw":
         # Keras's layout kept: the last axis at any rank, BatchNorm1d over the rows (a helper written out)
         layer = build_call(m, ctx, target="torch.nn.LazyBatchNorm1d")
@@ -1936,6 +1958,8 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                    "infers them on the first forward pass", m.node, m.rule)
     if layer is None:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale":
+        layer = _without_scale(layer, ctx)
     variant, symbols = None, {}
     if lctx.flatten_of is not None and rank == 2:
         # features of a flattened channels-first map: (c, h, w) order here, (h, w, c) in Keras, so the
@@ -1957,8 +1981,11 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     axes = [axis] if _int(axis) else axis
     if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
         return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
-    if not _affine_flags(m, ctx, "elementwise_affine"):
+    flags = _affine_flags(m, ctx, "elementwise_affine")
+    if not flags:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale" and (in_shape is None or not all(known(n) for n in in_shape)):
+        return _no_scale_lazy(m, ctx)
     if in_shape is None:
         from fwport.packs.tf2torch.attention import lazy_layer_norm
         return lazy_layer_norm(m, ctx, lctx, axes, None)
@@ -1979,6 +2006,8 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale":
+        layer = _without_scale(layer, ctx)
     return LayerEmission([layer], tuple(in_shape), variant=None if len(sizes) == 1 else "multi-axis")
 
 
