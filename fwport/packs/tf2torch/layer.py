@@ -226,9 +226,7 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     else:
         in_features = in_shape[-1] if in_shape else None
     if lctx.layout == "nchw" and in_shape is not None and len(in_shape) > 1:
-        m.fail(ctx, "unsupported-construct", "Dense on a channels-first feature map acts on the channel axis "
-               "in Keras; flatten or pool first, or translate this model without the layout change")
-        return LayerEmission([m.call], failed=True)
+        return _dense_on_channels(m, ctx, in_shape, units)
     if lctx.layout == "nchw" and in_shape is None:
         return _failed(m, ctx, "shape-unknown", "Dense in a model converted to channels-first, on an input of "
                        "unknown rank: cannot tell whether it sees a flattened feature map (whose kernel rows "
@@ -260,6 +258,37 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         # the map needs the feature map's sizes only: the units may be any expression
         symbols = {"H": int(h), "W": int(w), "C": int(c), "F": int(h) * int(w) * int(c)}
     return LayerEmission([layer, *acts], out_shape, 0, variant, symbols)
+
+
+def _dense_on_channels(m: MappedCall, ctx, in_shape: tuple, units) -> LayerEmission:
+    """Dense on a feature map of a model converted to channels-first (a RepeatVector's steps, a conv's map):
+    Keras's Dense acts on the last axis, which is the channel axis (dim 1) here, at every position; a
+    Conv{1,2,3}d with kernel size 1 is that map exactly (variants `channels-first-{1,2,3}d`: the kernel
+    transposed, reshaped to (units, in, 1...), the symbol I the input features)."""
+    nd = len(in_shape) - 1
+    in_features = in_shape[-1]
+    if nd > 3:
+        return _failed(m, ctx, "unsupported-construct", f"Dense on a {nd}-D feature map converted to channels-first: "
+                       "no torch Conv acts on its channels; translate this model without the layout change")
+    if not _int(in_features):
+        return _failed(m, ctx, "shape-unknown", "Dense on a feature map converted to channels-first acts on its "
+                       "channels (dim 1), which needs their number to convert the kernel; give the model a "
+                       "literal input shape")
+    kwargs = dict(m.kwargs)
+    out = kwargs.pop("out_features", None)
+    if out is None:
+        return _failed(m, ctx, "unsupported-argument", "units is required")
+    m.kwargs = {"in_channels": expr(str(in_features)), "out_channels": out, "kernel_size": expr("1"), **kwargs}
+    layer = build_call(m, ctx, target=f"torch.nn.Conv{nd}d", positional=["in_channels", "out_channels",
+                                                                        "kernel_size"])
+    acts = activation_modules(m, ctx, 1)
+    if layer is None or acts is None:
+        return LayerEmission([m.call], failed=True)
+    ctx.report(Severity.INFO, "layout-changed", f"Dense on a feature map converted to channels-first acts on its "
+               f"channels (dim 1) at every position, as Keras's does on the last axis: emitted Conv{nd}d with "
+               "kernel size 1, the same map (its weight map transposes and reshapes the kernel)", m.node, m.rule)
+    out_shape = (*in_shape[:-1], units if known(units) else None)
+    return LayerEmission([layer, *acts], out_shape, 0, f"channels-first-{nd}d", {"I": int(in_features)})
 
 
 # --- helpers shared by the shape functions ---------------------------------------------------------
