@@ -1117,8 +1117,12 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "unsupported-argument", f"layer={shown}: only a keras.layers.LSTM, GRU or SimpleRNN "
                        "written in the call is translated (torch's bidirectional RNNs)")
     if "backward_layer" in m.extras and literal_value(m.extras["backward_layer"], NOT_LITERAL) is not None:
-        return _failed(m, ctx, "unsupported-argument", "backward_layer=: torch's bidirectional RNN runs the same kind "
-                       "of layer both ways; write the two directions by hand")
+        why = _not_a_mirror(inner, rule, m.extras["backward_layer"], ctx)
+        if why:
+            return _failed(m, ctx, "unsupported-argument", f"backward_layer=: {why}: torch's bidirectional RNN runs "
+                           "the same layer (kind, units, options) both ways, the backward one on the reversed "
+                           "steps; write the two directions by hand (two RNNs, the second on x.flip(1), its "
+                           "sequence output flipped back, merged by merge_mode)")
     mode = literal_value(m.extras["merge_mode"], NOT_LITERAL) if "merge_mode" in m.extras else "concat"
     if mode not in ("concat", "sum", "mul", "ave"):
         return _failed(m, ctx, "unsupported-argument", f"merge_mode={code(m.extras['merge_mode'])}: only 'concat', "
@@ -1131,6 +1135,27 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             mi.extras[key] = m.extras[key]
     em = rnn(mi, ctx, lctx, merge_mode=mode)
     return LayerEmission([m.call], failed=True) if em.failed else em
+
+
+def _not_a_mirror(inner: cst.Call, rule, back: cst.BaseExpression, ctx) -> str | None:
+    """Why ``backward_layer=back`` is not the layer torch's bidirectional RNN runs backwards (None when it is):
+    a call of the same layer with the same arguments but go_backwards=True (and any name), as Keras builds its
+    own backward layer from ``layer``; its weights are then Keras's ``backward_layer.*`` as without it."""
+    from fwport.core.bind import bind_call
+    q = ctx.imports.resolve(back.func) if isinstance(back, cst.Call) and dotted_text(back.func) else None
+    if q is None or ctx.pack.by_name.get(q) is not rule:
+        return f"{code(back)} is not a {rule.names[0].rsplit('.', 1)[-1]} written in the call"
+    fwd, bwd = bind_call(inner, rule), bind_call(back, rule)
+    if fwd.error or bwd.error or fwd.star_args or bwd.star_args:
+        return "its arguments cannot be read"
+    if bwd.literal("go_backwards", False) is not True or fwd.literal("go_backwards", False) is not False:
+        return "only a backward layer with go_backwards=True (the forward one without) is translated"
+    same = lambda b: {k: code(v) for k, v in {**b.values, **b.extra}.items() if k not in ("go_backwards", "name")}
+    f, b = same(fwd), same(bwd)
+    diff = sorted(k for k in {*f, *b} if f.get(k) != b.get(k))
+    if diff:
+        return f"it differs from the forward layer in {', '.join(diff)}"
+    return None
 
 
 # inner layers TimeDistributed cannot fold into the batch: they mix samples (BatchNormalization's
