@@ -256,3 +256,110 @@ def test_bidirectional_other_backward_layers_are_errors(backward, why):
     ''')
     assert any(m.startswith("backward_layer=: ") and why in m for m in errors(r)), errors(r)
     assert f"layers.Bidirectional(layers.LSTM(3), backward_layer={backward})" in r.output  # left as written
+
+
+# --- model.get_layer("name").kernel / .bias read as values ----------------------------------------------------
+
+GET_LAYER_VARIABLES = '''
+import keras
+from keras import layers
+
+
+def build():
+    inp = keras.Input(shape=(6, 6, 3))
+    x = layers.Conv2D(4, (3, 2), name="conv")(inp)
+    x = layers.GlobalAveragePooling2D()(x)
+    out = layers.Dense(2, name="head")(x)
+    return keras.Model(inp, out)
+
+
+def seq():
+    return keras.Sequential([keras.Input(shape=(5,)), layers.Dense(3, name="out")])
+
+
+model = build()
+s = seq()
+
+
+def read():
+    return [model.get_layer("conv").kernel, model.get_layer("conv").bias, model.get_layer("head").kernel,
+            s.get_layer("out").kernel, s.get_layer("out").bias]
+'''
+
+
+def test_get_layer_kernel_and_bias_read_in_keras_layout_match_keras():
+    """get_layer("name").kernel / .bias on a functional model and a Sequential → the torch parameter in Keras's
+    layout (the inverse of the rule's weight map: a Dense's weight.T, a Conv2D's weight permuted back to
+    (kh, kw, in, out)). Checked against Keras: distinct arrays set in Keras, moved into torch by the rules' weight
+    maps (the verifier's interpreter), read back by each side equal."""
+    from test_layer_gaps import _run
+    r = tr(GET_LAYER_VARIABLES)
+    assert not errors(r), errors(r)
+    assert "model.conv.weight.permute(2, 3, 1, 0), model.conv.bias, model.head.weight.T" in r.output
+    assert "s[0].weight.T, s[0].bias" in r.output and "get_layer" not in r.output
+    arrays = '''
+import json
+import numpy as np
+rng = np.random.default_rng(0)
+values = {"conv": [rng.standard_normal((3, 2, 3, 4)), rng.standard_normal(4)],
+          "head": [rng.standard_normal((4, 2)), rng.standard_normal(2)],
+          "out": [rng.standard_normal((5, 3)), rng.standard_normal(3)]}
+'''
+    keras_tail = arrays + '''
+for name, vs in values.items():
+    (s if name == "out" else model).get_layer(name).set_weights([v.astype("float32") for v in vs])
+print(json.dumps([np.asarray(v).tolist() for v in read()]))
+'''
+    torch_tail = arrays + '''
+import torch
+from fwport.core.rule import load_pack
+from fwport.verify.transfer import apply_ops
+pack = load_pack("tf2torch")
+modules = {"conv": ("conv2d", model.conv), "head": ("dense", model.head), "out": ("dense", s[0])}
+with torch.no_grad():
+    for name, (rule, module) in modules.items():
+        for w in pack.rules[rule].weights_for(None):
+            v = values[name][0 if w.source == "kernel" else 1]
+            getattr(module, w.target).copy_(torch.from_numpy(apply_ops(v.astype("float32"), w.ops, {})))
+print(json.dumps([v.detach().numpy().tolist() for v in read()]))
+'''
+    import numpy as np
+    k = _run("keras", textwrap.dedent(GET_LAYER_VARIABLES), keras_tail)
+    t = _run("torch", r.output, torch_tail, PYTHONPATH=str(__import__("pathlib").Path(__file__).parents[1]))
+    assert len(k) == len(t) == 5
+    for a, b in zip(k, t):
+        np.testing.assert_array_equal(np.array(b), np.array(a))
+
+
+def test_get_layer_variables_fwport_cannot_give_are_errors():
+    """Written (assign, =), a kernel whose map is no single permutation (a Dense after a channels-first Flatten:
+    its rows reordered), an LSTM's kernel (two parameters): each an error, never a silently wrong layout."""
+    r = tr('''
+        import keras
+        import numpy as np
+        from keras import layers
+
+
+        def build():
+            inp = keras.Input(shape=(6, 6, 3))
+            x = layers.Conv2D(4, 3, name="conv")(inp)
+            x = layers.Flatten()(x)
+            out = layers.Dense(2, name="head")(x)
+            return keras.Model(inp, out)
+
+
+        def seq():
+            return keras.Sequential([keras.Input(shape=(7, 5)), layers.LSTM(3, name="rnn")])
+
+
+        model = build()
+        s = seq()
+        fk = model.get_layer("head").kernel
+        rk = s.get_layer("rnn").kernel
+        model.get_layer("conv").kernel.assign(np.zeros((3, 3, 3, 4)))
+        model.get_layer("conv").bias = None
+    ''')
+    errs = errors(r)
+    assert sum("kernel is read here, which fwport gives only" in m for m in errs) == 2, errs
+    assert sum("written: the translated layer's weights are torch parameters (model.conv)" in m for m in errs) == 2, errs
+    assert 'fk = model.get_layer("head").kernel' in r.output and 'rk = s.get_layer("rnn").kernel' in r.output
