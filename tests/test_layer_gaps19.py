@@ -363,3 +363,41 @@ def test_get_layer_variables_fwport_cannot_give_are_errors():
     assert sum("kernel is read here, which fwport gives only" in m for m in errs) == 2, errs
     assert sum("written: the translated layer's weights are torch parameters (model.conv)" in m for m in errs) == 2, errs
     assert 'fk = model.get_layer("head").kernel' in r.output and 'rk = s.get_layer("rnn").kernel' in r.output
+
+
+# --- Random* augmentation layers: the identity at inference, exactly ----------------------------------------
+
+AUGMENT = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+flip = layers.RandomFlip()
+rotation = layers.RandomRotation(0.2)
+zoom = layers.RandomZoom(0.3, 0.2)
+translation = layers.RandomTranslation(0.1, 0.2, fill_mode="constant")
+contrast = layers.RandomContrast(0.4)
+'''
+
+
+def test_random_augmentation_layers_are_the_identity_at_inference_and_draw_in_training():
+    """RandomFlip / RandomRotation / RandomZoom / RandomTranslation / RandomContrast (helpers written with torch ops,
+    an info or warning that torch's draws are not Keras's): in eval() each gives its input back bit for bit, as
+    Keras's layer at inference (checked against Keras); in train() each changes the images."""
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    r = tr(AUGMENT)
+    assert not errors(r), errors(r)
+    assert "tensorflow" not in r.output and "torchvision" not in r.output
+    ns: dict = {}
+    exec(compile(r.output, "m_torch.py", "exec"), ns)
+    keras_ns: dict = {}
+    exec(textwrap.dedent(AUGMENT), keras_ns)
+    x = np.random.default_rng(0).uniform(0, 255, (3, 8, 9, 3)).astype("float32")
+    torch.manual_seed(0)
+    for name in ("flip", "rotation", "zoom", "translation", "contrast"):
+        k = np.asarray(keras_ns[name](x, training=False))
+        np.testing.assert_array_equal(k, x)
+        t = ns[name].eval()(torch.from_numpy(x)).numpy()
+        np.testing.assert_array_equal(t, k)
+        moved = ns[name].train()(torch.from_numpy(x)).numpy()
+        assert moved.shape == x.shape and not np.array_equal(moved, x), name
