@@ -338,7 +338,9 @@ def test_go_backwards_reads_the_steps_reversed_and_keeps_keras_output_order(tmp_
 
 
 def test_go_backwards_where_fwport_does_not_write_it_stays_an_error():
-    """Under Bidirectional (an explicit backward_layer) go_backwards stays refused, with an error."""
+    """Under Bidirectional, go_backwards=True on the forward layer (Keras then runs the backward one forwards)
+    stays refused, with an error. (A backward_layer= that is the forward layer with go_backwards=True is torch's
+    reverse direction: tests/test_layer_gaps19.py.)"""
     r = tr('''
         from tensorflow import keras
         from tensorflow.keras import layers
@@ -346,10 +348,9 @@ def test_go_backwards_where_fwport_does_not_write_it_stays_an_error():
 
         def build():
             return keras.Sequential([keras.Input(shape=(7, 5)), layers.Bidirectional(
-                layers.LSTM(3, return_sequences=True),
-                backward_layer=layers.LSTM(3, return_sequences=True, go_backwards=True))])
+                layers.LSTM(3, return_sequences=True, go_backwards=True))])
     ''')
-    assert codes(r, Severity.ERROR) and "ReverseSteps" not in r.output
+    assert codes(r, Severity.ERROR) and "ReverseSteps()" not in r.output
 
 
 # --- sizes only from model.build(...) --------------------------------------------------------------------

@@ -1141,6 +1141,17 @@ def ctc_decode(y_pred, input_length):
     return [decoded], log_prob
 '''
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
+HELPERS["without_scale"] = '''
+
+def without_scale(norm):
+    """A Keras norm layer with scale=False (and center=True): torch's norms switch the bias off alone but not the
+    weight, so the weight becomes a constant of ones, a non-persistent buffer: no gradient, never trained, not in
+    parameters() nor in the state_dict, and the output is Keras's (x - mean) / sqrt(var + eps) + beta."""
+    ones = {torch}ones_like(norm.weight.detach())
+    del norm.weight
+    norm.register_buffer("weight", ones, persistent=False)
+    return norm
+'''
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
 HELPERS["RandomFlip"] = _RANDOM_FLIP
 HELPERS["_keras_resample"] = _RESAMPLE

@@ -226,9 +226,7 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     else:
         in_features = in_shape[-1] if in_shape else None
     if lctx.layout == "nchw" and in_shape is not None and len(in_shape) > 1:
-        m.fail(ctx, "unsupported-construct", "Dense on a channels-first feature map acts on the channel axis "
-               "in Keras; flatten or pool first, or translate this model without the layout change")
-        return LayerEmission([m.call], failed=True)
+        return _dense_on_channels(m, ctx, in_shape, units)
     if lctx.layout == "nchw" and in_shape is None:
         return _failed(m, ctx, "shape-unknown", "Dense in a model converted to channels-first, on an input of "
                        "unknown rank: cannot tell whether it sees a flattened feature map (whose kernel rows "
@@ -260,6 +258,37 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         # the map needs the feature map's sizes only: the units may be any expression
         symbols = {"H": int(h), "W": int(w), "C": int(c), "F": int(h) * int(w) * int(c)}
     return LayerEmission([layer, *acts], out_shape, 0, variant, symbols)
+
+
+def _dense_on_channels(m: MappedCall, ctx, in_shape: tuple, units) -> LayerEmission:
+    """Dense on a feature map of a model converted to channels-first (a RepeatVector's steps, a conv's map):
+    Keras's Dense acts on the last axis, which is the channel axis (dim 1) here, at every position; a
+    Conv{1,2,3}d with kernel size 1 is that map exactly (variants `channels-first-{1,2,3}d`: the kernel
+    transposed, reshaped to (units, in, 1...), the symbol I the input features)."""
+    nd = len(in_shape) - 1
+    in_features = in_shape[-1]
+    if nd > 3:
+        return _failed(m, ctx, "unsupported-construct", f"Dense on a {nd}-D feature map converted to channels-first: "
+                       "no torch Conv acts on its channels; translate this model without the layout change")
+    if not _int(in_features):
+        return _failed(m, ctx, "shape-unknown", "Dense on a feature map converted to channels-first acts on its "
+                       "channels (dim 1), which needs their number to convert the kernel; give the model a "
+                       "literal input shape")
+    kwargs = dict(m.kwargs)
+    out = kwargs.pop("out_features", None)
+    if out is None:
+        return _failed(m, ctx, "unsupported-argument", "units is required")
+    m.kwargs = {"in_channels": expr(str(in_features)), "out_channels": out, "kernel_size": expr("1"), **kwargs}
+    layer = build_call(m, ctx, target=f"torch.nn.Conv{nd}d", positional=["in_channels", "out_channels",
+                                                                        "kernel_size"])
+    acts = activation_modules(m, ctx, 1)
+    if layer is None or acts is None:
+        return LayerEmission([m.call], failed=True)
+    ctx.report(Severity.INFO, "layout-changed", f"Dense on a feature map converted to channels-first acts on its "
+               f"channels (dim 1) at every position, as Keras's does on the last axis: emitted Conv{nd}d with "
+               "kernel size 1, the same map (its weight map transposes and reshapes the kernel)", m.node, m.rule)
+    out_shape = (*in_shape[:-1], units if known(units) else None)
+    return LayerEmission([layer, *acts], out_shape, 0, f"channels-first-{nd}d", {"I": int(in_features)})
 
 
 # --- helpers shared by the shape functions ---------------------------------------------------------
@@ -1088,8 +1117,12 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "unsupported-argument", f"layer={shown}: only a keras.layers.LSTM, GRU or SimpleRNN "
                        "written in the call is translated (torch's bidirectional RNNs)")
     if "backward_layer" in m.extras and literal_value(m.extras["backward_layer"], NOT_LITERAL) is not None:
-        return _failed(m, ctx, "unsupported-argument", "backward_layer=: torch's bidirectional RNN runs the same kind "
-                       "of layer both ways; write the two directions by hand")
+        why = _not_a_mirror(inner, rule, m.extras["backward_layer"], ctx)
+        if why:
+            return _failed(m, ctx, "unsupported-argument", f"backward_layer=: {why}: torch's bidirectional RNN runs "
+                           "the same layer (kind, units, options) both ways, the backward one on the reversed "
+                           "steps; write the two directions by hand (two RNNs, the second on x.flip(1), its "
+                           "sequence output flipped back, merged by merge_mode)")
     mode = literal_value(m.extras["merge_mode"], NOT_LITERAL) if "merge_mode" in m.extras else "concat"
     if mode not in ("concat", "sum", "mul", "ave"):
         return _failed(m, ctx, "unsupported-argument", f"merge_mode={code(m.extras['merge_mode'])}: only 'concat', "
@@ -1102,6 +1135,27 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             mi.extras[key] = m.extras[key]
     em = rnn(mi, ctx, lctx, merge_mode=mode)
     return LayerEmission([m.call], failed=True) if em.failed else em
+
+
+def _not_a_mirror(inner: cst.Call, rule, back: cst.BaseExpression, ctx) -> str | None:
+    """Why ``backward_layer=back`` is not the layer torch's bidirectional RNN runs backwards (None when it is):
+    a call of the same layer with the same arguments but go_backwards=True (and any name), as Keras builds its
+    own backward layer from ``layer``; its weights are then Keras's ``backward_layer.*`` as without it."""
+    from fwport.core.bind import bind_call
+    q = ctx.imports.resolve(back.func) if isinstance(back, cst.Call) and dotted_text(back.func) else None
+    if q is None or ctx.pack.by_name.get(q) is not rule:
+        return f"{code(back)} is not a {rule.names[0].rsplit('.', 1)[-1]} written in the call"
+    fwd, bwd = bind_call(inner, rule), bind_call(back, rule)
+    if fwd.error or bwd.error or fwd.star_args or bwd.star_args:
+        return "its arguments cannot be read"
+    if bwd.literal("go_backwards", False) is not True or fwd.literal("go_backwards", False) is not False:
+        return "only a backward layer with go_backwards=True (the forward one without) is translated"
+    same = lambda b: {k: code(v) for k, v in {**b.values, **b.extra}.items() if k not in ("go_backwards", "name")}
+    f, b = same(fwd), same(bwd)
+    diff = sorted(k for k in {*f, *b} if f.get(k) != b.get(k))
+    if diff:
+        return f"it differs from the forward layer in {', '.join(diff)}"
+    return None
 
 
 # inner layers TimeDistributed cannot fold into the batch: they mix samples (BatchNormalization's
@@ -1858,22 +1912,41 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 # --- normalization ------------------------------------------------------------------------------------
 
-def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool:
-    """center/scale → torch's affine flags; False after reporting a combination torch lacks."""
+def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool | str:
+    """center/scale → torch's affine flags; False after reporting a combination torch lacks, "no-scale"
+    for scale=False with center=True (torch has a switch for the bias alone, none for the weight alone:
+    the caller wraps the module in the without_scale helper, whose weight is a constant of ones)."""
     center = literal_value(m.extras["center"], NOT_LITERAL) if "center" in m.extras else True
     scale_ = literal_value(m.extras["scale"], NOT_LITERAL) if "scale" in m.extras else True
     if center not in (True, False) or scale_ not in (True, False):
         m.fail(ctx, "unsupported-argument", "center/scale must be literal True/False")
         return False
     if center and not scale_:
-        m.fail(ctx, "unsupported-argument", "scale=False with center=True: torch norms have a bias-only "
-               "switch but no weight-only one; keep scale=True and freeze the weight at 1")
-        return False
+        return "no-scale"
     if not center and not scale_:
         m.kwargs[scale_kw] = expr("False")
     elif not center:
         m.kwargs["bias"] = expr("False")
     return True
+
+
+def _without_scale(layer: cst.BaseExpression, ctx) -> cst.Call:
+    """scale=False with center=True: the torch norm (affine, so it has its bias) wrapped in the
+    without_scale helper, which makes its weight a non-persistent buffer of ones: Keras's computation
+    with no scale, never trained, and not in the state_dict (the weight maps' gamma moves are absent)."""
+    return cst.Call(func=cst.Name(helpers.use(ctx, "without_scale")), args=[cst.Arg(layer)])
+
+
+def _no_scale_lazy(m: MappedCall, ctx) -> LayerEmission:
+    return _failed(m, ctx, "shape-unknown", "scale=False with center=True on an input whose size is unknown here: "
+                   "torch norms have a bias-only switch but no weight-only one, and the constant weight of ones "
+                   "that stands for Keras's missing scale needs the size; give the model its input shape")
+
+
+def _bn_channels(in_shape: tuple, axis: int):
+    """The size of the normalised axis of a (batch-less) input shape, or None where the axis is not in it."""
+    rank = len(in_shape) + 1
+    return in_shape[axis % rank - 1] if -rank <= axis < rank and axis % rank else None
 
 
 @shape("batch-norm")
@@ -1883,8 +1956,11 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if not _int(axis):
         return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only a single literal "
                        "axis maps onto torch's BatchNorm (which normalises per channel at dim 1)")
-    if not _affine_flags(m, ctx, "affine"):
+    flags = _affine_flags(m, ctx, "affine")
+    if not flags:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale" and (in_shape is None or not known(_bn_channels(in_shape, axis) or 1)):
+        return _no_scale_lazy(m, ctx)
     if in_shape is None and axis == -1 and lctx.layout != "nchw":
         # Keras's layout kept: the last axis at any rank, BatchNorm1d over the rows (a helper written out)
         layer = build_call(m, ctx, target="torch.nn.LazyBatchNorm1d")
@@ -1936,6 +2012,8 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                    "infers them on the first forward pass", m.node, m.rule)
     if layer is None:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale":
+        layer = _without_scale(layer, ctx)
     variant, symbols = None, {}
     if lctx.flatten_of is not None and rank == 2:
         # features of a flattened channels-first map: (c, h, w) order here, (h, w, c) in Keras, so the
@@ -1957,8 +2035,11 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     axes = [axis] if _int(axis) else axis
     if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
         return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
-    if not _affine_flags(m, ctx, "elementwise_affine"):
+    flags = _affine_flags(m, ctx, "elementwise_affine")
+    if not flags:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale" and (in_shape is None or not all(known(n) for n in in_shape)):
+        return _no_scale_lazy(m, ctx)
     if in_shape is None:
         from fwport.packs.tf2torch.attention import lazy_layer_norm
         return lazy_layer_norm(m, ctx, lctx, axes, None)
@@ -1979,6 +2060,8 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
+    if flags == "no-scale":
+        layer = _without_scale(layer, ctx)
     return LayerEmission([layer], tuple(in_shape), variant=None if len(sizes) == 1 else "multi-axis")
 
 

@@ -115,6 +115,36 @@ ATTRIBUTES: dict[str, tuple[str | None, str]] = {
 _ATTRIBUTE_NAMES = "|".join(ATTRIBUTES)
 #: what get_layer(...) on a translated model may be used by (model_api._ModelApiPass._plan_get_layer)
 _LAYER_USES = {"requires_grad_", "get_weights", "set_weights"}
+#: a layer's variables read as values through get_layer(...) (``.kernel`` / ``.bias``), and the calls that write one
+_LAYER_VARIABLES = {"kernel", "bias"}
+_VARIABLE_WRITES = {"assign", "assign_add", "assign_sub"}
+
+
+def _layer_variable(node: cst.BaseExpression) -> cst.Call | None:
+    """The ``model.get_layer(...)`` call of ``model.get_layer(...).kernel`` / ``.bias``, else None."""
+    if (isinstance(node, cst.Attribute) and node.attr.value in _LAYER_VARIABLES and isinstance(node.value, cst.Call)
+            and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "get_layer"):
+        return node.value
+    return None
+
+
+def _keras_layout_of(param: str, ops) -> str | None:
+    """The torch parameter ``param`` in Keras's layout, for a weight map of one index permutation (its inverse
+    applied to the torch side), else None."""
+    if len(ops) != 1:
+        return None
+    op, params = ops[0].op, ops[0].params
+    if op == "copy":
+        return param
+    if op in ("transpose", "permute") and (not params or all(p.lstrip("-").isdigit() for p in params)):
+        if not params or [int(p) for p in params] == [1, 0]:
+            return f"{param}.T"
+        perm = [int(p) for p in params]
+        if sorted(perm) != list(range(len(perm))):
+            return None
+        inverse = [perm.index(i) for i in range(len(perm))]
+        return f"{param}.permute({', '.join(map(str, inverse))})"
+    return None
 
 
 def plan_attribute(ctx: FileContext, node: cst.Attribute, by: str, descend: bool = True, why_more: str = "") -> None:
@@ -745,7 +775,18 @@ class _ModelApiPass(cst.CSTTransformer):
         if (isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and isinstance(func.value, cst.Call)
                 and isinstance(func.value.func, cst.Attribute) and func.value.func.attr.value == "get_layer"):
             self._layer_uses[id(func.value)] = (func.attr.value, node)
+        if isinstance(func, cst.Attribute) and func.attr.value in _VARIABLE_WRITES and _layer_variable(func.value):
+            self._layer_uses[id(func.value.value)] = ("write", func.value)  # get_layer(...).kernel.assign(v)
         return not self.ctx.is_settled(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:  # get_layer(...).kernel = v
+            if _layer_variable(t.target):
+                self._layer_uses[id(t.target.value)] = ("write", t.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if _layer_variable(node.target):
+            self._layer_uses[id(node.target.value)] = ("write", node.target)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         edit = self.ctx.plans.get(node)
@@ -785,6 +826,9 @@ class _ModelApiPass(cst.CSTTransformer):
         """``model.trainable_variables`` / ``.variables`` / ``.weights`` → the parameters (and buffers);
         ``.layers`` / ``.non_trainable_variables`` → an error (ATTRIBUTES). Planned, not rewritten here: the
         rule pass applies the edit, so a training-pass edit around it (descend=True) still finds its node."""
+        layer = _layer_variable(node)
+        if layer is not None:
+            self._layer_uses.setdefault(id(layer), ("read", node))  # (a write was seen first: it stays)
         attr = node.attr.value
         if (attr not in ATTRIBUTES or self.ctx.is_settled(node) or self.ctx.plans.get(node) is not None
                 or id(node) in self._indexed):
@@ -996,11 +1040,15 @@ class _ModelApiPass(cst.CSTTransformer):
         """``model.get_layer("name")`` / ``get_layer(index=i)`` on a translated model, used as
         ``.requires_grad_(flag)`` (the training pass's ``.trainable = flag``), ``.get_weights()`` or
         ``.set_weights([array])``: planned as the torch module holding that layer's weights (its records), get/set_weights only for a layer with one variable its rule copies
-        as it is (an Embedding's table). Else (another use, an unnamed or unknown layer): False, the error stands."""
+        as it is (an Embedding's table); ``.kernel`` / ``.bias`` read as a value: the torch parameter in Keras's
+        layout (the inverse of its weight map, where that is one index permutation: a Dense's kernel is weight.T),
+        written (assign, =): an error. Else (another use, an unnamed or unknown layer): False, the error stands."""
         use = self._layer_uses.get(id(call))
         if use is None:
             return False
         how, outer = use
+        if how in ("read", "write") and not (isinstance(outer, cst.Attribute) and outer.value is call):
+            return False
         name = call_argument(call, "name", 0)
         index = call_argument(call, "index", 1)
         key = literal_value(name, None) if name is not None else None
@@ -1050,6 +1098,34 @@ class _ModelApiPass(cst.CSTTransformer):
                 ctx.report(Severity.INFO, "idiom-replaced", f"{what} → {out}: the module holding that layer's weights", orig)
                 return cst.parse_expression(out)
             ctx.plans.add(call, apply, descend=False, by="model_api")
+            return True
+
+        if how in ("read", "write"):
+            var = outer.attr.value
+
+            def apply_variable(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
+                found = module_of()
+                shown = f"{what}.{var}"
+                if how == "write":
+                    where = f" ({torch_path(found[0])})" if found is not None else ""
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"{shown} written: the translated layer's "
+                               f"weights are torch parameters{where} in torch's layout, not Keras's; load the value "
+                               "into the parameter by hand (with torch.no_grad(): param.copy_(...), transposed or "
+                               "permuted as the rule's weight map says)", orig)
+                    return orig
+                rule = pack.rules.get(found[1]) if found is not None else None
+                entries = [w for w in rule.weights_for(found[2]) if w.source == var] if rule is not None else []
+                text = (_keras_layout_of(f"{torch_path(found[0])}.{entries[0].target}", entries[0].ops)
+                        if len(entries) == 1 else None)
+                if text is None:
+                    return refuse(orig, METHODS["get_layer"] + f"; {var} is read here, which fwport gives only "
+                                  "for a layer it knows as one module whose weight map moves that variable to one "
+                                  "parameter by a transpose or permutation (a Dense, a convolution): read the torch "
+                                  "parameter by name")
+                ctx.report(Severity.INFO, "idiom-replaced", f"{shown} → {text}: the torch parameter in Keras's layout "
+                           f"({found[1]} maps its {var} to {entries[0].target} by {entries[0].ops[0].op})", orig)
+                return cst.parse_expression(text)
+            ctx.plans.add(outer, apply_variable, descend=False, by="model_api")
             return True
 
         def apply_weights(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
