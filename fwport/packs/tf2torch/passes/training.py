@@ -1247,6 +1247,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     " (the generated evaluate / train_on_batch weigh the samples of a model of one output whose loss "
                     "compile gives as a Keras cross-entropy, MSE, MAE or Huber)" if k == "sample_weight" and method in (
                         "evaluate", "train_on_batch") else "")
+        rebound = self._rebound(original_node, c) if bad is None and given is None and method in (
+            "fit", "train_on_batch") else None
+        if rebound is not None:
+            bad = (f"{original_node.func.value.value} is bound again after the compile before this call "
+                   f"(= {code(rebound)}), and the written loop would train the model it is now with that compile's "
+                   "optimizer, created over the parameters of the model compiled (a Keras model loaded or compiled "
+                   "elsewhere keeps its own): create the optimizer and loss for this model where it is bound")
         # a functional model of the file taking several inputs: the written loops take x as a list of arrays,
         # batch each with the same indices and call model(*xb) (also for x given as a name: Keras too needs one
         # array per input, so it is a list, or an iterable of batches whose x is one)
@@ -1424,6 +1431,21 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         dict of them): the written loops compute one loss and predict one array."""
         return any(isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) != 1)
                    for o in self._model_inputs(model, call, 3))
+
+    def _rebound(self, call: cst.Call, c: fitloop.Compiled) -> cst.BaseExpression | None:
+        """The value ``model`` is bound to after the compile ``c`` (not a model factory's) that ``model.fit(...)``
+        uses and before the call, in the call's scope: ``model = keras.models.load_model(path)`` or another
+        model after ``model.compile(...)``. The optimizer written for that compile holds the compiled model's
+        parameters, which the model now bound does not share. None where there is none."""
+        if c.factory:
+            return None
+        model = call.func.value.value
+        at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+        since = c.order if c.scope == scope else -1  # (a module compile seen from a function: any local binding)
+        for order, where, value in self.plan.values.get(model, []):
+            if where == scope and since < order < at and not (isinstance(value, cst.Name) and value.value == model):
+                return value
+        return None
 
     def _same_outputs(self, model: str, call: cst.Call, c: fitloop.Compiled) -> bool:
         """Whether every binding of ``model`` the call may see is a functional model of as many outputs as ``c``

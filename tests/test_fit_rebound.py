@@ -1,0 +1,48 @@
+"""A fit on a name bound again after its compile (training._rebound): the written loop would step the
+optimizer made for the compiled model, whose parameters the model now bound does not share, so the
+loaded model never trained. An error naming the binding; a compile after the binding translates."""
+from __future__ import annotations
+
+from fwport.core.pipeline import translate_source
+from helpers import error_messages
+
+HEAD = '''import numpy as np
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+x = np.ones((8, 4), "float32"); y = np.ones((8, 1), "float32")
+model.fit(x, y, epochs=1)
+model.save("m.keras")
+model = keras.models.load_model("m.keras")
+'''
+
+
+def test_a_fit_after_the_model_is_loaded_again_is_an_error():
+    r = translate_source(HEAD + "model.fit(x, y, epochs=1)\n", "t.py")
+    msgs = error_messages(r)
+    assert any('model is bound again after the compile before this call (= keras.models.load_model("m.keras"))' in m
+               for m in msgs), msgs
+    assert [f.line for f in r.findings if "bound again" in f.message] == [10]
+
+
+def test_inside_a_function_a_local_model_is_not_the_module_s_compiled_one():
+    src = HEAD.replace('model = keras.models.load_model("m.keras")\n', "") + '''
+
+def resume(path):
+    model = keras.models.load_model(path)
+    model.fit(x, y, epochs=1)
+'''
+    msgs = error_messages(translate_source(src, "t.py"))
+    assert any("model is bound again after the compile" in m for m in msgs), msgs
+
+
+def test_a_compile_after_the_binding_translates():
+    r = translate_source(HEAD + 'model.compile(optimizer="adam", loss="mse")\nmodel.fit(x, y, epochs=1)\n', "t.py")
+    assert not error_messages(r), error_messages(r)
+    assert r.output.count(".parameters()") == 2  # one optimizer per compiled model
+
+
+def test_predict_and_evaluate_of_the_loaded_model_translate():
+    r = translate_source(HEAD + "model.evaluate(x, y)\nmodel.predict(x)\n", "t.py")
+    assert not any("bound again" in m for m in error_messages(r))
