@@ -79,3 +79,113 @@ def test_a_file_that_binds_jnp_gets_an_error_at_the_binding():
     r = _t("import jax.numpy as jnp\nimport torch\n\n\ndef f():\n    jnp = 1\n    return jnp\n\n\nclass A:\n"
            "    jnp = 2\n\n\nx = torch.zeros(3)\n")
     assert not _errors(r)
+
+
+# --- numerical comparison: torch in this process, the translation in a subprocess without torch ------------
+
+_JAX_SIDE = '''
+import numpy, jax, jax.numpy as jnp, equinox as eqx
+data = numpy.load(sys.argv[2])
+model = ns[sys.argv[3]](key=jax.random.key(0))
+for name in [k[2:] for k in data.files if k.startswith("w:")]:
+    get = lambda m, name=name: eval("m." + name, {"m": m})
+    model = eqx.tree_at(get, model, jnp.asarray(data["w:" + name]).reshape(get(model).shape))
+worst = 0.0
+for k in [k for k in data.files if k.startswith("x:")]:
+    y = jax.vmap(model)(jnp.asarray(data[k]))
+    want = data["y:" + k[2:]]
+    assert y.shape == want.shape, (y.shape, want.shape)
+    worst = max(worst, float(numpy.max(numpy.abs(numpy.asarray(y) - want))))
+print(worst)
+'''
+
+
+def _compare(tmp_path, src: str, cls: str, inputs: dict) -> float:
+    """The largest difference between the PyTorch module ``cls`` of ``src`` and its translation on ``inputs``
+    (name → array with the batch axis first), the PyTorch state_dict moved by name."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    pytest.importorskip("equinox")
+    import numpy as np
+    src = textwrap.dedent(src).lstrip("\n")
+    r = translate_source(src, "f.py", "torch2jax")
+    assert not _errors(r), [f.message for f in _errors(r)]
+    ns: dict = {}
+    exec(compile(src, "f.py", "exec"), ns)
+    torch.manual_seed(0)
+    model = ns[cls]().eval()
+    arrays = {f"w:{k}": v.detach().numpy() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        for name, x in inputs.items():
+            arrays[f"x:{name}"] = x
+            arrays[f"y:{name}"] = model(torch.from_numpy(x)).numpy()
+    np.savez(tmp_path / "data.npz", **arrays)
+    (tmp_path / "t.py").write_text(r.output)
+    run = "import sys, runpy\nsys.modules['torch'] = None\nns = runpy.run_path(sys.argv[1])\n" + _JAX_SIDE
+    p = subprocess.run([sys.executable, "-c", run, str(tmp_path / "t.py"), str(tmp_path / "data.npz"), cls],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return float(p.stdout.split()[-1])
+
+
+# --- 2. a Linear given a value of unknown rank -------------------------------------------------------------
+
+TOKENS_LINEAR = '''
+import torch
+import torch.nn as nn
+
+
+class Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, h):
+        return torch.tanh(self.fc(h))
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, x):
+        h = x * 2.0
+        return self.inner(h)
+'''
+
+
+def test_a_linear_given_an_unknown_rank_maps_over_the_leading_axes(tmp_path):
+    import numpy as np
+    r = _t(TOKENS_LINEAR)
+    assert 'jnp.tanh(jnp.vectorize(self.fc, signature="(n)->(m)")(h))' in r.output
+    assert not [f for f in r.findings if f.severity.value != "info"]
+    rng = np.random.default_rng(0)
+    # (tokens, features) examples with as many tokens as features (Equinox's W @ x would broadcast silently there),
+    # (2, 3, 4) examples, and one vector per example
+    err = _compare(tmp_path, TOKENS_LINEAR, "Outer", {
+        "tokens": rng.normal(size=(3, 4, 4)).astype(np.float32),
+        "grid": rng.normal(size=(2, 2, 3, 4)).astype(np.float32),
+        "vector": rng.normal(size=(5, 4)).astype(np.float32)})
+    assert err < 1e-5
+
+
+def test_a_permuted_input_is_known_to_hold_tokens(tmp_path):
+    import numpy as np
+    src = '''
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, x):
+                return self.fc(x.permute(0, 2, 1))
+    '''
+    r = _t(src)
+    assert "jax.vmap(self.fc)(jnp.transpose(x, (1, 0)))" in r.output
+    err = _compare(tmp_path, src, "Net", {"x": np.random.default_rng(1).normal(size=(2, 4, 5)).astype(np.float32)})
+    assert err < 1e-5

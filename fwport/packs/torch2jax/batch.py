@@ -946,6 +946,8 @@ class Forward(cst.CSTTransformer):
             if text == "jnp.expand_dims":
                 r = self.rank_of(args[0])
                 return None if r is None else r + 1
+            if text == "jnp.transpose" and len(args) == 2 and isinstance(args[1], (cst.Tuple, cst.List)):
+                return len(args[1].elements)  # (a permutation names every axis)
             return self.rank_of(args[0]) if text.startswith("jax.nn.") or text == "jnp.transpose" else None
         return None
 
@@ -959,6 +961,8 @@ class Forward(cst.CSTTransformer):
         r = self.rank_of(args[0].value)
         if r is None and sub == "torch.nn.Embedding":
             r = 1  # token ids: PyTorch looks up arrays of them, Equinox one id at a time (vmap of a scalar fails loudly)
+        if r is None and sub == "torch.nn.Linear" and self.file is not None and self.file.blind:
+            return self.any_rank(updated, original, f"self.{name}")
         if r is None and sub in ("torch.nn.Linear", "torch.nn.LayerNorm"):
             self.rank_unknown(original, f"self.{name}", sub)
         if r is None or r <= want:
@@ -1004,6 +1008,19 @@ class Forward(cst.CSTTransformer):
         feeds it a value of unknown rank): an Outer handing its input to an inner block passes what the user gave."""
         return (isinstance(value, cst.Name) and value.value in self.inputs
                 and (self.file is None or not self.file.blind))
+
+    def any_rank(self, updated: cst.Call, original: cst.Call, what: str) -> cst.BaseExpression:
+        """A Linear given a value whose per-example rank is not known, in a module another module of this file feeds a
+        value of unknown rank (ranks.py: ``blind``) → ``jnp.vectorize(self.fc, signature="(n)->(m)")(x)``: PyTorch's
+        Linear maps over every leading axis, Equinox's takes one vector; vectorize maps it over however many leading
+        axes the value has (none for a vector), so the call is exact at any rank."""
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{what} (Linear) gets {code(original.args[0].value)}, whose "
+                        "per-example rank fwport cannot infer: called through jnp.vectorize(..., signature=\"(n)->(m)\"), "
+                        "which maps it over the leading axes as PyTorch's Linear does (tokens), or calls it once on a "
+                        "vector", original)
+        vectorize = cst.Call(self.ctx.spell("jax.numpy.vectorize"), [
+            cst.Arg(updated.func), cst.Arg(cst.SimpleString('"(n)->(m)"'), keyword=cst.Name("signature"), equal=_EQ)])
+        return updated.with_changes(func=vectorize)
 
     def rank_unknown(self, node: cst.Call, what: str, layer: str) -> None:
         """A per-vector layer (Linear, LayerNorm) given a value whose per-example rank is not known, in a module
