@@ -189,3 +189,81 @@ def test_a_permuted_input_is_known_to_hold_tokens(tmp_path):
     assert "jax.vmap(self.fc)(jnp.transpose(x, (1, 0)))" in r.output
     err = _compare(tmp_path, src, "Net", {"x": np.random.default_rng(1).normal(size=(2, 4, 5)).astype(np.float32)})
     assert err < 1e-5
+
+
+# --- 3. writes into a tensor outside forward -----------------------------------------------------------------
+
+WRITES = '''
+import torch
+
+
+def shared(n):
+    a = torch.zeros(n)
+    b = a
+    a += 1
+    return b
+
+
+def row_of(n):
+    a = torch.zeros(n, 3)
+    row = a[0]
+    row += 1
+    return a
+
+
+def into_a_view(n):
+    a = torch.zeros(n, 3)
+    b = a.view(-1)
+    b[0] += 5
+    return a
+
+
+def sole(n):
+    a = torch.arange(n, dtype=torch.float32)
+    a += 1
+    a *= 2
+    return a
+
+
+def copied(x: torch.Tensor):
+    y = x.clone() if x.dim() > 1 else x * 1.0
+    y[0] += 1
+    y[1:] = y[1:] * 3
+    return y
+
+
+def numbers(xs):
+    total = 0
+    for x in xs:
+        total += x.sum()
+    counts = [0, 0]
+    counts[0] += 1
+    return total, counts
+
+
+total = torch.zeros(3)
+view = total[:2]
+for i in range(3):
+    total += torch.ones(3)
+'''
+
+
+def test_writes_into_tensors_outside_forward_are_exact_or_errors(tmp_path):
+    r = _t(WRITES)
+    lines = WRITES.lstrip("\n").splitlines()
+    errors = sorted((f.line, lines[f.line - 1].strip()) for f in _errors(r))
+    assert errors == [(7, "a += 1"), (14, "row += 1"), (21, "b[0] += 5"), (51, "total += torch.ones(3)")]
+    assert all(f.code == "unsupported-construct" and "may share its memory" in f.message for f in _errors(r))
+    assert "    y = y.at[0].add(1)\n    y = y.at[1:].set(y[1:] * 3)\n" in r.output
+    assert "    a += 1\n    a *= 2\n" in r.output and "        total += x.sum()\n" in r.output
+    assert "    counts[0] += 1\n" in r.output
+    # the exact ones compute what PyTorch computes
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    ns: dict = {}
+    exec(compile(textwrap.dedent(WRITES), "f.py", "exec"), ns)
+    want = [ns["sole"](4).tolist(), ns["copied"](torch.arange(6.0).reshape(3, 2)).tolist(),
+            ns["copied"](torch.arange(3.0)).tolist()]
+    out = _run(tmp_path, r.output, "import jax.numpy as jnp\nprint([ns['sole'](4).tolist(), "
+               "ns['copied'](jnp.arange(6.0).reshape(3, 2)).tolist(), ns['copied'](jnp.arange(3.0)).tolist()])\n")
+    assert out.strip() == str(want)

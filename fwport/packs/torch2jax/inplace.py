@@ -407,8 +407,9 @@ def _new_tensor(value: cst.BaseExpression, ctx) -> bool:
     return q.startswith("torch.") and q.count(".") == 1 and q[6:] not in VIEWS and not q.endswith("_")
 
 
-def _block_writes(body, ctx) -> dict[int, cst.SimpleStatementLine]:
-    """id(statement) → its rewrite, for the slice writes of one block that can be rebound (see above)."""
+def _block_writes(body, ctx, reported: set[int] | None = None) -> dict[int, cst.SimpleStatementLine]:
+    """id(statement) → its rewrite, for the slice writes of one block that can be rebound (see above); the lines it
+    reports an error for go into ``reported``."""
     out: dict[int, cst.SimpleStatementLine] = {}
     fresh: dict[str, bool] = {}  # name → bound to new memory, and not read since but by slice writes
     tensors: set[str] = set()  # names this block binds to a new tensor
@@ -441,6 +442,8 @@ def _block_writes(body, ctx) -> dict[int, cst.SimpleStatementLine]:
         for line in [st] if isinstance(st, cst.SimpleStatementLine) else find_all(st, cst.SimpleStatementLine):
             w = _slice_write(line)
             if w is not None and w[0] in tensors and id(line) not in out and not _nested_def(st, line):
+                if reported is not None:
+                    reported.add(id(line))
                 ctx.report(Severity.ERROR, "unsupported-construct", f"{code(line.body[0]).strip()}: a jax array has "
                            f"no item assignment, and {w[0]} may be held by another name here (it is read otherwise "
                            f"before this write), which rebinding it (`{w[0]} = {w[0]}.at[...].{w[2]}(...)`) would "
@@ -515,6 +518,148 @@ def _parameter_writes(fn: cst.FunctionDef, ctx) -> dict[int, cst.SimpleStatement
     return out
 
 
+# --- writes into a tensor outside forward: `x += v`, `x[i] += v`, `x[i] = v` -----------------------------------------
+#
+# Outside a module's forward (functions, training loops, module level, __init__), as batch.py does inside it: a write
+# into a name the scope binds only to tensors (_tensor_names: torch functions' results, and views, slices, methods and
+# arithmetic of such names) is exact where that name is, at the statement, the sole holder of its memory (sole_holders):
+# `x += v` as written (a jax array's += rebinds the name), `x[i] += v` → `x = x.at[i].add(v)`. Where another name may
+# share the memory (`b = a` then `a += 1`; `row = a[0]` then `row += 1`), PyTorch's write changes that one too, which
+# rebinding cannot: an error, the statement left as written. A name also bound to anything else (a number, a list,
+# a numpy array, a parameter, a loop's batches) is left alone; the function's parameters are _parameter_writes' (one
+# annotated torch.Tensor is a tensor the others may be made from).
+
+#: torch functions whose result is not one new tensor (a tuple or list, a number, a context, state)
+_NOT_A_TENSOR = frozenset({"load", "save", "manual_seed", "seed", "no_grad", "enable_grad", "inference_mode",
+                           "set_grad_enabled", "device", "is_tensor", "is_floating_point", "is_complex", "numel",
+                           "get_default_dtype", "set_default_dtype", "set_printoptions", "compile", "split", "chunk",
+                           "unbind", "tensor_split", "max", "min", "sort", "topk", "kthvalue", "median", "mode",
+                           "meshgrid", "unique", "broadcast_tensors", "histogram", "aminmax", "var_mean", "std_mean",
+                           "frexp", "svd", "eig", "eigh", "qr", "slogdet", "lstsq", "nonzero", "where", "dtype",
+                           "finfo", "iinfo", "get_rng_state", "set_rng_state", "initial_seed", "use_deterministic_algorithms",
+                           "autocast", "from_numpy", "as_tensor", "asarray"})
+#: tensor methods whose result is not one tensor
+_NOT_A_TENSOR_METHOD = frozenset({"item", "tolist", "numpy", "size", "dim", "ndimension", "numel", "nelement",
+                                  "split", "chunk", "unbind", "tensor_split", "max", "min", "sort", "topk", "kthvalue",
+                                  "median", "mode", "unique", "nonzero", "data_ptr", "is_contiguous", "element_size",
+                                  "stride", "storage", "untyped_storage", "type", "backward", "register_hook",
+                                  "get_device", "is_floating_point", "equal", "all", "any", "__len__", "aminmax"})
+
+
+def _is_tensor(e: cst.BaseExpression, known: set[str], ctx) -> bool:
+    """Whether ``e`` is a tensor made from the scope's own tensors (``known``) or by a torch function."""
+    if isinstance(e, cst.Name):
+        return e.value in known
+    if isinstance(e, cst.Call):
+        f = e.func
+        if isinstance(f, cst.Attribute) and _is_tensor(f.value, known, ctx):
+            return f.attr.value not in _NOT_A_TENSOR_METHOD
+        q = ctx.imports.resolve(f) or ""
+        return q.startswith("torch.") and q.count(".") == 1 and q[6:7].islower() and q[6:] not in _NOT_A_TENSOR
+    if isinstance(e, cst.Subscript):
+        return _is_tensor(e.value, known, ctx)
+    if isinstance(e, cst.Attribute):
+        return e.attr.value in ("T", "mT", "H", "data") and _is_tensor(e.value, known, ctx)
+    if isinstance(e, cst.BinaryOperation):
+        return _is_tensor(e.left, known, ctx) or _is_tensor(e.right, known, ctx)
+    if isinstance(e, cst.UnaryOperation):
+        return not isinstance(e.operator, cst.Not) and _is_tensor(e.expression, known, ctx)
+    if isinstance(e, cst.IfExp):
+        return _is_tensor(e.body, known, ctx) and _is_tensor(e.orelse, known, ctx)
+    return False
+
+
+class _ScopeBindings(BindingWalker):
+    """Every binding of a scope's names (a nested function or class: its name only), with the value a plain
+    assignment gives (None: anything else) and the iterable a for loop's target walks."""
+
+    def __init__(self):
+        super().__init__(lambdas=False, imports=True)
+        self.values: dict[str, list] = {}
+        self.iters: list = []  # the enclosing for loops' iterables
+
+    def bound(self, target, how, value) -> None:
+        if not isinstance(target, cst.Name) or how in ("augassign", "del"):
+            return  # (x += v keeps what x holds)
+        if how == "for" and self.iters:
+            value = ("for", self.iters[-1])
+        self.values.setdefault(target.value, []).append(value if how in ("assign", "annassign", "for") else None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.iters.append(node.iter)
+        super().visit_For(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.iters.pop()
+        super().leave_For(original_node)
+
+
+def _tensor_names(body, params, ctx) -> set[str]:
+    """The names ``body`` binds only to tensors (see above), none of them a parameter."""
+    b = _ScopeBindings()
+    for st in body:
+        scan(st, b)
+    names = set(b.values) - {p.name.value for p in params}
+    # (a parameter annotated torch.Tensor is a tensor to make others from: `y = x.clone()`)
+    seeds = {p.name.value for p in params if p.annotation is not None
+             and ctx.imports.resolve(p.annotation.annotation) == "torch.Tensor" and p.name.value not in b.values}
+    while True:  # the largest set whose every binding is a tensor made from the set (x = x.view(-1) included)
+        have = names | seeds
+        keep = {n for n in names if all(
+            v is not None and (_is_tensor(v[1], have, ctx) if isinstance(v, tuple) else _is_tensor(v, have, ctx))
+            for v in b.values[n])}
+        if keep == names:
+            return names
+        names = keep
+
+
+def _tensor_writes(body, params, walk, scope) -> dict[int, cst.SimpleStatementLine]:
+    """id(line) → its rewrite, for the writes into a tensor of ``body`` that another pass has not taken (see above)."""
+    lines = [line for line in ([st] if isinstance(st, cst.SimpleStatementLine) else find_all(st, cst.SimpleStatementLine)
+                               for st in body) for line in line]
+    lines = [ln for ln in lines if id(ln) not in walk.todo and id(ln) not in walk.reported
+             and any(isinstance(s, (cst.AugAssign, cst.Assign)) for s in ln.body)]
+    if not lines:
+        return {}
+    nested = {id(ln) for st in body if not isinstance(st, cst.SimpleStatementLine)
+              for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef)
+              for ln in find_all(d, cst.SimpleStatementLine)}
+    known: set[str] | None = None
+    out: dict[int, cst.SimpleStatementLine] = {}
+    ctx = walk.ctx
+    for line in lines:
+        if id(line) in nested:
+            continue
+        for small in line.body:
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+                name, sub = small.target.value, None
+            elif isinstance(small, (cst.AugAssign, cst.Assign)):
+                w = _slice_write(line) if len(line.body) == 1 else None
+                if w is None:
+                    continue
+                name, sub = w[0], w
+            else:
+                continue
+            if known is None:
+                known = _tensor_names(body, params, ctx)
+            if name not in known:
+                continue
+            sole = name in walk.sole().get(id(small), ())
+            if sole and sub is not None:
+                out[id(line)] = _at_line(line, sub)
+                continue
+            if sole:
+                continue  # `x += v`: a jax array's += rebinds x, which nothing else holds
+            what = code(small).strip()
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{what}: PyTorch writes into {name} in place, and "
+                       f"{name} may share its memory with another tensor here (a view or slice of one, or one viewed "
+                       f"or aliased since it was made), which changes too; a jax array is immutable and rebinding "
+                       f"{name} cannot reach that one: write the new value out of place ({name} = {name} + v, {name} "
+                       f"= {name}.at[idx].set(v)) after copying ({name} = {name}.clone()) if only {name} should "
+                       "change, or rebind each tensor sharing it", line)
+    return out
+
+
 class _SliceWrites(cst.CSTTransformer):
     def __init__(self, ctx):
         super().__init__()
@@ -522,9 +667,20 @@ class _SliceWrites(cst.CSTTransformer):
         self.kinds: list[str] = []  # per scope: "class", "method" (not __init__), "function"
         self.todo: dict[int, cst.SimpleStatementLine] = {}
         self.changed = 0
+        self.reported: set[int] = set()  # the slice writes _block_writes refused
+        self.root: cst.Module | None = None
+        self._sole: dict[int, frozenset[str]] | None = None
+
+    def sole(self) -> dict[int, frozenset[str]]:
+        """sole_holders of the module this pass walks (computed once, where a write into a tensor asks)."""
+        if self._sole is None:
+            self._sole = sole_holders(self.root)
+        return self._sole
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.todo.update(_block_writes(node.body, self.ctx))
+        self.root = node
+        self.todo.update(_block_writes(node.body, self.ctx, self.reported))
+        self.todo.update(_tensor_writes(node.body, (), self, node))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.kinds.append("class")
@@ -537,8 +693,11 @@ class _SliceWrites(cst.CSTTransformer):
         method = bool(self.kinds) and self.kinds[-1] == "class" and node.name.value != "__init__"
         self.kinds.append("method" if method or "method" in self.kinds else "function")
         if self.kinds[-1] != "method" and isinstance(node.body, cst.IndentedBlock):
-            self.todo.update(_block_writes(node.body.body, self.ctx))
+            self.todo.update(_block_writes(node.body.body, self.ctx, self.reported))
             self.todo.update(_parameter_writes(node, self.ctx))
+            ps = node.params
+            params = [p for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)]
+            self.todo.update(_tensor_writes(node.body.body, params, self, node))
 
     def leave_FunctionDef(self, original, updated):
         self.kinds.pop()
