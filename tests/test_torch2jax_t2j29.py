@@ -84,11 +84,12 @@ def test_a_file_that_binds_jnp_gets_an_error_at_the_binding():
 # --- numerical comparison: torch in this process, the translation in a subprocess without torch ------------
 
 _JAX_SIDE = '''
-import numpy, jax, jax.numpy as jnp, equinox as eqx
+import re, numpy, jax, jax.numpy as jnp, equinox as eqx
 data = numpy.load(sys.argv[2])
 model = ns[sys.argv[3]](key=jax.random.key(0))
 for name in [k[2:] for k in data.files if k.startswith("w:")]:
-    get = lambda m, name=name: eval("m." + name, {"m": m})
+    path = re.sub(r"\\.(\\d+)", r".layers[\\1]", name)  # an nn.Sequential's layers: eqx.nn.Sequential's .layers
+    get = lambda m, path=path: eval("m." + path, {"m": m})
     model = eqx.tree_at(get, model, jnp.asarray(data["w:" + name]).reshape(get(model).shape))
 worst = 0.0
 for k in [k for k in data.files if k.startswith("x:")]:
@@ -267,3 +268,75 @@ def test_writes_into_tensors_outside_forward_are_exact_or_errors(tmp_path):
     out = _run(tmp_path, r.output, "import jax.numpy as jnp\nprint([ns['sole'](4).tolist(), "
                "ns['copied'](jnp.arange(6.0).reshape(3, 2)).tolist(), ns['copied'](jnp.arange(3.0)).tolist()])\n")
     assert out.strip() == str(want)
+
+
+# --- 4. modules that return their input, in the in-place check ---------------------------------------------
+
+PASSING = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.skip = nn.Identity()
+        self.drop = nn.Dropout(0.1)
+        self.both = nn.Sequential(nn.Identity(), nn.Dropout(0.2))
+        self.act = nn.ReLU(inplace=True)
+        self.mlp = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def forward(self, x):
+        h = self.fc(x)
+        y = self.skip(h)
+        y.add_(1)
+        z = self.drop(h)
+        z.mul_(2)
+        w = self.both(h)
+        w.relu_()
+        v = self.act(h)
+        v.sub_(1)
+        u = F.dropout(h, 0.1, self.training)
+        u.tanh_()
+        m = self.mlp(h)
+        m.add_(1)
+        m.relu_()
+        return h + m
+'''
+
+
+def test_module_outputs_that_are_their_input_are_shared_memory():
+    r = _t(PASSING)
+    lines = PASSING.lstrip("\n").splitlines()
+    refused = sorted(lines[f.line - 1].strip() for f in _errors(r))
+    assert refused == ["u.tanh_()", "v.sub_(1)", "w.relu_()", "y.add_(1)", "z.mul_(2)"], refused
+    assert all("may share its memory" in f.message for f in _errors(r))
+    assert "        m = m + 1\n        m = jax.nn.relu(m)\n" in r.output  # a Sequential of new memory: rebound
+
+
+def test_a_module_output_of_new_memory_is_rebound_exactly(tmp_path):
+    import numpy as np
+    src = '''
+        import torch
+        import torch.nn as nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+                self.skip = nn.Identity()
+                self.mlp = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+
+            def forward(self, x):
+                h = self.fc(x)
+                m = self.mlp(h)
+                m.add_(1)
+                m.relu_()
+                s = self.skip(m)
+                return h * 2 + s
+    '''
+    err = _compare(tmp_path, src, "Net", {"x": np.random.default_rng(2).normal(size=(5, 4)).astype(np.float32)})
+    assert err < 1e-5

@@ -591,8 +591,8 @@ class Forward(cst.CSTTransformer):
         if self.device_names is None:  # the forward's body, the first block seen
             self.device_names = _device_only(node)
             self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
-            from fwport.packs.torch2jax.inplace import sole_holders_in
-            self.sole = sole_holders_in(node.body, self.inputs)
+            from fwport.packs.torch2jax.inplace import passing_names, sole_holders_in
+            self.sole = sole_holders_in(node.body, self.inputs, passing_names(self.ctx))
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -2102,6 +2102,15 @@ class Forward(cst.CSTTransformer):
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
             return recv  # a move to a device: JAX places arrays itself (as outside the modules)
+        from fwport.packs.torch2jax.inplace import METHODS, OPERATORS
+        if (name in METHODS or name in OPERATORS) and id(original) in self.statements and isinstance(recv, cst.Name):
+            # (the in-place planner rebinds it where recv is the sole holder of its memory: here it may not be)
+            self.error(original, f".{name}() into {recv.value}, which may share its memory with another tensor (an "
+                       "input, a view or slice of one, a module's output that is its input, or one viewed since it was "
+                       f"made): PyTorch changes that one too, which rebinding {recv.value} cannot; write the "
+                       f"out-of-place form where only {recv.value} should change ({recv.value} = {recv.value}."
+                       f"{name[:-1]}(...)), or rebind each tensor sharing it", "unsupported-construct")
+            return updated
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 

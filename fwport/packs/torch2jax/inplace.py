@@ -10,9 +10,10 @@ every view of it and the tensor it is a view of. So the receiver must be, at tha
 its memory (sole_holders, a walk along the statements): a local name (not a parameter of the function, not a loop
 variable, not ``global``) whose reaching binding is new memory: a call that is not a view (``x.view``, ``x[...]``,
 ``torch.flatten``, ``.detach()``, ``.contiguous()`` ... may share it), arithmetic, or a view of that same name
-(``x = x.view(B, -1)``), and of which no view or alias was taken since (``first = x[:, 0]``, ``xs.append(x)``). A module's output counts as new memory (nn.Identity and
-nn.Flatten return their input or a view of it: there the rebinding differs only where that input is read after
-the in-place method). Anything else is left to the tensor-method pass, whose error says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
+(``x = x.view(B, -1)``), and of which no view or alias was taken since (``first = x[:, 0]``, ``xs.append(x)``). A
+module's output counts as new memory, but for the modules that return their input or a view of it (PASSING:
+nn.Identity, nn.Flatten, nn.Dropout (its input itself in eval mode), an activation built inplace=True, a Sequential
+of only these; F.dropout), whose output shares their input's memory. Anything else is left to the tensor-method pass, whose error says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
 """
 from __future__ import annotations
 
@@ -67,10 +68,51 @@ class _Bindings(BindingWalker):
 # `if` joins its branches (sole on both), a loop its iterations (to a fixed point), `break` and `continue` included.
 
 
-def _aliases(e: cst.CSTNode, local: set[str]) -> tuple[set[str], bool]:
+#: modules whose output is their input, or a view of it (Dropout in eval mode, Identity, Flatten): a call of one is
+#: no new memory (an activation built with inplace=True too; a Sequential of only these)
+PASSING = frozenset({"torch.nn.Identity", "torch.nn.Flatten", "torch.nn.Unflatten", "torch.nn.Dropout",
+                     "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d", "torch.nn.AlphaDropout",
+                     "torch.nn.FeatureAlphaDropout"})
+#: functions that return their input itself (dropout with training=False; written inplace=True: an activation)
+_PASSING_FUNCTIONS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                "feature_alpha_dropout"})
+#: ctx.analyses: the dotted names the file binds to a PASSING module (`self.skip`, `ident`)
+PASSING_NAMES = "torch2jax.passing-modules"
+
+
+def _passing_call(call: cst.Call, resolve) -> bool:
+    """``nn.Identity()``, ``nn.ReLU(inplace=True)``, ``nn.Sequential(nn.Flatten(), nn.Dropout(0.1))``: the module
+    built returns its input or a view of it."""
+    q = resolve(call.func) or ""
+    if q in PASSING:
+        return True
+    if any(a.keyword is not None and a.keyword.value == "inplace" and code(a.value) == "True" for a in call.args):
+        return q.startswith("torch.nn.") and q[9:10].isupper()
+    if q == "torch.nn.Sequential":
+        return all(isinstance(a.value, cst.Call) and a.keyword is None and not a.star
+                   and _passing_call(a.value, resolve) for a in call.args)
+    return False
+
+
+def passing_names(ctx) -> frozenset[str]:
+    """The dotted names (``self.skip``, ``ident``) the source binds, anywhere, to a module whose output is its input
+    or a view of it (_passing_call); computed once per file from the source."""
+    found = ctx.analyses.get(PASSING_NAMES)
+    if found is None:
+        module = ctx.analyses["parsed"][0] if "parsed" in ctx.analyses else None
+        names = set()
+        for a in find_all(module, cst.Assign) if module is not None else ():
+            if isinstance(a.value, cst.Call) and _passing_call(a.value, ctx.imports.resolve):
+                names |= {t for t in (dotted_text(x.target) for x in a.targets) if t}
+        found = ctx.analyses[PASSING_NAMES] = frozenset(names)
+    return found
+
+
+def _aliases(e: cst.CSTNode, local: set[str], passing: frozenset = frozenset()) -> tuple[set[str], bool]:
     """(the local names whose memory the value of ``e`` may share, whether it may share memory from outside the
     function: an attribute (`self.weight`), a global). A call that is not a view is new memory (a module's output
-    included, as above)."""
+    included, as above), but for a module in ``passing`` (dotted names: `self.skip` holding an nn.Identity), an
+    inline one (`nn.Identity()(x)`) and F.dropout, which return their input: its first argument's."""
     if isinstance(e, cst.Name):
         return ({e.value}, False) if e.value in local else (set(), e.value not in ("None", "True", "False"))
     if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString)):
@@ -78,33 +120,46 @@ def _aliases(e: cst.CSTNode, local: set[str]) -> tuple[set[str], bool]:
     if isinstance(e, cst.Call):
         f = e.func
         name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else None
+        if passing and dotted_text(f) in passing or isinstance(f, cst.Call) and _passing_call(f, _torch_text) \
+                or name in _PASSING_FUNCTIONS and not (isinstance(f, cst.Attribute) and code(f.value) == "self") \
+                or any(a.keyword is not None and a.keyword.value == "inplace" and code(a.value) == "True"
+                       for a in e.args):
+            return _union(e.args[:1], local, passing)
         if name is not None and (name in VIEWS or name.endswith("_") or name == "getattr"):
             if isinstance(f, cst.Attribute) and not (isinstance(f.value, cst.Name) and f.value.value not in local):
-                return _aliases(f.value, local)  # x.view(h, w): the receiver's memory
-            return _union(e.args[:1], local)  # torch.flatten(x, 1), getattr(x, "T"): the first argument's
+                return _aliases(f.value, local, passing)  # x.view(h, w): the receiver's memory
+            return _union(e.args[:1], local, passing)  # torch.flatten(x, 1), getattr(x, "T"): the first argument's
         return set(), False
     if isinstance(e, cst.Attribute):
-        return _aliases(e.value, local) if e.attr.value in VIEWS else (set(), True)
+        return _aliases(e.value, local, passing) if e.attr.value in VIEWS else (set(), True)
     if isinstance(e, cst.Subscript):
-        return _aliases(e.value, local)
+        return _aliases(e.value, local, passing)
     if isinstance(e, cst.IfExp):
-        return _union([e.body, e.orelse], local)
+        return _union([e.body, e.orelse], local, passing)
     if isinstance(e, cst.BooleanOperation):
-        return _union([e.left, e.right], local)
+        return _union([e.left, e.right], local, passing)
     if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
-        return _union([x.value for x in e.elements], local)
+        return _union([x.value for x in e.elements], local, passing)
     if isinstance(e, cst.Dict):
-        return _union([x.value for x in e.elements if isinstance(x, cst.DictElement)], local)
+        return _union([x.value for x in e.elements if isinstance(x, cst.DictElement)], local, passing)
     if isinstance(e, (cst.StarredElement, cst.Element, cst.Arg)):
-        return _aliases(e.value, local)
+        return _aliases(e.value, local, passing)
     # comprehensions, lambdas, await, ...: every local name they mention
     return {n.value for n in find_all(e, cst.Name) if n.value in local}, True
 
 
-def _union(parts, local: set[str]) -> tuple[set[str], bool]:
+def _torch_text(func: cst.BaseExpression) -> str | None:
+    """The source class an inline module call names (``nn.Identity``, ``torch.nn.Identity``), from its spelling: the
+    flow walk has no import table (a module bound to a name is passing_names', which has)."""
+    t = dotted_text(func) or ""
+    head, _, last = t.rpartition(".")
+    return f"torch.nn.{last}" if head in ("nn", "torch.nn") else None
+
+
+def _union(parts, local: set[str], passing: frozenset = frozenset()) -> tuple[set[str], bool]:
     roots, ext = set(), False
     for p in parts:
-        r, x = _aliases(p, local)
+        r, x = _aliases(p, local, passing)
         roots |= r
         ext = ext or x
     return roots, ext
@@ -137,8 +192,9 @@ def _free(d: cst.CSTNode) -> set[str]:
 class _Flow:
     """One scope's walk (a function's body, a class's, the module's); nested scopes are walked on their own."""
 
-    def __init__(self, out: dict[int, frozenset[str]], body, params=()):
+    def __init__(self, out: dict[int, frozenset[str]], body, params=(), passing: frozenset = frozenset()):
         self.out = out
+        self.passing = passing
         b = _Bindings()
         for st in body:
             scan(st, b)
@@ -159,12 +215,12 @@ class _Flow:
         return state
 
     def escape(self, e, state) -> None:
-        for n in _aliases(e, self.local)[0]:
+        for n in _aliases(e, self.local, self.passing)[0]:
             state.pop(n, None)
 
     def bind(self, target, value, state) -> None:
         """``target = value``: the target's sole-ness, and the names the value may share lose theirs."""
-        roots, ext = _aliases(value, self.local) if value is not None else (set(), True)
+        roots, ext = _aliases(value, self.local, self.passing) if value is not None else (set(), True)
         names = [target.value] if isinstance(target, cst.Name) else []
         sole = value is not None and not ext and (not roots or len(names) == 1 and roots == {names[0]}
                                                   and state.get(names[0], False))
@@ -184,8 +240,8 @@ class _Flow:
                 and len(value.elements) == len(target.elements) else [None] * len(target.elements)
             for t, v in zip(target.elements, parts):
                 if isinstance(t.value, cst.Name) and t.value.value not in self.pinned and (
-                        v is None and isinstance(value, cst.Call) or v is not None and not _aliases(v.value, self.local)[1]
-                        and not _aliases(v.value, self.local)[0]):
+                        v is None and isinstance(value, cst.Call) or v is not None and not _aliases(v.value, self.local, self.passing)[1]
+                        and not _aliases(v.value, self.local, self.passing)[0]):
                     state[t.value.value] = True
 
     def headers(self, e, state) -> None:
@@ -204,7 +260,7 @@ class _Flow:
                     return None
             return state
         if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
-            _scope(st, self.out)
+            _scope(st, self.out, self.passing)
             state.pop(st.name.value, None)
             return state
         if isinstance(st, cst.If):
@@ -295,32 +351,33 @@ class _Flow:
         return state
 
 
-def _scope(node: cst.CSTNode, out: dict[int, frozenset[str]]) -> None:
+def _scope(node: cst.CSTNode, out: dict[int, frozenset[str]], passing: frozenset = frozenset()) -> None:
     if isinstance(node, cst.Module):
-        _Flow(out, node.body).block(node.body, {})
+        _Flow(out, node.body, (), passing).block(node.body, {})
     elif isinstance(node, cst.ClassDef):
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
-        _Flow(out, body).block(body, {})
+        _Flow(out, body, (), passing).block(body, {})
     elif isinstance(node, cst.FunctionDef):
         ps = node.params
         params = [p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)] + \
                  [p.name.value for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
-        _Flow(out, body, params).block(body, {})
+        _Flow(out, body, params, passing).block(body, {})
 
 
-def sole_holders_in(body, params) -> dict[int, frozenset[str]]:
+def sole_holders_in(body, params, passing: frozenset = frozenset()) -> dict[int, frozenset[str]]:
     """sole_holders of a function's body (its statements), given its parameters' names."""
     out: dict[int, frozenset[str]] = {}
-    _Flow(out, body, params).block(body, {})
+    _Flow(out, body, params, passing).block(body, {})
     return out
 
 
-def sole_holders(node: cst.CSTNode) -> dict[int, frozenset[str]]:
+def sole_holders(node: cst.CSTNode, passing: frozenset = frozenset()) -> dict[int, frozenset[str]]:
     """id(small statement), and id(call) of a call that is a whole statement → the names that, just before it, are
-    the only holders of their memory (see above), in ``node`` (a module, a class, a function) and the scopes in it."""
+    the only holders of their memory (see above), in ``node`` (a module, a class, a function) and the scopes in it;
+    ``passing``: the dotted names of modules that return their input (passing_names)."""
     out: dict[int, frozenset[str]] = {}
-    _scope(node, out)
+    _scope(node, out, passing)
     return out
 
 
@@ -554,6 +611,8 @@ def _is_tensor(e: cst.BaseExpression, known: set[str], ctx) -> bool:
         f = e.func
         if isinstance(f, cst.Attribute) and _is_tensor(f.value, known, ctx):
             return f.attr.value not in _NOT_A_TENSOR_METHOD
+        if dotted_text(f) in passing_names(ctx):  # ident(a), an nn.Identity: a itself
+            return bool(e.args) and _is_tensor(e.args[0].value, known, ctx)
         q = ctx.imports.resolve(f) or ""
         return q.startswith("torch.") and q.count(".") == 1 and q[6:7].islower() and q[6:] not in _NOT_A_TENSOR
     if isinstance(e, cst.Subscript):
@@ -674,7 +733,7 @@ class _SliceWrites(cst.CSTTransformer):
     def sole(self) -> dict[int, frozenset[str]]:
         """sole_holders of the module this pass walks (computed once, where a write into a tensor asks)."""
         if self._sole is None:
-            self._sole = sole_holders(self.root)
+            self._sole = sole_holders(self.root, passing_names(self.ctx))
         return self._sole
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -718,7 +777,7 @@ TRIGGER = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\(|\w\[[^\]\n
 def rebind(module: cst.Module, ctx) -> cst.Module:
     """The planner: every in-place method statement, and every write into a slice, that can be rebound exactly,
     rebound."""
-    t = _InPlace(sole_holders(module))
+    t = _InPlace(sole_holders(module, passing_names(ctx)))
     out = rewrite(module, t)
     w = _SliceWrites(ctx)
     out = rewrite(out, w)
