@@ -340,3 +340,46 @@ def test_a_module_output_of_new_memory_is_rebound_exactly(tmp_path):
     '''
     err = _compare(tmp_path, src, "Net", {"x": np.random.default_rng(2).normal(size=(5, 4)).astype(np.float32)})
     assert err < 1e-5
+
+
+# --- 5. packed sequences -------------------------------------------------------------------------------------
+
+def test_packed_sequences_are_errors_with_the_masking_to_write():
+    r = _t('''
+        import torch
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+        def encode(lstm, x, lengths):
+            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            out, _ = lstm(packed)
+            out, _ = pad_packed_sequence(out, batch_first=True)
+            return out
+    ''')
+    errs = _errors(r)
+    assert sorted((f.line, f.code) for f in errs) == [(7, "no-rule"), (9, "no-rule")]
+    assert all("JAX has no packed sequences" in f.message and "jnp.arange(L) < length" in f.message for f in errs)
+    assert "# fwport: no-rule: torch.nn.utils.rnn.pack_padded_sequence has no torch2jax translation" in r.output
+    assert "pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)" in r.output
+
+
+def test_the_packed_sequence_guidance_computes_what_pytorch_does():
+    """What the guidance says to write (a mask over the padded steps) gives PyTorch's packed results."""
+    torch = pytest.importorskip("torch")
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(3, 4, batch_first=True)
+    x, lengths = torch.randn(3, 5, 3), torch.tensor([5, 3, 2])
+    out, (h, _) = lstm(pack_padded_sequence(x, lengths, batch_first=True))
+    padded, _ = pad_packed_sequence(out, batch_first=True)
+    full, _ = lstm(x)
+    valid = torch.arange(5)[None, :] < lengths[:, None]
+    assert torch.allclose(padded, torch.where(valid[..., None], full, torch.zeros(())))
+    assert torch.allclose(h[0], full[torch.arange(3), lengths - 1])
+    logits, t = torch.randn(3, 5, 4), torch.randint(0, 4, (3, 5))
+    packed = torch.nn.functional.cross_entropy(pack_padded_sequence(logits, lengths, batch_first=True)[0],
+                                               pack_padded_sequence(t, lengths, batch_first=True)[0])
+    masked = (torch.nn.functional.cross_entropy(logits.reshape(-1, 4), t.reshape(-1), reduction="none").reshape(3, 5)
+              * valid).sum() / valid.sum()
+    assert torch.allclose(packed, masked)
