@@ -140,9 +140,10 @@ class Inner(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(4, 4)
+        self.norm = nn.LayerNorm(4)
 
     def forward(self, h):
-        return torch.tanh(self.fc(h))
+        return torch.tanh(self.fc(self.norm(h)))
 
 
 class Outer(nn.Module):
@@ -156,13 +157,15 @@ class Outer(nn.Module):
 '''
 
 
-def test_a_linear_given_an_unknown_rank_maps_over_the_leading_axes(tmp_path):
+def test_a_linear_or_layernorm_given_an_unknown_rank_maps_over_the_leading_axes(tmp_path):
     import numpy as np
     r = _t(TOKENS_LINEAR)
-    assert 'jnp.tanh(jnp.vectorize(self.fc, signature="(n)->(m)")(h))' in r.output
+    assert 'jnp.tanh(jnp.vectorize(self.fc, signature="(n)->(m)")(jnp.vectorize(self.norm, signature="(n)->(n)")(h)))' \
+        in r.output
     assert not [f for f in r.findings if f.severity.value != "info"]
     rng = np.random.default_rng(0)
-    # (tokens, features) examples with as many tokens as features (Equinox's W @ x would broadcast silently there),
+    # (tokens, features) examples with as many tokens as features (Equinox's W @ x would broadcast silently there;
+    # its LayerNorm would normalise over the whole example),
     # (2, 3, 4) examples, and one vector per example
     err = _compare(tmp_path, TOKENS_LINEAR, "Outer", {
         "tokens": rng.normal(size=(3, 4, 4)).astype(np.float32),

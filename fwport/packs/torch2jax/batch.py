@@ -19,7 +19,7 @@ import libcst as cst
 
 from fwport.core.engine import NOT_LITERAL, code, expr, literal_value
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.packs.torch2jax import layers, ops
 
 F = "torch.nn.functional."
@@ -454,6 +454,26 @@ def _keeps_axes(info) -> bool:
         return False
     given = set(info.axes.values()) or {0}
     return len(given) == 1 and type(info.out_axes) is int and info.out_axes == next(iter(given))
+
+
+def _vector_norms(ctx) -> frozenset[str]:
+    """The attributes (``self.norm``) every nn.LayerNorm the file assigns them normalises over the last axis alone
+    (ranks.per_vector: an integer normalized_shape, or one of them), and nothing else is assigned them; from the
+    source, once per file."""
+    found = ctx.analyses.get("torch2jax.vector-norms")
+    if found is None:
+        from fwport.packs.torch2jax.ranks import per_vector
+        module = ctx.analyses["parsed"][0] if "parsed" in ctx.analyses else None
+        good, bad = set(), set()
+        for a in find_all(module, cst.Assign) if module is not None else ():
+            for t in a.targets:
+                text = dotted_text(t.target) or ""
+                if not text.startswith("self.") or text.count(".") != 1:
+                    continue
+                q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
+                (good if q == "torch.nn.LayerNorm" and per_vector(q, a.value) else bad).add(text[5:])
+        found = ctx.analyses["torch2jax.vector-norms"] = frozenset(good - bad)
+    return found
 
 
 class Forward(cst.CSTTransformer):
@@ -961,8 +981,9 @@ class Forward(cst.CSTTransformer):
         r = self.rank_of(args[0].value)
         if r is None and sub == "torch.nn.Embedding":
             r = 1  # token ids: PyTorch looks up arrays of them, Equinox one id at a time (vmap of a scalar fails loudly)
-        if r is None and sub == "torch.nn.Linear" and self.file is not None and self.file.blind:
-            return self.any_rank(updated, original, f"self.{name}")
+        if r is None and self.file is not None and self.file.blind and (
+                sub == "torch.nn.Linear" or sub == "torch.nn.LayerNorm" and name in _vector_norms(self.ctx)):
+            return self.any_rank(updated, original, f"self.{name}", sub)
         if r is None and sub in ("torch.nn.Linear", "torch.nn.LayerNorm"):
             self.rank_unknown(original, f"self.{name}", sub)
         if r is None or r <= want:
@@ -1009,17 +1030,20 @@ class Forward(cst.CSTTransformer):
         return (isinstance(value, cst.Name) and value.value in self.inputs
                 and (self.file is None or not self.file.blind))
 
-    def any_rank(self, updated: cst.Call, original: cst.Call, what: str) -> cst.BaseExpression:
-        """A Linear given a value whose per-example rank is not known, in a module another module of this file feeds a
-        value of unknown rank (ranks.py: ``blind``) → ``jnp.vectorize(self.fc, signature="(n)->(m)")(x)``: PyTorch's
-        Linear maps over every leading axis, Equinox's takes one vector; vectorize maps it over however many leading
-        axes the value has (none for a vector), so the call is exact at any rank."""
-        self.ctx.report(Severity.INFO, "idiom-replaced", f"{what} (Linear) gets {code(original.args[0].value)}, whose "
-                        "per-example rank fwport cannot infer: called through jnp.vectorize(..., signature=\"(n)->(m)\"), "
-                        "which maps it over the leading axes as PyTorch's Linear does (tokens), or calls it once on a "
+    def any_rank(self, updated: cst.Call, original: cst.Call, what: str, layer: str) -> cst.BaseExpression:
+        """A Linear, or a LayerNorm over the last axis, given a value whose per-example rank is not known, in a module
+        another module of this file feeds a value of unknown rank (ranks.py: ``blind``) → ``jnp.vectorize(self.fc,
+        signature="(n)->(m)")(x)`` (a LayerNorm: ``"(n)->(n)"``): PyTorch's layer maps over every leading axis,
+        Equinox's takes one vector; vectorize maps it over however many leading axes the value has (none for a
+        vector), so the call is exact at any rank."""
+        kind = layer.rsplit(".", 1)[-1]
+        signature = '"(n)->(m)"' if kind == "Linear" else '"(n)->(n)"'
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{what} ({kind}) gets {code(original.args[0].value)}, whose "
+                        f"per-example rank fwport cannot infer: called through jnp.vectorize(..., signature={signature}), "
+                        f"which maps it over the leading axes as PyTorch's {kind} does (tokens), or calls it once on a "
                         "vector", original)
         vectorize = cst.Call(self.ctx.spell("jax.numpy.vectorize"), [
-            cst.Arg(updated.func), cst.Arg(cst.SimpleString('"(n)->(m)"'), keyword=cst.Name("signature"), equal=_EQ)])
+            cst.Arg(updated.func), cst.Arg(cst.SimpleString(signature), keyword=cst.Name("signature"), equal=_EQ)])
         return updated.with_changes(func=vectorize)
 
     def rank_unknown(self, node: cst.Call, what: str, layer: str) -> None:
