@@ -13,6 +13,7 @@ helpers, which are module-level."""
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 
@@ -172,11 +173,14 @@ def finish(module, ctx):
         return module
     bindings = None
     said: dict[str, Finding] = {}
+    source = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else ""
     for sp in ctx.direction.spellings:
         if sp.import_line not in imports:
             continue
         short = sp.short.rstrip(".")
         target = sp.prefix.rstrip(".")
+        if not re.search(rf"\b{short}\b", source):
+            continue  # (the source never writes the name: the common case, without a parse)
         if bindings is None:
             bindings = module_bindings(ctx)
         if short not in bindings:
