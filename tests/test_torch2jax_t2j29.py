@@ -386,3 +386,9 @@ def test_the_packed_sequence_guidance_computes_what_pytorch_does():
     masked = (torch.nn.functional.cross_entropy(logits.reshape(-1, 4), t.reshape(-1), reduction="none").reshape(3, 5)
               * valid).sum() / valid.sum()
     assert torch.allclose(packed, masked)
+
+
+def test_an_augmented_assignment_alone_is_checked():
+    r = _t("import torch\n\n\ndef f(n):\n    a = torch.zeros(n)\n    b = a\n    a += 1\n    return b\n")
+    (e,) = _errors(r)
+    assert e.line == 7 and "may share its memory" in e.message

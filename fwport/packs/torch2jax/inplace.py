@@ -17,6 +17,8 @@ of only these; F.dropout), whose output shares their input's memory. Anything el
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fwport.core.bindings import BindingWalker
@@ -770,15 +772,20 @@ class _SliceWrites(cst.CSTTransformer):
         return updated.with_changes(body=new.body)
 
 
-#: the planner's trigger: an in-place method it rebinds, called, or a write into a slice
-TRIGGER = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\(|\w\[[^\]\n]*\]\s*(?:[-+*/]|\*\*)?=(?!=)"
+#: an in-place method the planner rebinds, called
+_METHOD_CALL = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\("
+#: the planner's trigger: such a call, a write into a slice, or an augmented assignment to a name (_tensor_writes)
+TRIGGER = _METHOD_CALL + r"|\w\[[^\]\n]*\]\s*(?:[-+*/]|\*\*)?=(?!=)|\w\s*(?:[-+*/]|\*\*)=(?!=)"
 
 
 def rebind(module: cst.Module, ctx) -> cst.Module:
     """The planner: every in-place method statement, and every write into a slice, that can be rebound exactly,
     rebound."""
-    t = _InPlace(sole_holders(module, passing_names(ctx)))
-    out = rewrite(module, t)
+    source = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else None
+    # (no in-place method call in the source: nothing for _InPlace, whose flow walk and rewrite are skipped)
+    t = _InPlace(sole_holders(module, passing_names(ctx))) \
+        if source is None or re.search(_METHOD_CALL, source) else None
+    out = rewrite(module, t) if t is not None else module
     w = _SliceWrites(ctx)
     out = rewrite(out, w)
-    return out if t.changed or w.changed else module
+    return out if t is not None and t.changed or w.changed else module
