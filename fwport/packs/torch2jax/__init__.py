@@ -59,6 +59,13 @@ CODE_ADVICE = {
                     "download=True in a PyTorch environment, or the dataset's site), or point root at an existing copy."),
 }
 
+_PACKED = ("JAX has no packed sequences: keep the padded (batch, L, ...) array and the lengths, and mask with "
+           "`valid = jnp.arange(L) < length` per example. The recurrent layer runs over all L steps: zero its outputs "
+           "past the length (jnp.where(valid[:, None], out, 0), what pad_packed_sequence gives), read the final state "
+           "at step length - 1 (out[length - 1] for one layer and direction; the backward direction of a bidirectional "
+           "layer must start at each sequence's own end: reverse the first `length` steps); a loss over the packed data "
+           "(packed[0], the valid steps) is the masked sum divided by valid.sum()")
+
 #: what to write instead of torchvision APIs without a rule (the no-rule error's message)
 GUIDANCE = {
     "torchvision.datasets": "only MNIST, FashionMNIST, CIFAR10 and CIFAR100 (files on disk in their documented "
@@ -90,6 +97,12 @@ GUIDANCE = {
     "torch.jit": "jit the function instead (jax.jit, or eqx.filter_jit for a module) and drop the scripting / tracing",
     # (a call is its rule's, compile.toml; this is what a bare @torch.compile decorator's residue says)
     "torch.compile": "jit the function instead (jax.jit, or eqx.filter_jit for a module)",
+    # packed sequences (variable lengths in one batch): JAX keeps the padded array and a mask
+    "torch.nn.utils.rnn.pack_padded_sequence": _PACKED,
+    "torch.nn.utils.rnn.pad_packed_sequence": _PACKED,
+    "torch.nn.utils.rnn.pack_sequence": _PACKED,
+    "torch.nn.utils.rnn.unpack_sequence": _PACKED,
+    "torch.nn.utils.rnn.PackedSequence": _PACKED,
     "torch.hub": "torch.hub downloads PyTorch code and weights: use a JAX implementation of the model, or translate "
                  "the model's source and convert its state_dict with `fwport weights`",
 }

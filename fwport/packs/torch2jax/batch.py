@@ -19,7 +19,7 @@ import libcst as cst
 
 from fwport.core.engine import NOT_LITERAL, code, expr, literal_value
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.packs.torch2jax import layers, ops
 
 F = "torch.nn.functional."
@@ -456,6 +456,26 @@ def _keeps_axes(info) -> bool:
     return len(given) == 1 and type(info.out_axes) is int and info.out_axes == next(iter(given))
 
 
+def _vector_norms(ctx) -> frozenset[str]:
+    """The attributes (``self.norm``) every nn.LayerNorm the file assigns them normalises over the last axis alone
+    (ranks.per_vector: an integer normalized_shape, or one of them), and nothing else is assigned them; from the
+    source, once per file."""
+    found = ctx.analyses.get("torch2jax.vector-norms")
+    if found is None:
+        from fwport.packs.torch2jax.ranks import per_vector
+        module = ctx.analyses["parsed"][0] if "parsed" in ctx.analyses else None
+        good, bad = set(), set()
+        for a in find_all(module, cst.Assign) if module is not None else ():
+            for t in a.targets:
+                text = dotted_text(t.target) or ""
+                if not text.startswith("self.") or text.count(".") != 1:
+                    continue
+                q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
+                (good if q == "torch.nn.LayerNorm" and per_vector(q, a.value) else bad).add(text[5:])
+        found = ctx.analyses["torch2jax.vector-norms"] = frozenset(good - bad)
+    return found
+
+
 class Forward(cst.CSTTransformer):
     """Rewrites one ``forward`` body for one example (see the module docstring).
 
@@ -591,8 +611,8 @@ class Forward(cst.CSTTransformer):
         if self.device_names is None:  # the forward's body, the first block seen
             self.device_names = _device_only(node)
             self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
-            from fwport.packs.torch2jax.inplace import sole_holders_in
-            self.sole = sole_holders_in(node.body, self.inputs)
+            from fwport.packs.torch2jax.inplace import passing_names, sole_holders_in
+            self.sole = sole_holders_in(node.body, self.inputs, passing_names(self.ctx))
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -946,6 +966,8 @@ class Forward(cst.CSTTransformer):
             if text == "jnp.expand_dims":
                 r = self.rank_of(args[0])
                 return None if r is None else r + 1
+            if text == "jnp.transpose" and len(args) == 2 and isinstance(args[1], (cst.Tuple, cst.List)):
+                return len(args[1].elements)  # (a permutation names every axis)
             return self.rank_of(args[0]) if text.startswith("jax.nn.") or text == "jnp.transpose" else None
         return None
 
@@ -959,6 +981,9 @@ class Forward(cst.CSTTransformer):
         r = self.rank_of(args[0].value)
         if r is None and sub == "torch.nn.Embedding":
             r = 1  # token ids: PyTorch looks up arrays of them, Equinox one id at a time (vmap of a scalar fails loudly)
+        if r is None and self.file is not None and self.file.blind and (
+                sub == "torch.nn.Linear" or sub == "torch.nn.LayerNorm" and name in _vector_norms(self.ctx)):
+            return self.any_rank(updated, original, f"self.{name}", sub)
         if r is None and sub in ("torch.nn.Linear", "torch.nn.LayerNorm"):
             self.rank_unknown(original, f"self.{name}", sub)
         if r is None or r <= want:
@@ -1004,6 +1029,22 @@ class Forward(cst.CSTTransformer):
         feeds it a value of unknown rank): an Outer handing its input to an inner block passes what the user gave."""
         return (isinstance(value, cst.Name) and value.value in self.inputs
                 and (self.file is None or not self.file.blind))
+
+    def any_rank(self, updated: cst.Call, original: cst.Call, what: str, layer: str) -> cst.BaseExpression:
+        """A Linear, or a LayerNorm over the last axis, given a value whose per-example rank is not known, in a module
+        another module of this file feeds a value of unknown rank (ranks.py: ``blind``) → ``jnp.vectorize(self.fc,
+        signature="(n)->(m)")(x)`` (a LayerNorm: ``"(n)->(n)"``): PyTorch's layer maps over every leading axis,
+        Equinox's takes one vector; vectorize maps it over however many leading axes the value has (none for a
+        vector), so the call is exact at any rank."""
+        kind = layer.rsplit(".", 1)[-1]
+        signature = '"(n)->(m)"' if kind == "Linear" else '"(n)->(n)"'
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{what} ({kind}) gets {code(original.args[0].value)}, whose "
+                        f"per-example rank fwport cannot infer: called through jnp.vectorize(..., signature={signature}), "
+                        f"which maps it over the leading axes as PyTorch's {kind} does (tokens), or calls it once on a "
+                        "vector", original)
+        vectorize = cst.Call(self.ctx.spell("jax.numpy.vectorize"), [
+            cst.Arg(updated.func), cst.Arg(cst.SimpleString(signature), keyword=cst.Name("signature"), equal=_EQ)])
+        return updated.with_changes(func=vectorize)
 
     def rank_unknown(self, node: cst.Call, what: str, layer: str) -> None:
         """A per-vector layer (Linear, LayerNorm) given a value whose per-example rank is not known, in a module
@@ -2085,6 +2126,15 @@ class Forward(cst.CSTTransformer):
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
             return recv  # a move to a device: JAX places arrays itself (as outside the modules)
+        from fwport.packs.torch2jax.inplace import METHODS, OPERATORS
+        if (name in METHODS or name in OPERATORS) and id(original) in self.statements and isinstance(recv, cst.Name):
+            # (the in-place planner rebinds it where recv is the sole holder of its memory: here it may not be)
+            self.error(original, f".{name}() into {recv.value}, which may share its memory with another tensor (an "
+                       "input, a view or slice of one, a module's output that is its input, or one viewed since it was "
+                       f"made): PyTorch changes that one too, which rebinding {recv.value} cannot; write the "
+                       f"out-of-place form where only {recv.value} should change ({recv.value} = {recv.value}."
+                       f"{name[:-1]}(...)), or rebind each tensor sharing it", "unsupported-construct")
+            return updated
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 

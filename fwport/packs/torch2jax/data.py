@@ -27,7 +27,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, scan
 from fwport.core.parse import parse_module
 from fwport.core.position import share
-from fwport.packs.torch2jax import vision
+from fwport.packs.torch2jax import clashes, vision
 from fwport.packs.torch2jax.ops import HELPERS
 
 _ARRAY_DATASET = '''
@@ -166,8 +166,10 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         return module
     order = [n for n in TEXTS if n in todo]  # dependencies first
     used = "".join(TEXTS[n] for n in order)
-    prefixes = (("np", "numpy."), ("jnp", "jax.numpy."), ("eqx", "equinox."))
+    prefixes = (("jnp", "jax.numpy."), ("eqx", "equinox."))
     spelled = {k: ctx.spell_text(v) if "{" + k + "}" in used else "" for k, v in prefixes}
+    # numpy through a name the file does not bind (`np = 3` would be read by the helpers): clashes.py
+    spelled["np"] = clashes.numpy_name(ctx) + "." if "{np}" in used else ""
     new = list(_helper_statements("\n\n".join(TEXTS[n].strip("\n").format(**spelled) for n in order) + "\n"))
     body = list(module.body)
     at = 0

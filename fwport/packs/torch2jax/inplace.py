@@ -10,11 +10,14 @@ every view of it and the tensor it is a view of. So the receiver must be, at tha
 its memory (sole_holders, a walk along the statements): a local name (not a parameter of the function, not a loop
 variable, not ``global``) whose reaching binding is new memory: a call that is not a view (``x.view``, ``x[...]``,
 ``torch.flatten``, ``.detach()``, ``.contiguous()`` ... may share it), arithmetic, or a view of that same name
-(``x = x.view(B, -1)``), and of which no view or alias was taken since (``first = x[:, 0]``, ``xs.append(x)``). A module's output counts as new memory (nn.Identity and
-nn.Flatten return their input or a view of it: there the rebinding differs only where that input is read after
-the in-place method). Anything else is left to the tensor-method pass, whose error says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
+(``x = x.view(B, -1)``), and of which no view or alias was taken since (``first = x[:, 0]``, ``xs.append(x)``). A
+module's output counts as new memory, but for the modules that return their input or a view of it (PASSING:
+nn.Identity, nn.Flatten, nn.Dropout (its input itself in eval mode), an activation built inplace=True, a Sequential
+of only these; F.dropout), whose output shares their input's memory. Anything else is left to the tensor-method pass, whose error says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
 """
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -67,10 +70,51 @@ class _Bindings(BindingWalker):
 # `if` joins its branches (sole on both), a loop its iterations (to a fixed point), `break` and `continue` included.
 
 
-def _aliases(e: cst.CSTNode, local: set[str]) -> tuple[set[str], bool]:
+#: modules whose output is their input, or a view of it (Dropout in eval mode, Identity, Flatten): a call of one is
+#: no new memory (an activation built with inplace=True too; a Sequential of only these)
+PASSING = frozenset({"torch.nn.Identity", "torch.nn.Flatten", "torch.nn.Unflatten", "torch.nn.Dropout",
+                     "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d", "torch.nn.AlphaDropout",
+                     "torch.nn.FeatureAlphaDropout"})
+#: functions that return their input itself (dropout with training=False; written inplace=True: an activation)
+_PASSING_FUNCTIONS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                "feature_alpha_dropout"})
+#: ctx.analyses: the dotted names the file binds to a PASSING module (`self.skip`, `ident`)
+PASSING_NAMES = "torch2jax.passing-modules"
+
+
+def _passing_call(call: cst.Call, resolve) -> bool:
+    """``nn.Identity()``, ``nn.ReLU(inplace=True)``, ``nn.Sequential(nn.Flatten(), nn.Dropout(0.1))``: the module
+    built returns its input or a view of it."""
+    q = resolve(call.func) or ""
+    if q in PASSING:
+        return True
+    if any(a.keyword is not None and a.keyword.value == "inplace" and code(a.value) == "True" for a in call.args):
+        return q.startswith("torch.nn.") and q[9:10].isupper()
+    if q == "torch.nn.Sequential":
+        return all(isinstance(a.value, cst.Call) and a.keyword is None and not a.star
+                   and _passing_call(a.value, resolve) for a in call.args)
+    return False
+
+
+def passing_names(ctx) -> frozenset[str]:
+    """The dotted names (``self.skip``, ``ident``) the source binds, anywhere, to a module whose output is its input
+    or a view of it (_passing_call); computed once per file from the source."""
+    found = ctx.analyses.get(PASSING_NAMES)
+    if found is None:
+        module = ctx.analyses["parsed"][0] if "parsed" in ctx.analyses else None
+        names = set()
+        for a in find_all(module, cst.Assign) if module is not None else ():
+            if isinstance(a.value, cst.Call) and _passing_call(a.value, ctx.imports.resolve):
+                names |= {t for t in (dotted_text(x.target) for x in a.targets) if t}
+        found = ctx.analyses[PASSING_NAMES] = frozenset(names)
+    return found
+
+
+def _aliases(e: cst.CSTNode, local: set[str], passing: frozenset = frozenset()) -> tuple[set[str], bool]:
     """(the local names whose memory the value of ``e`` may share, whether it may share memory from outside the
     function: an attribute (`self.weight`), a global). A call that is not a view is new memory (a module's output
-    included, as above)."""
+    included, as above), but for a module in ``passing`` (dotted names: `self.skip` holding an nn.Identity), an
+    inline one (`nn.Identity()(x)`) and F.dropout, which return their input: its first argument's."""
     if isinstance(e, cst.Name):
         return ({e.value}, False) if e.value in local else (set(), e.value not in ("None", "True", "False"))
     if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString)):
@@ -78,33 +122,46 @@ def _aliases(e: cst.CSTNode, local: set[str]) -> tuple[set[str], bool]:
     if isinstance(e, cst.Call):
         f = e.func
         name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else None
+        if passing and dotted_text(f) in passing or isinstance(f, cst.Call) and _passing_call(f, _torch_text) \
+                or name in _PASSING_FUNCTIONS and not (isinstance(f, cst.Attribute) and code(f.value) == "self") \
+                or any(a.keyword is not None and a.keyword.value == "inplace" and code(a.value) == "True"
+                       for a in e.args):
+            return _union(e.args[:1], local, passing)
         if name is not None and (name in VIEWS or name.endswith("_") or name == "getattr"):
             if isinstance(f, cst.Attribute) and not (isinstance(f.value, cst.Name) and f.value.value not in local):
-                return _aliases(f.value, local)  # x.view(h, w): the receiver's memory
-            return _union(e.args[:1], local)  # torch.flatten(x, 1), getattr(x, "T"): the first argument's
+                return _aliases(f.value, local, passing)  # x.view(h, w): the receiver's memory
+            return _union(e.args[:1], local, passing)  # torch.flatten(x, 1), getattr(x, "T"): the first argument's
         return set(), False
     if isinstance(e, cst.Attribute):
-        return _aliases(e.value, local) if e.attr.value in VIEWS else (set(), True)
+        return _aliases(e.value, local, passing) if e.attr.value in VIEWS else (set(), True)
     if isinstance(e, cst.Subscript):
-        return _aliases(e.value, local)
+        return _aliases(e.value, local, passing)
     if isinstance(e, cst.IfExp):
-        return _union([e.body, e.orelse], local)
+        return _union([e.body, e.orelse], local, passing)
     if isinstance(e, cst.BooleanOperation):
-        return _union([e.left, e.right], local)
+        return _union([e.left, e.right], local, passing)
     if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
-        return _union([x.value for x in e.elements], local)
+        return _union([x.value for x in e.elements], local, passing)
     if isinstance(e, cst.Dict):
-        return _union([x.value for x in e.elements if isinstance(x, cst.DictElement)], local)
+        return _union([x.value for x in e.elements if isinstance(x, cst.DictElement)], local, passing)
     if isinstance(e, (cst.StarredElement, cst.Element, cst.Arg)):
-        return _aliases(e.value, local)
+        return _aliases(e.value, local, passing)
     # comprehensions, lambdas, await, ...: every local name they mention
     return {n.value for n in find_all(e, cst.Name) if n.value in local}, True
 
 
-def _union(parts, local: set[str]) -> tuple[set[str], bool]:
+def _torch_text(func: cst.BaseExpression) -> str | None:
+    """The source class an inline module call names (``nn.Identity``, ``torch.nn.Identity``), from its spelling: the
+    flow walk has no import table (a module bound to a name is passing_names', which has)."""
+    t = dotted_text(func) or ""
+    head, _, last = t.rpartition(".")
+    return f"torch.nn.{last}" if head in ("nn", "torch.nn") else None
+
+
+def _union(parts, local: set[str], passing: frozenset = frozenset()) -> tuple[set[str], bool]:
     roots, ext = set(), False
     for p in parts:
-        r, x = _aliases(p, local)
+        r, x = _aliases(p, local, passing)
         roots |= r
         ext = ext or x
     return roots, ext
@@ -137,8 +194,9 @@ def _free(d: cst.CSTNode) -> set[str]:
 class _Flow:
     """One scope's walk (a function's body, a class's, the module's); nested scopes are walked on their own."""
 
-    def __init__(self, out: dict[int, frozenset[str]], body, params=()):
+    def __init__(self, out: dict[int, frozenset[str]], body, params=(), passing: frozenset = frozenset()):
         self.out = out
+        self.passing = passing
         b = _Bindings()
         for st in body:
             scan(st, b)
@@ -159,12 +217,12 @@ class _Flow:
         return state
 
     def escape(self, e, state) -> None:
-        for n in _aliases(e, self.local)[0]:
+        for n in _aliases(e, self.local, self.passing)[0]:
             state.pop(n, None)
 
     def bind(self, target, value, state) -> None:
         """``target = value``: the target's sole-ness, and the names the value may share lose theirs."""
-        roots, ext = _aliases(value, self.local) if value is not None else (set(), True)
+        roots, ext = _aliases(value, self.local, self.passing) if value is not None else (set(), True)
         names = [target.value] if isinstance(target, cst.Name) else []
         sole = value is not None and not ext and (not roots or len(names) == 1 and roots == {names[0]}
                                                   and state.get(names[0], False))
@@ -184,8 +242,8 @@ class _Flow:
                 and len(value.elements) == len(target.elements) else [None] * len(target.elements)
             for t, v in zip(target.elements, parts):
                 if isinstance(t.value, cst.Name) and t.value.value not in self.pinned and (
-                        v is None and isinstance(value, cst.Call) or v is not None and not _aliases(v.value, self.local)[1]
-                        and not _aliases(v.value, self.local)[0]):
+                        v is None and isinstance(value, cst.Call) or v is not None and not _aliases(v.value, self.local, self.passing)[1]
+                        and not _aliases(v.value, self.local, self.passing)[0]):
                     state[t.value.value] = True
 
     def headers(self, e, state) -> None:
@@ -204,7 +262,7 @@ class _Flow:
                     return None
             return state
         if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
-            _scope(st, self.out)
+            _scope(st, self.out, self.passing)
             state.pop(st.name.value, None)
             return state
         if isinstance(st, cst.If):
@@ -295,32 +353,33 @@ class _Flow:
         return state
 
 
-def _scope(node: cst.CSTNode, out: dict[int, frozenset[str]]) -> None:
+def _scope(node: cst.CSTNode, out: dict[int, frozenset[str]], passing: frozenset = frozenset()) -> None:
     if isinstance(node, cst.Module):
-        _Flow(out, node.body).block(node.body, {})
+        _Flow(out, node.body, (), passing).block(node.body, {})
     elif isinstance(node, cst.ClassDef):
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
-        _Flow(out, body).block(body, {})
+        _Flow(out, body, (), passing).block(body, {})
     elif isinstance(node, cst.FunctionDef):
         ps = node.params
         params = [p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)] + \
                  [p.name.value for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
-        _Flow(out, body, params).block(body, {})
+        _Flow(out, body, params, passing).block(body, {})
 
 
-def sole_holders_in(body, params) -> dict[int, frozenset[str]]:
+def sole_holders_in(body, params, passing: frozenset = frozenset()) -> dict[int, frozenset[str]]:
     """sole_holders of a function's body (its statements), given its parameters' names."""
     out: dict[int, frozenset[str]] = {}
-    _Flow(out, body, params).block(body, {})
+    _Flow(out, body, params, passing).block(body, {})
     return out
 
 
-def sole_holders(node: cst.CSTNode) -> dict[int, frozenset[str]]:
+def sole_holders(node: cst.CSTNode, passing: frozenset = frozenset()) -> dict[int, frozenset[str]]:
     """id(small statement), and id(call) of a call that is a whole statement → the names that, just before it, are
-    the only holders of their memory (see above), in ``node`` (a module, a class, a function) and the scopes in it."""
+    the only holders of their memory (see above), in ``node`` (a module, a class, a function) and the scopes in it;
+    ``passing``: the dotted names of modules that return their input (passing_names)."""
     out: dict[int, frozenset[str]] = {}
-    _scope(node, out)
+    _scope(node, out, passing)
     return out
 
 
@@ -407,8 +466,9 @@ def _new_tensor(value: cst.BaseExpression, ctx) -> bool:
     return q.startswith("torch.") and q.count(".") == 1 and q[6:] not in VIEWS and not q.endswith("_")
 
 
-def _block_writes(body, ctx) -> dict[int, cst.SimpleStatementLine]:
-    """id(statement) → its rewrite, for the slice writes of one block that can be rebound (see above)."""
+def _block_writes(body, ctx, reported: set[int] | None = None) -> dict[int, cst.SimpleStatementLine]:
+    """id(statement) → its rewrite, for the slice writes of one block that can be rebound (see above); the lines it
+    reports an error for go into ``reported``."""
     out: dict[int, cst.SimpleStatementLine] = {}
     fresh: dict[str, bool] = {}  # name → bound to new memory, and not read since but by slice writes
     tensors: set[str] = set()  # names this block binds to a new tensor
@@ -441,6 +501,8 @@ def _block_writes(body, ctx) -> dict[int, cst.SimpleStatementLine]:
         for line in [st] if isinstance(st, cst.SimpleStatementLine) else find_all(st, cst.SimpleStatementLine):
             w = _slice_write(line)
             if w is not None and w[0] in tensors and id(line) not in out and not _nested_def(st, line):
+                if reported is not None:
+                    reported.add(id(line))
                 ctx.report(Severity.ERROR, "unsupported-construct", f"{code(line.body[0]).strip()}: a jax array has "
                            f"no item assignment, and {w[0]} may be held by another name here (it is read otherwise "
                            f"before this write), which rebinding it (`{w[0]} = {w[0]}.at[...].{w[2]}(...)`) would "
@@ -515,6 +577,150 @@ def _parameter_writes(fn: cst.FunctionDef, ctx) -> dict[int, cst.SimpleStatement
     return out
 
 
+# --- writes into a tensor outside forward: `x += v`, `x[i] += v`, `x[i] = v` -----------------------------------------
+#
+# Outside a module's forward (functions, training loops, module level, __init__), as batch.py does inside it: a write
+# into a name the scope binds only to tensors (_tensor_names: torch functions' results, and views, slices, methods and
+# arithmetic of such names) is exact where that name is, at the statement, the sole holder of its memory (sole_holders):
+# `x += v` as written (a jax array's += rebinds the name), `x[i] += v` → `x = x.at[i].add(v)`. Where another name may
+# share the memory (`b = a` then `a += 1`; `row = a[0]` then `row += 1`), PyTorch's write changes that one too, which
+# rebinding cannot: an error, the statement left as written. A name also bound to anything else (a number, a list,
+# a numpy array, a parameter, a loop's batches) is left alone; the function's parameters are _parameter_writes' (one
+# annotated torch.Tensor is a tensor the others may be made from).
+
+#: torch functions whose result is not one new tensor (a tuple or list, a number, a context, state)
+_NOT_A_TENSOR = frozenset({"load", "save", "manual_seed", "seed", "no_grad", "enable_grad", "inference_mode",
+                           "set_grad_enabled", "device", "is_tensor", "is_floating_point", "is_complex", "numel",
+                           "get_default_dtype", "set_default_dtype", "set_printoptions", "compile", "split", "chunk",
+                           "unbind", "tensor_split", "max", "min", "sort", "topk", "kthvalue", "median", "mode",
+                           "meshgrid", "unique", "broadcast_tensors", "histogram", "aminmax", "var_mean", "std_mean",
+                           "frexp", "svd", "eig", "eigh", "qr", "slogdet", "lstsq", "nonzero", "where", "dtype",
+                           "finfo", "iinfo", "get_rng_state", "set_rng_state", "initial_seed", "use_deterministic_algorithms",
+                           "autocast", "from_numpy", "as_tensor", "asarray"})
+#: tensor methods whose result is not one tensor
+_NOT_A_TENSOR_METHOD = frozenset({"item", "tolist", "numpy", "size", "dim", "ndimension", "numel", "nelement",
+                                  "split", "chunk", "unbind", "tensor_split", "max", "min", "sort", "topk", "kthvalue",
+                                  "median", "mode", "unique", "nonzero", "data_ptr", "is_contiguous", "element_size",
+                                  "stride", "storage", "untyped_storage", "type", "backward", "register_hook",
+                                  "get_device", "is_floating_point", "equal", "all", "any", "__len__", "aminmax"})
+
+
+def _is_tensor(e: cst.BaseExpression, known: set[str], ctx) -> bool:
+    """Whether ``e`` is a tensor made from the scope's own tensors (``known``) or by a torch function."""
+    if isinstance(e, cst.Name):
+        return e.value in known
+    if isinstance(e, cst.Call):
+        f = e.func
+        if isinstance(f, cst.Attribute) and _is_tensor(f.value, known, ctx):
+            return f.attr.value not in _NOT_A_TENSOR_METHOD
+        if dotted_text(f) in passing_names(ctx):  # ident(a), an nn.Identity: a itself
+            return bool(e.args) and _is_tensor(e.args[0].value, known, ctx)
+        q = ctx.imports.resolve(f) or ""
+        return q.startswith("torch.") and q.count(".") == 1 and q[6:7].islower() and q[6:] not in _NOT_A_TENSOR
+    if isinstance(e, cst.Subscript):
+        return _is_tensor(e.value, known, ctx)
+    if isinstance(e, cst.Attribute):
+        return e.attr.value in ("T", "mT", "H", "data") and _is_tensor(e.value, known, ctx)
+    if isinstance(e, cst.BinaryOperation):
+        return _is_tensor(e.left, known, ctx) or _is_tensor(e.right, known, ctx)
+    if isinstance(e, cst.UnaryOperation):
+        return not isinstance(e.operator, cst.Not) and _is_tensor(e.expression, known, ctx)
+    if isinstance(e, cst.IfExp):
+        return _is_tensor(e.body, known, ctx) and _is_tensor(e.orelse, known, ctx)
+    return False
+
+
+class _ScopeBindings(BindingWalker):
+    """Every binding of a scope's names (a nested function or class: its name only), with the value a plain
+    assignment gives (None: anything else) and the iterable a for loop's target walks."""
+
+    def __init__(self):
+        super().__init__(lambdas=False, imports=True)
+        self.values: dict[str, list] = {}
+        self.iters: list = []  # the enclosing for loops' iterables
+
+    def bound(self, target, how, value) -> None:
+        if not isinstance(target, cst.Name) or how in ("augassign", "del"):
+            return  # (x += v keeps what x holds)
+        if how == "for" and self.iters:
+            value = ("for", self.iters[-1])
+        self.values.setdefault(target.value, []).append(value if how in ("assign", "annassign", "for") else None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self.iters.append(node.iter)
+        super().visit_For(node)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.iters.pop()
+        super().leave_For(original_node)
+
+
+def _tensor_names(body, params, ctx) -> set[str]:
+    """The names ``body`` binds only to tensors (see above), none of them a parameter."""
+    b = _ScopeBindings()
+    for st in body:
+        scan(st, b)
+    names = set(b.values) - {p.name.value for p in params}
+    # (a parameter annotated torch.Tensor is a tensor to make others from: `y = x.clone()`)
+    seeds = {p.name.value for p in params if p.annotation is not None
+             and ctx.imports.resolve(p.annotation.annotation) == "torch.Tensor" and p.name.value not in b.values}
+    while True:  # the largest set whose every binding is a tensor made from the set (x = x.view(-1) included)
+        have = names | seeds
+        keep = {n for n in names if all(
+            v is not None and (_is_tensor(v[1], have, ctx) if isinstance(v, tuple) else _is_tensor(v, have, ctx))
+            for v in b.values[n])}
+        if keep == names:
+            return names
+        names = keep
+
+
+def _tensor_writes(body, params, walk, scope) -> dict[int, cst.SimpleStatementLine]:
+    """id(line) → its rewrite, for the writes into a tensor of ``body`` that another pass has not taken (see above)."""
+    lines = [line for line in ([st] if isinstance(st, cst.SimpleStatementLine) else find_all(st, cst.SimpleStatementLine)
+                               for st in body) for line in line]
+    lines = [ln for ln in lines if id(ln) not in walk.todo and id(ln) not in walk.reported
+             and any(isinstance(s, (cst.AugAssign, cst.Assign)) for s in ln.body)]
+    if not lines:
+        return {}
+    nested = {id(ln) for st in body if not isinstance(st, cst.SimpleStatementLine)
+              for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef)
+              for ln in find_all(d, cst.SimpleStatementLine)}
+    known: set[str] | None = None
+    out: dict[int, cst.SimpleStatementLine] = {}
+    ctx = walk.ctx
+    for line in lines:
+        if id(line) in nested:
+            continue
+        for small in line.body:
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+                name, sub = small.target.value, None
+            elif isinstance(small, (cst.AugAssign, cst.Assign)):
+                w = _slice_write(line) if len(line.body) == 1 else None
+                if w is None:
+                    continue
+                name, sub = w[0], w
+            else:
+                continue
+            if known is None:
+                known = _tensor_names(body, params, ctx)
+            if name not in known:
+                continue
+            sole = name in walk.sole().get(id(small), ())
+            if sole and sub is not None:
+                out[id(line)] = _at_line(line, sub)
+                continue
+            if sole:
+                continue  # `x += v`: a jax array's += rebinds x, which nothing else holds
+            what = code(small).strip()
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{what}: PyTorch writes into {name} in place, and "
+                       f"{name} may share its memory with another tensor here (a view or slice of one, or one viewed "
+                       f"or aliased since it was made), which changes too; a jax array is immutable and rebinding "
+                       f"{name} cannot reach that one: write the new value out of place ({name} = {name} + v, {name} "
+                       f"= {name}.at[idx].set(v)) after copying ({name} = {name}.clone()) if only {name} should "
+                       "change, or rebind each tensor sharing it", line)
+    return out
+
+
 class _SliceWrites(cst.CSTTransformer):
     def __init__(self, ctx):
         super().__init__()
@@ -522,9 +728,20 @@ class _SliceWrites(cst.CSTTransformer):
         self.kinds: list[str] = []  # per scope: "class", "method" (not __init__), "function"
         self.todo: dict[int, cst.SimpleStatementLine] = {}
         self.changed = 0
+        self.reported: set[int] = set()  # the slice writes _block_writes refused
+        self.root: cst.Module | None = None
+        self._sole: dict[int, frozenset[str]] | None = None
+
+    def sole(self) -> dict[int, frozenset[str]]:
+        """sole_holders of the module this pass walks (computed once, where a write into a tensor asks)."""
+        if self._sole is None:
+            self._sole = sole_holders(self.root, passing_names(self.ctx))
+        return self._sole
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.todo.update(_block_writes(node.body, self.ctx))
+        self.root = node
+        self.todo.update(_block_writes(node.body, self.ctx, self.reported))
+        self.todo.update(_tensor_writes(node.body, (), self, node))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.kinds.append("class")
@@ -537,8 +754,11 @@ class _SliceWrites(cst.CSTTransformer):
         method = bool(self.kinds) and self.kinds[-1] == "class" and node.name.value != "__init__"
         self.kinds.append("method" if method or "method" in self.kinds else "function")
         if self.kinds[-1] != "method" and isinstance(node.body, cst.IndentedBlock):
-            self.todo.update(_block_writes(node.body.body, self.ctx))
+            self.todo.update(_block_writes(node.body.body, self.ctx, self.reported))
             self.todo.update(_parameter_writes(node, self.ctx))
+            ps = node.params
+            params = [p for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)]
+            self.todo.update(_tensor_writes(node.body.body, params, self, node))
 
     def leave_FunctionDef(self, original, updated):
         self.kinds.pop()
@@ -552,15 +772,20 @@ class _SliceWrites(cst.CSTTransformer):
         return updated.with_changes(body=new.body)
 
 
-#: the planner's trigger: an in-place method it rebinds, called, or a write into a slice
-TRIGGER = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\(|\w\[[^\]\n]*\]\s*(?:[-+*/]|\*\*)?=(?!=)"
+#: an in-place method the planner rebinds, called
+_METHOD_CALL = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\("
+#: the planner's trigger: such a call, a write into a slice, or an augmented assignment to a name (_tensor_writes)
+TRIGGER = _METHOD_CALL + r"|\w\[[^\]\n]*\]\s*(?:[-+*/]|\*\*)?=(?!=)|\w\s*(?:[-+*/]|\*\*)=(?!=)"
 
 
 def rebind(module: cst.Module, ctx) -> cst.Module:
     """The planner: every in-place method statement, and every write into a slice, that can be rebound exactly,
     rebound."""
-    t = _InPlace(sole_holders(module))
-    out = rewrite(module, t)
+    source = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else None
+    # (no in-place method call in the source: nothing for _InPlace, whose flow walk and rewrite are skipped)
+    t = _InPlace(sole_holders(module, passing_names(ctx))) \
+        if source is None or re.search(_METHOD_CALL, source) else None
+    out = rewrite(module, t) if t is not None else module
     w = _SliceWrites(ctx)
     out = rewrite(out, w)
-    return out if t.changed or w.changed else module
+    return out if t is not None and t.changed or w.changed else module

@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import backends, data, features, groups, inplace, keys, modes, tensor_methods, types, x64
+from fwport.packs.torch2jax import backends, clashes, data, features, groups, inplace, keys, modes, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -57,4 +57,5 @@ PLANNERS: tuple[Planner, ...] = (
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
 # the output calls (layers.py) and the DataLoader helpers (data.py), after the imports
-FINISH = (unroll.finish, modules.finish, training.finish, layers.finish, data.finish, x64.finish)
+FINISH = (unroll.finish, modules.finish, training.finish, layers.finish, data.finish, x64.finish,
+          clashes.finish)  # (last: the names every step before it spelled)
