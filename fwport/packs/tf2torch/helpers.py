@@ -1001,6 +1001,15 @@ def as_float32(a):
     a = {torch}as_tensor(a)
     return a.float() if a.is_floating_point() else a
 '''
+HELPERS["with_shift"] = '''
+
+def with_shift(norm):
+    """A batch norm built with affine=False given a learned shift and no scale: Keras's
+    BatchNormalization(scale=False) keeps beta without gamma; torch's batch norm adds its bias when its
+    weight is None."""
+    norm.bias = {nn}Parameter({torch}zeros(norm.num_features))
+    return norm
+'''
 HELPERS["where_v1"] = '''
 
 def where_v1(condition, x, y):

@@ -1858,14 +1858,17 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 # --- normalization ------------------------------------------------------------------------------------
 
-def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool:
-    """center/scale → torch's affine flags; False after reporting a combination torch lacks."""
+def _affine_flags(m: MappedCall, ctx, scale_kw: str, shift_only: bool = False) -> bool:
+    """center/scale → torch's affine flags; False after reporting a combination torch lacks. ``shift_only``: the
+    caller writes center=True with scale=False itself (affine=False here, the shift given back by ``with_shift``)."""
     center = literal_value(m.extras["center"], NOT_LITERAL) if "center" in m.extras else True
     scale_ = literal_value(m.extras["scale"], NOT_LITERAL) if "scale" in m.extras else True
     if center not in (True, False) or scale_ not in (True, False):
         m.fail(ctx, "unsupported-argument", "center/scale must be literal True/False")
         return False
-    if center and not scale_:
+    if center and not scale_ and shift_only:
+        m.kwargs[scale_kw] = expr("False")
+    elif center and not scale_:
         m.fail(ctx, "unsupported-argument", "scale=False with center=True: torch norms have a bias-only "
                "switch but no weight-only one; keep scale=True and freeze the weight at 1")
         return False
@@ -1876,6 +1879,19 @@ def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool:
     return True
 
 
+def _shift_only(m: MappedCall) -> bool:
+    """BatchNormalization(center=True, scale=False), both literal: beta without gamma."""
+    center = literal_value(m.extras["center"], NOT_LITERAL) if "center" in m.extras else True
+    scale_ = literal_value(m.extras["scale"], NOT_LITERAL) if "scale" in m.extras else True
+    return center is True and scale_ is False
+
+
+def _shift_unknown(m: MappedCall, ctx) -> LayerEmission:
+    return _failed(m, ctx, "unsupported-argument", "scale=False with center=True needs the channel count where the "
+                   "layer is built (torch's batch norm built with affine=False is then given its learned shift, "
+                   "with_shift); it is not known here: give the model its input shape")
+
+
 @shape("batch-norm")
 def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
@@ -1883,8 +1899,11 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if not _int(axis):
         return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only a single literal "
                        "axis maps onto torch's BatchNorm (which normalises per channel at dim 1)")
-    if not _affine_flags(m, ctx, "affine"):
+    shift_only = _shift_only(m)
+    if not _affine_flags(m, ctx, "affine", shift_only):
         return LayerEmission([m.call], failed=True)
+    if shift_only and in_shape is None:
+        return _shift_unknown(m, ctx)
     if in_shape is None and axis == -1 and lctx.layout != "nchw":
         # Keras's layout kept: the last axis at any rank, BatchNorm1d over the rows (a helper written out)
         layer = build_call(m, ctx, target="torch.nn.LazyBatchNorm1d")
@@ -1930,12 +1949,16 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if known(channels):
         m.kwargs = {"num_features": expr(str(channels)), **m.kwargs}
         layer = build_call(m, ctx, target=f"torch.nn.BatchNorm{dims}d")
+    elif shift_only:
+        return _shift_unknown(m, ctx)
     else:
         layer = build_call(m, ctx, target=f"torch.nn.LazyBatchNorm{dims}d")
         ctx.report(Severity.INFO, "shape-unknown", f"channels unknown here: emitted LazyBatchNorm{dims}d, which "
                    "infers them on the first forward pass", m.node, m.rule)
     if layer is None:
         return LayerEmission([m.call], failed=True)
+    if shift_only:  # Keras's beta without gamma: affine=False, and a learned shift given back (F.batch_norm's bias)
+        layer = cst.Call(cst.Name(helpers.use(ctx, "with_shift")), [cst.Arg(layer)])
     variant, symbols = None, {}
     if lctx.flatten_of is not None and rank == 2:
         # features of a flattened channels-first map: (c, h, w) order here, (h, w, c) in Keras, so the
