@@ -64,3 +64,84 @@ def test_batch_norm_without_scale_computes_what_keras_does(tmp_path):
         # (a Keras variable no map moves, or a torch parameter none writes, is a problem: gamma must be absent)
         assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
         assert cert["results"]["step"], model
+
+
+CTC = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+rnn_layers = 2
+
+
+def build_model(input_dim=6, rnn_units=5):
+    inputs = layers.Input((7, input_dim))
+    x = inputs
+    for i in range(1, rnn_layers + 1):
+        recurrent = layers.GRU(units=rnn_units, return_sequences=True, reset_after=True, name=f"gru_{i}")
+        x = layers.Bidirectional(recurrent, name=f"bidirectional_{i}", merge_mode="concat")(x)
+        if i < rnn_layers:
+            x = layers.Dropout(rate=0.5)(x)
+    return keras.Model(inputs, layers.Dense(3)(x))
+
+
+def build_also_called():
+    # the wrapper copies the layer; the layer called itself later is a layer of its own (weights of its own)
+    inputs = layers.Input((7, 6))
+    rnn = layers.LSTM(4, return_sequences=True)
+    both = layers.Bidirectional(rnn)(inputs)
+    one = rnn(inputs)
+    return keras.Model(inputs, layers.concatenate([both, one]))
+'''
+
+NEVER_CALLED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_never_called():
+    inputs = layers.Input((7, 6))
+    rnn = layers.LSTM(4)
+    unused = layers.GRU(4)
+    return keras.Model(inputs, layers.Bidirectional(rnn)(inputs))
+'''
+
+
+def test_a_bidirectional_given_a_name_bound_to_a_recurrent_layer_wraps_a_copy_of_it():
+    r = _tx(CTC)
+    assert not _errors(r), _errors(r)
+    out = r.output
+    assert out.count("nn.GRU(") == 2 and "bidirectional=True" in out
+    assert "class AlsoCalled(nn.Module)" in out and out.count("nn.LSTM(6, 4") == 2
+
+
+def test_a_named_recurrent_layer_under_a_mask_is_the_inline_form():
+    src = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+ids = keras.Input(shape=(6,), dtype="int32")
+x = layers.Embedding(20, 4, mask_zero=True)(ids)
+%s
+model = keras.Model(ids, x)
+'''
+    named = _tx(src % "rnn = layers.GRU(3)\nx = layers.Bidirectional(rnn)(x)")
+    inline = _tx(src % "x = layers.Bidirectional(layers.GRU(3))(x)")
+    assert not _errors(named) and named.output == inline.output
+    assert "x = self.bidirectional(x, mask=ids != 0)" in named.output
+
+
+def test_a_layer_neither_called_nor_wrapped_stays_refused():
+    errors = _errors(_tx(NEVER_CALLED))
+    assert len(errors) == 2 and "unused: a layer created but never called" in errors[0], errors
+
+
+def test_a_bidirectional_given_a_name_bound_to_a_recurrent_layer_computes_what_keras_does(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(CTC)
+    (tmp_path / "t.py").write_text(_tx(CTC).output)
+    for model in ("build_model", "build_also_called"):
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[2,7,6]"],
+                              checks=("forward", "grad"), device="cpu", keras=3))
+        assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))

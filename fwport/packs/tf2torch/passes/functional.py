@@ -1043,6 +1043,7 @@ class _Builder:
         self.scope = fn.name.value if fn is not None else ""
         self.env: dict[str, object] = {}  # name → _Tensor | _Layer
         self.layers: list[_Layer] = []
+        self.copied: set[int] = set()  # layers a Bidirectional copied (Keras copies the layer it wraps)
         self.inputs: dict[str, _Tensor] = {}
         self.input_ops: list[_Op] = []
         self.nodes: list[_Node] = []
@@ -3122,21 +3123,26 @@ class _Builder:
         return layer
 
     def _rebound_wrapped(self, call: cst.Call, var: str | None) -> None:
-        """``rnn = layers.Bidirectional(rnn)`` where ``rnn`` was bound to a recurrent layer not called yet:
-        that layer's call is written into the wrapper for the rule (kept in ``self.sized_calls``), as
-        Keras's Bidirectional copies the layer it wraps; the object itself, which the name no longer
-        holds, is in no model."""
+        """``layers.Bidirectional(rnn)`` where ``rnn`` is bound to a recurrent layer not called yet (ctc_asr's
+        ``recurrent = layers.GRU(...)`` then ``layers.Bidirectional(recurrent, ...)(x)``; or rebound, ``rnn =
+        layers.Bidirectional(rnn)``): that layer's call is written into the wrapper for the rule (kept in
+        ``self.sized_calls``), as Keras's Bidirectional copies the layer it wraps. The object itself is in no
+        model unless it is called on a tensor later (then a layer of its own, as in Keras): rebound, the name
+        no longer holds it; else it is not refused as created but never called (``self.copied``)."""
         for i, a in enumerate(call.args):
             if a.keyword is not None and a.keyword.value != "layer":
                 continue
-            inner = self.env.get(a.value.value) if isinstance(a.value, cst.Name) and a.value.value == var else None
+            inner = self.env.get(a.value.value) if isinstance(a.value, cst.Name) else None
             if isinstance(inner, _Layer) and inner.kind == "rule" and inner.rule.emit.get("shape") == "rnn" \
                     and inner.op is None and inner in self.layers:
                 base = self.sized_calls.get(id(call), call)
                 args = list(base.args)
                 args[i] = args[i].with_changes(value=self.sized_calls.get(id(inner.call), inner.call))
                 self.sized_calls[id(call)] = base.with_changes(args=args)
-                self.layers.remove(inner)
+                if a.value.value == var:
+                    self.layers.remove(inner)
+                else:
+                    self.copied.add(id(inner))
             return
 
     def _size_arguments(self, call: cst.Call) -> None:
@@ -4449,7 +4455,7 @@ class _Builder:
                            "out of the model, a torch forward would run it); remove it or make it an output")
                 return
         for layer in self.layers:
-            if layer.op is None:
+            if layer.op is None and id(layer) not in self.copied:
                 self.error(layer.call, f"{layer.var or code(layer.call.func)}: a layer created but never called "
                                        "on a tensor of the model")
                 return
