@@ -145,3 +145,44 @@ def test_a_bidirectional_given_a_name_bound_to_a_recurrent_layer_computes_what_k
         cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[2,7,6]"],
                               checks=("forward", "grad"), device="cpu", keras=3))
         assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+
+
+DEFAULT_FACTOR = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers, regularizers
+
+
+def build():
+    inputs = keras.Input(shape=(10,))
+    x = layers.Dense(16, activation="tanh", kernel_regularizer=keras.regularizers.L2())(inputs)
+    outputs = layers.Dense(3, kernel_regularizer=regularizers.l2(), bias_regularizer=regularizers.L1())(x)
+    return keras.Model(inputs, outputs)
+
+
+model = build()
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_split=0.25, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+
+def test_a_regularizer_without_its_factor_is_keras_default(tmp_path):
+    r = _tx(DEFAULT_FACTOR)
+    assert not _errors(r), _errors(r)
+    assert ("        loss = 0.01 * self.fc1.weight.square().sum()\n"
+            "        loss = loss + 0.01 * self.fc2.weight.square().sum()\n"
+            "        loss = loss + 0.01 * self.fc2.bias.abs().sum()\n") in r.output
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from test_fit_activation_logits import _compare
+    from test_fit_regularizers import MODULES_DRIVER
+    from test_fit_callbacks import _run
+    # trained two epochs by Keras and by the translation from the same weights: histories (the penalty in the
+    # loss), evaluate and the kernels agree
+    keras_out, torch_out = _run(tmp_path, DEFAULT_FACTOR, MODULES_DRIVER)
+    _compare(keras_out, torch_out)
