@@ -186,3 +186,39 @@ def test_a_regularizer_without_its_factor_is_keras_default(tmp_path):
     # loss), evaluate and the kernels agree
     keras_out, torch_out = _run(tmp_path, DEFAULT_FACTOR, MODULES_DRIVER)
     _compare(keras_out, torch_out)
+
+
+GUIDE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+inputs = keras.Input(shape=(12,))
+"""
+Here's the shape:
+"""
+inputs.shape
+inputs.dtype
+x = layers.Dense(8, activation="relu")(inputs)
+outputs = layers.Dense(3)(x)
+model = keras.Model(inputs=inputs, outputs=outputs, name="mnist_model")
+'''
+
+
+def test_a_tensors_shape_shown_alone_is_dropped_with_the_graph(tmp_path):
+    r = _tx(GUIDE)
+    assert not _errors(r), _errors(r)
+    shown = [(f.line, f.message.split(":")[0]) for f in r.findings if f.code == "display-dropped"]
+    assert shown == [(9, "inputs.shape"), (10, "inputs.dtype")]
+    assert "inputs.shape" not in r.output and "inputs.dtype" not in r.output and "Here's the shape" in r.output
+    # read otherwise (a call, an assignment), the tensor is still an error: it does not exist in the translation
+    for line in ("print(inputs.shape)", "n = inputs.shape[-1]"):
+        errors = _errors(_tx(GUIDE.replace("inputs.dtype", line)))
+        assert any("inputs: a tensor or layer of the functional model used by a statement" in e for e in errors), errors
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(GUIDE)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "model", inputs=["float32[4,12]"],
+                          checks=("forward", "grad"), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

@@ -2105,6 +2105,13 @@ class _Builder:
             if i in outside:
                 roles[i] = "keep"
                 used = _names_in(stmt) & graph_bound
+                if used and _shown_only(stmt, used):
+                    roles[i] = "input"  # gone with the graph (nothing of it exists in the translation)
+                    ctx.report(Severity.INFO, "display-dropped", f"{code(stmt.body[0].value)}: a bare expression "
+                               "showing an attribute of a Keras tensor of the model (a notebook displays it; a script "
+                               "computes nothing with it): dropped with the graph, whose tensors the translation does "
+                               "not have", stmt)
+                    continue
                 if used:
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used by "
                                      "a statement that is not part of it: only the model is available there in the "
@@ -4692,6 +4699,18 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     if declared is None or shape is None or len(declared) != len(shape):
         return False
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
+
+
+_SHOWN = frozenset({"shape", "dtype", "name"})
+
+
+def _shown_only(stmt, used: set[str]) -> bool:
+    """``inputs.shape`` / ``inputs.dtype`` / ``x.name`` alone on its line (functional_api's guide, a notebook
+    cell's display): a bare expression statement reading an attribute of a name of the model's graph, no call."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    value = small.value if isinstance(small, cst.Expr) else None
+    return isinstance(value, cst.Attribute) and value.attr.value in _SHOWN and isinstance(value.value, cst.Name) \
+        and value.value.value in used
 
 
 class _Stepped(cst.CSTVisitor):
