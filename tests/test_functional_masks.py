@@ -212,8 +212,8 @@ def test_a_left_padded_mask_is_an_error_at_run_time(models):
     ("x = layers.GlobalAveragePooling1D()(x)", "receives the Keras mask (ids != 0)"),
     ("x = layers.GRU(3, return_sequences=True)(x)\n        x = layers.GlobalAveragePooling1D()(x)",
      "receives the Keras mask (ids != 0)"),
-    # the wrapped layer is still bound to a name after the wrapper: not followed (the wrapper's own error)
-    ("rnn = layers.GRU(3)\n        x = layers.Bidirectional(rnn)(x)", "only a keras.layers.LSTM, GRU or SimpleRNN"),
+    # (the wrapped layer still bound to a name after the wrapper is the wrapper's copy of it: translated as the
+    # inline form, test_functional_left_causes)
     # a merge combines the masks of its inputs
     ("x = layers.Add()([x, x])", "receives the Keras mask"),
     # the final states of a masked run

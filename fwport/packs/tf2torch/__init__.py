@@ -151,6 +151,9 @@ CODES = {
                  "so it is what the callers pass (Keras fills it from the input's mask only where they pass none)",
     "random-stream": "random draws translated onto torch's generator, another algorithm: a seed gives other values "
                      "than TensorFlow's (the same ones on each run of the translation)",
+    "display-dropped": "a bare expression statement showing an attribute of a Keras tensor of a module-level "
+                       "functional model (`inputs.shape`: what a notebook displays, which a script computes nothing "
+                       "with) was dropped with the graph, whose tensors the translation does not have",
     "loss-mask": "a model's output carries Keras's mask (from an Embedding(mask_zero=True)): Keras leaves the "
                  "masked steps out of the loss and metrics of compile()/fit(), a torch loss does not",
 }
@@ -179,6 +182,8 @@ CODE_ADVICE = {
                        "keras.optimizers with a tf.GradientTape step), then translate it again."),
     "random-stream": ("warning", "Nothing to do where the program needs random numbers, not TensorFlow's: a test "
                       "that compares drawn values with numbers recorded under TensorFlow must record them again."),
+    "display-dropped": ("info", "Nothing to do in a script; in a notebook, show the translated model's input "
+                        "shape another way (the layout-changed finding gives it)."),
     "keras-version": ("info", "Check the detected Keras generation; force it with `--keras 2|3`, `keras = 2` under "
                       "[tool.fwport], or a `# fwport: keras=2` comment in the file."),
 }

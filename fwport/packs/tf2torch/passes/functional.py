@@ -1096,6 +1096,7 @@ class _Builder:
         self.scope = fn.name.value if fn is not None else ""
         self.env: dict[str, object] = {}  # name → _Tensor | _Layer
         self.layers: list[_Layer] = []
+        self.copied: set[int] = set()  # layers a Bidirectional copied (Keras copies the layer it wraps)
         self.inputs: dict[str, _Tensor] = {}
         self.input_ops: list[_Op] = []
         self.nodes: list[_Node] = []
@@ -2157,6 +2158,13 @@ class _Builder:
             if i in outside:
                 roles[i] = "keep"
                 used = _names_in(stmt) & graph_bound
+                if used and _shown_only(stmt, used):
+                    roles[i] = "input"  # gone with the graph (nothing of it exists in the translation)
+                    ctx.report(Severity.INFO, "display-dropped", f"{code(stmt.body[0].value)}: a bare expression "
+                               "showing an attribute of a Keras tensor of the model (a notebook displays it; a script "
+                               "computes nothing with it): dropped with the graph, whose tensors the translation does "
+                               "not have", stmt)
+                    continue
                 if used:
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used by "
                                      "a statement that is not part of it: only the model is available there in the "
@@ -3175,21 +3183,26 @@ class _Builder:
         return layer
 
     def _rebound_wrapped(self, call: cst.Call, var: str | None) -> None:
-        """``rnn = layers.Bidirectional(rnn)`` where ``rnn`` was bound to a recurrent layer not called yet:
-        that layer's call is written into the wrapper for the rule (kept in ``self.sized_calls``), as
-        Keras's Bidirectional copies the layer it wraps; the object itself, which the name no longer
-        holds, is in no model."""
+        """``layers.Bidirectional(rnn)`` where ``rnn`` is bound to a recurrent layer not called yet (ctc_asr's
+        ``recurrent = layers.GRU(...)`` then ``layers.Bidirectional(recurrent, ...)(x)``; or rebound, ``rnn =
+        layers.Bidirectional(rnn)``): that layer's call is written into the wrapper for the rule (kept in
+        ``self.sized_calls``), as Keras's Bidirectional copies the layer it wraps. The object itself is in no
+        model unless it is called on a tensor later (then a layer of its own, as in Keras): rebound, the name
+        no longer holds it; else it is not refused as created but never called (``self.copied``)."""
         for i, a in enumerate(call.args):
             if a.keyword is not None and a.keyword.value != "layer":
                 continue
-            inner = self.env.get(a.value.value) if isinstance(a.value, cst.Name) and a.value.value == var else None
+            inner = self.env.get(a.value.value) if isinstance(a.value, cst.Name) else None
             if isinstance(inner, _Layer) and inner.kind == "rule" and inner.rule.emit.get("shape") == "rnn" \
                     and inner.op is None and inner in self.layers:
                 base = self.sized_calls.get(id(call), call)
                 args = list(base.args)
                 args[i] = args[i].with_changes(value=self.sized_calls.get(id(inner.call), inner.call))
                 self.sized_calls[id(call)] = base.with_changes(args=args)
-                self.layers.remove(inner)
+                if a.value.value == var:
+                    self.layers.remove(inner)
+                else:
+                    self.copied.add(id(inner))
             return
 
     def _size_arguments(self, call: cst.Call) -> None:
@@ -4530,7 +4543,7 @@ class _Builder:
                            "out of the model, a torch forward would run it); remove it or make it an output")
                 return
         for layer in self.layers:
-            if layer.op is None:
+            if layer.op is None and id(layer) not in self.copied:
                 self.error(layer.call, f"{layer.var or code(layer.call.func)}: a layer created but never called "
                                        "on a tensor of the model")
                 return
@@ -4767,6 +4780,18 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     if declared is None or shape is None or len(declared) != len(shape):
         return False
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
+
+
+_SHOWN = frozenset({"shape", "dtype", "name"})
+
+
+def _shown_only(stmt, used: set[str]) -> bool:
+    """``inputs.shape`` / ``inputs.dtype`` / ``x.name`` alone on its line (functional_api's guide, a notebook
+    cell's display): a bare expression statement reading an attribute of a name of the model's graph, no call."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    value = small.value if isinstance(small, cst.Expr) else None
+    return isinstance(value, cst.Attribute) and value.attr.value in _SHOWN and isinstance(value.value, cst.Name) \
+        and value.value.value in used
 
 
 class _Stepped(cst.CSTVisitor):

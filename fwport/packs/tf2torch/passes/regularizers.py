@@ -9,7 +9,7 @@ the arguments are taken off the layer (torch layers have no regularizers) and th
         return wd * self.conv.weight.square().sum() + 0.01 * self.conv.bias.abs().sum()
 
 exactly Keras's penalties (``l2(λ)`` adds λ·Σw², with no ½; ``l1(λ)`` λ·Σ|w|; the strings "l2" and
-"l1" mean λ = 0.01). A factor that is a parameter of ``__init__`` is kept on the module at the end of
+"l1", and ``l2()`` / ``L2()`` / ``l1()`` / ``L1()`` without a factor, mean λ = 0.01). A factor that is a parameter of ``__init__`` is kept on the module at the end of
 ``__init__`` (``self.wd = wd``); a layer created under an ``if`` counts where it exists. Keras adds
 these penalties to the loss itself (``model.losses``); torch does not: the written fit / evaluate of a
 compile add the sum over ``model.modules()`` (fitloop), and an info finding says to add it in other
@@ -110,6 +110,8 @@ def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[
     if not isinstance(value, cst.Call):
         return None
     kind = _KINDS.get(resolve(value.func) or "")
+    if kind is not None and not value.args:
+        return kind, "0.01", set()  # l2() / L2(): the factor defaults to 0.01 (Keras 2 and 3)
     if kind is None or len(value.args) != 1 or value.args[0].star:
         return None
     arg = value.args[0]
