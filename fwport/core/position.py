@@ -414,9 +414,8 @@ class Layout:
                     line, col = stmts[i].position(key)
                     out[key] = (firsts[i] + line - 1, col + 1)
             return out
-        # the statements holding a target first, rendered with marks (their text then serves the line count)
-        nodes = module.body
-        held = []
+        _, nodes, _, firsts, _ = self._line_parts(module)
+        out = {}
         left = set(targets)
         for i in range(len(nodes) - 1, -1, -1):
             if not left:
@@ -429,17 +428,10 @@ class Layout:
                 r = self._statement(module, s)
             starts = r.starts
             found = [key for key in left if key in starts]
-            if found:
-                held.append((i, r, found))
-                left.difference_update(found)
-        if not held:
-            return {}
-        firsts = self._line_parts(module)[3]
-        out = {}
-        for i, r, found in held:
             for key in found:
                 line, col = r.position(key)
                 out[key] = (firsts[i] + line - 1, col + 1)
+            left.difference_update(found)
         return out
 
     def spans(self, module: cst.Module) -> tuple["_Spans", int]:
