@@ -150,42 +150,6 @@ def test_layout_gives_the_text_positions_and_spans_of_a_whole_render(text):
     assert node_positions(changed, [changed.body[-1]], layout) == node_positions(changed, [changed.body[-1]])
 
 
-@pytest.mark.parametrize("text", _texts())
-def test_layout_positions_of_a_few_nodes_render_only_their_statements(text):
-    """Layout.positions marks only the statements that hold a node asked about (the others' lines counted in
-    their plain text): each node alone, trivia included, in a fresh Layout, where the whole-module recorder
-    puts it; the statements holding none are never rendered with marks."""
-    module = cst.parse_module(text)
-    every = [module]
-    stack = [module]
-    while stack:
-        n = stack.pop()
-        kids = children(n)
-        every += kids
-        stack += kids
-    for node in every[:: max(1, len(every) // 30)]:
-        layout = Layout()
-        whole = node_positions(module, [node])  # (the recorder notes a start node beside the one asked about)
-        assert node_positions(module, [node], layout) == {k: v for k, v in whole.items() if k == id(node)}
-        holders = [s for s in module.body if any(n is node for n in _subtree(s))]
-        assert {id(r.node) for r in layout._done.values()} <= {id(s) for s in holders}
-    assert node_positions(module, [object()], Layout()) == {}  # not in the module: no position, no marks
-    # a node shared by two statements: placed in the last, as the owner map of every node's marks places it
-    shared = cst.parse_statement("x = f(1)\n")
-    twice = cst.Module([shared, cst.parse_statement("y = 2\n"), shared])
-    call = shared.body[0].value
-    assert node_positions(twice, [call], Layout()) == node_positions(twice, [call]) == {id(call): (3, 5)}
-
-
-def _subtree(node):
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack += children(n)
-    return out
-
-
 class _Edit(cst.CSTTransformer):
     """A transformer exercising every answer a leave hook can give: a replacement (``abs`` → ``neg``,
     an integer doubled), a removal from a sequence (a ``del`` argument), a removal of an optional
