@@ -22,7 +22,6 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from fwport.core.codegen import emit
-from fwport.core.names import _ALL_FIELDS, _IS_NODE, _all_fields, _is_node
 
 
 class _Recorder(CodegenState):
@@ -224,29 +223,6 @@ class _Statement:
 _NEWLINE = re.compile("\n")
 
 
-def _holds_any(node: cst.CSTNode, targets: set[int]) -> bool:
-    """Whether a node of ``targets`` (ids) is ``node`` or under it, trivia included (every node a render marks)."""
-    if id(node) in targets:
-        return True
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        t = n.__class__
-        for name in _ALL_FIELDS.get(t) or _all_fields(t):
-            value = getattr(n, name)
-            c = value.__class__
-            if c is tuple or c is list:
-                for child in value:
-                    if id(child) in targets:
-                        return True
-                    stack.append(child)
-            elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
-                if id(value) in targets:
-                    return True
-                stack.append(value)
-    return False
-
-
 #: top-level statements that many translations insert as the very same objects (a pack's helper
 #: code, parsed once per process), registered with :func:`share`: each rendered once per process
 #: (per indentation and newline), not once per file
@@ -284,7 +260,6 @@ class Layout:
         self._done: dict[int, _Statement] = {}
         self._texts: dict[int, tuple[cst.CSTNode, str]] = {}  # statements only ever rendered as text
         self._module: tuple | None = None  # (module, statements, first line of each, owner of each node)
-        self._lines: tuple | None = None  # (module, its statements, their texts, first line of each, end)
 
     def _statement(self, module: cst.Module, node: cst.CSTNode) -> _Statement:
         r = self._done.get(id(node))
@@ -335,11 +310,11 @@ class Layout:
         pass left as they were match; a line it changed maps to the first line of what it replaced)."""
         if tree is original:
             return None
-        _, old, old_texts, old_firsts, _ = self._line_parts(original)
-        _, new, new_texts, new_firsts, _ = self._line_parts(tree)
-        where = {id(node): j for j, node in enumerate(old)}
+        _, old, old_firsts, _, _ = self._parts(original)
+        _, new, new_firsts, _, _ = self._parts(tree)
+        where = {id(r.node): j for j, r in enumerate(old)}
         pairs: list[int | None] = [None] * len(new)
-        anchors = [(-1, -1)] + [(i, where[id(node)]) for i, node in enumerate(new) if id(node) in where] \
+        anchors = [(-1, -1)] + [(i, where[id(r.node)]) for i, r in enumerate(new) if id(r.node) in where] \
             + [(len(new), len(old))]
         for (pi, pj), (ni, nj) in zip(anchors, anchors[1:]):
             if ni < len(new):
@@ -355,7 +330,7 @@ class Layout:
             """The 0-based line of old[j] that line ``offset`` of new[i] comes from."""
             blocks = diffs.get(i)
             if blocks is None:
-                blocks = diffs[i] = SequenceMatcher(None, new_texts[i].splitlines(), old_texts[j].splitlines(),
+                blocks = diffs[i] = SequenceMatcher(None, new[i].text.splitlines(), old[j].text.splitlines(),
                                                     autojunk=False).get_matching_blocks()
             prev_a = prev_b = 0
             for a, b, size in blocks:
@@ -380,58 +355,15 @@ class Layout:
             return old_firsts[j] + inside(i, j, line - new_firsts[i])
         return source_line
 
-    def _line_parts(self, module: cst.Module):
-        """(module, its top-level statements, the text of each, the first line of each, the line after the last):
-        what :meth:`_parts` gives but the node marks, from each statement's text however it was rendered (a
-        plain render where none was: the marks of a statement cost more, and most statements of a module a pass
-        hands on hold no node a finding is about)."""
-        if self._lines is not None and self._lines[0] is module:
-            return self._lines
-        if self._module is not None and self._module[0] is module:
-            _, stmts, firsts, _, end = self._module
-            self._lines = (module, [r.node for r in stmts], [r.text for r in stmts], firsts, end)
-            return self._lines
-        line = 1 + sum(module.code_for_node(h).count("\n") for h in module.header)
-        texts, firsts = [], []
-        for s in module.body:
-            text = self.statement_text(s, module)
-            texts.append(text)
-            firsts.append(line)
-            line += text.count("\n")
-        self._lines = (module, list(module.body), texts, firsts, line)
-        return self._lines
-
     def positions(self, module: cst.Module, targets: set[int]) -> dict[int, tuple[int, int]]:
-        """As :func:`node_positions`: only the statements holding a target are rendered with node marks (the
-        others' lines are counted in their text). A node held by two statements is placed in the last, as
-        the owner map of :meth:`_parts` has it."""
-        if self._module is not None and self._module[0] is module:
-            _, stmts, firsts, owner, _ = self._module
-            out = {}
-            for key in targets:
-                i = owner.get(key)
-                if i is not None:
-                    line, col = stmts[i].position(key)
-                    out[key] = (firsts[i] + line - 1, col + 1)
-            return out
-        _, nodes, _, firsts, _ = self._line_parts(module)
+        """As :func:`node_positions`."""
+        _, stmts, firsts, owner, _ = self._parts(module)
         out = {}
-        left = set(targets)
-        for i in range(len(nodes) - 1, -1, -1):
-            if not left:
-                break
-            s = nodes[i]
-            r = self._done.get(id(s))
-            if r is None or r.node is not s:
-                if not _holds_any(s, left):
-                    continue
-                r = self._statement(module, s)
-            starts = r.starts
-            found = [key for key in left if key in starts]
-            for key in found:
-                line, col = r.position(key)
+        for key in targets:
+            i = owner.get(key)
+            if i is not None:
+                line, col = stmts[i].position(key)
                 out[key] = (firsts[i] + line - 1, col + 1)
-            left.difference_update(found)
         return out
 
     def spans(self, module: cst.Module) -> tuple["_Spans", int]:
