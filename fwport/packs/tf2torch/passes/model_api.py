@@ -194,7 +194,7 @@ def models_of(module: cst.Module, ctx: FileContext) -> _Models:
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     models = models_of(module, ctx)
     if not models.any() and not models.param_refusals and not any(
-            said in _text(module, ctx) for said in ("is a Keras model method", "is a Keras model attribute")):
+            _holds(module, ctx, said) for said in ("is a Keras model method", "is a Keras model attribute")):
         return module  # (the comment: a translation being translated again says the same again)
     # only the top-level statements holding a `.<model method>(...)` call are rewritten; the others
     # stay the very same nodes (a transformer rebuilds every node it visits)
@@ -220,6 +220,15 @@ def _text(module: cst.Module, ctx: FileContext) -> str:
         return parsed[1]
     layout = ctx.analyses.get("layout")
     return layout.text(module) if layout is not None else render(module, module)
+
+
+def _holds(module: cst.Module, ctx: FileContext, needle: str) -> bool:
+    """Whether the module's text holds ``needle``, a text no pass writes (``:=``, this pass's own messages): not
+    where the source lacks it, without rendering the module (a tree the training pass changed); else as _text."""
+    parsed = ctx.analyses.get("parsed")
+    if parsed is not None and needle not in parsed[1]:
+        return False
+    return needle in _text(module, ctx)
 
 
 #: summary() arguments that only lay out Keras's table (print(model) has none to honour)
@@ -424,7 +433,7 @@ class _Models:
         return False
 
     def analyse(self, module: cst.Module) -> None:
-        self.walrus = ":=" in _text(module, self.ctx)  # else no binding hides in an expression
+        self.walrus = _holds(module, self.ctx, ":=")  # else no binding hides in an expression
         top = self.top = self._scope_of(module, module.body)
         classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
         functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
