@@ -96,13 +96,14 @@ def test_comment_between_decorators_survives():
 
 
 def test_nodes_settled_by_earlier_passes_stay_settled():
-    # the Sequential pass refuses this Dense (channels-first map) and settles it; rebuilding the
-    # tree here must not let the rule pass turn it into a context-free nn.LazyLinear
+    # the Sequential pass refuses this EinsumDense (channels-first map) and settles it; rebuilding the
+    # tree here must not let the rule pass turn it into a context-free torch module
     src = ("import tensorflow as tf\nfrom tensorflow.keras import layers, Sequential\n\n"
-           "m = Sequential([layers.Input((8, 8, 3)), layers.Conv2D(4, 3), layers.Dense(5)])\n\n\n"
+           "m = Sequential([layers.Input((8, 8, 3)), layers.Conv2D(4, 3),\n"
+           "                layers.EinsumDense('abcd,de->abce', output_shape=(None, None, 5))])\n\n\n"
            "@tf.function\ndef f(x):\n    return m(x)\n")
     r = _t(src)
-    assert "layers.Dense(5)" in r.output and "nn.LazyLinear" not in r.output, r.output
+    assert "layers.EinsumDense('abcd,de->abce'" in r.output, r.output
     assert "@tf.function" not in r.output
 
 

@@ -22,6 +22,18 @@ def random_fourier_features():  # Keras 2 alone has it: the case is translated a
                              layers.experimental.RandomFourierFeatures(8, scale=3.0, trainable=True), layers.Dense(2)])
 
 
+def dense_on_a_sequence_map():  # a Dense on a channels-first map: a 1-wide convolution (lay19)
+    return keras.Sequential([keras.Input(shape=(7, 3)), layers.Conv1D(4, 2), layers.Dense(5)])
+
+
+def dense_on_an_image_map():
+    return keras.Sequential([keras.Input(shape=(5, 4, 3)), layers.Conv2D(4, (2, 1)), layers.Dense(5)])
+
+
+def dense_on_a_volume_map():
+    return keras.Sequential([keras.Input(shape=(3, 4, 2, 3)), layers.Conv3D(4, 2), layers.Dense(5)])
+
+
 def dense_after_flatten():
     return keras.Sequential([keras.Input(shape=(4, 3, 2)), layers.Conv2D(3, (2, 1)), layers.Flatten(), layers.Dense(5)])
 
@@ -243,6 +255,9 @@ class Scale(keras.Model):
 CASES = {
     ("dense", None): ("dense", None, ("forward", "grad", "step")),
     ("dense", "after-flatten"): ("dense_after_flatten", None, ("forward", "grad", "step")),
+    ("dense", "channels-first-1d"): ("dense_on_a_sequence_map", None, ("forward", "grad", "step")),
+    ("dense", "channels-first-2d"): ("dense_on_an_image_map", None, ("forward", "grad", "step")),
+    ("dense", "channels-first-3d"): ("dense_on_a_volume_map", None, ("forward", "grad", "step")),
     ("dense", "before-unflatten"): ("dense_before_unflatten", None, ("forward", "grad", "step")),
     ("conv1d", None): ("conv1d", None, ("forward", "grad", "step")),
     ("conv2d", None): ("conv2d", None, ("forward", "grad", "step")),

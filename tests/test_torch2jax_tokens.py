@@ -69,9 +69,10 @@ def test_a_rearrange_layer_that_moves_the_batch_axis_is_an_error_and_the_others_
     assert "eqx.nn.Lambda(lambda x: einops.reduce(x, 'n -> ', 'mean'))" in r.output
 
 
-def test_a_per_vector_layer_on_a_value_of_unknown_rank_in_a_called_module_is_a_warning():
+def test_a_per_vector_layer_on_a_value_of_unknown_rank_in_a_called_module_maps_over_its_leading_axes():
     """Block is called by Net with what an untranslated helper returns: its rank cannot be inferred, so the Linear
-    is called as written (one vector) with a warning. In Net, whose input is the user's, nothing is said."""
+    is vectorized over every leading axis (exact at any rank, a vector included: t2j29), with an info finding.
+    In Net, whose input is the user's, nothing is said."""
     r = t2j('''
         import torch
         from torch import nn
@@ -99,9 +100,10 @@ def test_a_per_vector_layer_on_a_value_of_unknown_rank_in_a_called_module_is_a_w
             def forward(self, x):
                 return self.block(helper(self.fc(x)))
     ''')
-    warns = [(f.line, f.code) for f in r.findings if f.severity is Severity.WARNING]
-    assert warns == [(15, "batch-axis")], r.findings
-    assert "jax.vmap" not in r.output
+    said = [(f.line, f.severity, f.code) for f in r.findings]
+    assert said == [(15, Severity.INFO, "idiom-replaced")], r.findings
+    assert 'return jnp.vectorize(self.fc, signature="(n)->(m)")(x)' in r.output
+    assert "return self.block(helper(self.fc(x)))" in r.output and "jax.vmap" not in r.output
 
 
 def test_a_chained_assignment_to_a_field_declares_it():
