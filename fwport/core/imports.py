@@ -64,13 +64,21 @@ def _module_text(node: cst.BaseExpression | None) -> str:
     return render(node) if node is not None else ""
 
 
+def _local(a: cst.ImportAlias, imported_from: bool) -> str:
+    """The name an import's alias binds: ``import a.b`` → a, ``import a as b`` / ``from x import a as b`` → b."""
+    if a.asname is not None:
+        return a.asname.name.value  # type: ignore[union-attr]
+    full = _module_text(a.name)
+    return full if imported_from else full.split(".")[0]
+
+
 def _prune(stmt: cst.BaseSmallStatement, used: set[str], is_source: IsSource) -> cst.BaseSmallStatement | None:
     """The import statement without its unused source-framework names (None: drop it)."""
     if isinstance(stmt, cst.Import):
         keep = []
         for a in stmt.names:
             full = _module_text(a.name)
-            local = a.asname.name.value if a.asname else full.split(".")[0]  # type: ignore[union-attr]
+            local = _local(a, False)
             if is_source(full) and local not in used:
                 continue
             keep.append(a)
@@ -82,7 +90,7 @@ def _prune(stmt: cst.BaseSmallStatement, used: set[str], is_source: IsSource) ->
             return stmt
         keep = []
         for a in stmt.names:
-            local = a.asname.name.value if a.asname else _module_text(a.name)  # type: ignore[union-attr]
+            local = _local(a, True)
             if local in used:
                 keep.append(a)
         if len(keep) == len(stmt.names):
@@ -294,11 +302,11 @@ def _import_locals(body, is_source: IsSource, out: set[str]) -> set[str]:
                     for a in s.names:
                         full = _module_text(a.name)
                         if is_source(full):
-                            out.add(a.asname.name.value if a.asname else full.split(".")[0])  # type: ignore[union-attr]
+                            out.add(_local(a, False))
                 elif s.__class__ is cst.ImportFrom and not s.relative and s.names.__class__ is not cst.ImportStar \
                         and is_source(_module_text(s.module)):
                     for a in s.names:
-                        out.add(a.asname.name.value if a.asname else _module_text(a.name))  # type: ignore[union-attr]
+                        out.add(_local(a, True))
             continue
         for name in ("body", "orelse", "finalbody", "handlers"):
             part = getattr(stmt, name, None)
@@ -436,11 +444,7 @@ def _bound_by(line: str) -> tuple[str, ...]:
     names = []
     for s in _import_statement(line).body:
         if isinstance(s, (cst.Import, cst.ImportFrom)) and not isinstance(s.names, cst.ImportStar):
-            for a in s.names:
-                head = a.name
-                while isinstance(head, cst.Attribute):
-                    head = head.value
-                names.append(a.asname.name.value if a.asname is not None else head.value)
+            names += [_local(a, isinstance(s, cst.ImportFrom)) for a in s.names]
     return tuple(names)
 
 
