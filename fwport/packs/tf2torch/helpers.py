@@ -1180,6 +1180,16 @@ def build_on_zeros(model, shape):
         model({torch}zeros(*(1 if d is None else d for d in shape)))
     model.train(training)
 '''
+# keras Model.set_weights(other.get_weights()) between two functional models of the same layers (passes/model_api.py)
+HELPERS["copy_layer_weights"] = '''
+
+def copy_layer_weights(target, source, pairs):
+    """keras target.set_weights(source.get_weights()) for two models of the same layers in the same order, whose
+    modules are named differently: for each (target module, source module) path in pairs (one per layer with
+    weights, in Keras's order), the target module gets the source module's parameters and buffers, by name."""
+    for t, s in pairs:
+        target.get_submodule(t).load_state_dict(source.get_submodule(s).state_dict())
+'''
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["RandomFourierFeatures"] = _RANDOM_FOURIER_FEATURES

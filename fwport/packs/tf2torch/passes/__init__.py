@@ -93,9 +93,10 @@ PLANNERS: tuple[Planner, ...] = (
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a
 # Sequential's list brackets removed, the functional
 # pass's classes assembled (before anything inserts top-level statements: it finds its builders by
-# the places they had in the module), the training pass's finish, and the helper modules the output
+# the places they had in the module), a set_weights copy between two of its models paired by layer
+# (their records made), the training pass's finish, and the helper modules the output
 # calls written out after the imports; last, the statements the runtime planner and the sequential pass (a
 # Sequential's `.add(keras.Input(...))`) marked removed (by their mark, not their place: no pass removes a
 # statement before, which would shift the places the functional pass's finish reads)
-FINISH = (decorators.finish, sequential.finish, functional.finish, regularizers.finish, training.finish,
-          data.finish_aliases, helpers.finish, testcase.finish, runtime.finish)
+FINISH = (decorators.finish, sequential.finish, functional.finish, model_api.finish_weight_copies, regularizers.finish,
+          training.finish, data.finish_aliases, helpers.finish, testcase.finish, runtime.finish)

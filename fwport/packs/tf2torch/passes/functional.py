@@ -914,6 +914,31 @@ class _SettleGraphCalls(cst.CSTVisitor):
             self.ctx.settle(n)
 
 
+class _MethodsOnly(ValueVisitor):
+    """Whether ``name`` is read (``read``) and whether it is ever read otherwise than as the object of a
+    method call ``name.method(...)`` (``other``: called, passed, bound anew, an attribute's value read: a
+    layer's variables, ``norm.mean``, or its weights by ``get_weights()``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.read = False
+        self.other = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        f = node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == self.name \
+                and f.attr.value not in ("get_weights", "get_config", "__call__"):
+            self.read = True
+            for a in node.args:
+                scan(a.value, self)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.other = True
+
+
 class _NamesIn(ValueVisitor):
     def __init__(self):
         self.out: set[str] = set()
@@ -2051,6 +2076,34 @@ class _Builder:
         self._record_penalties(plan.class_name)
         return fn.with_changes(body=fn.body.with_changes(body=new_body))
 
+    def _idle_layers(self, stmts: list, lo: int, model: int, outside: set[int]) -> set[int]:
+        """Indices of the module-level statements ``name = SomeLayer(...)`` in the model's statements whose layer
+        the model's statements below never call on a tensor nor pass on: they only call its methods
+        (``vocabulary_size = tokenizer.vocabulary_size()``). Such a layer is no layer of the model (Keras's
+        graph holds only the layers called on its tensors), and what its methods return is a plain Python value
+        known at run time, which the class reads as it reads any module name: the statement stays at module
+        level as written (its own rule translates it or says why not)."""
+        idle = set()
+        for i in range(lo, model):
+            st = stmts[i]
+            if i in outside or not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+                continue
+            small = st.body[0]
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Call)):
+                continue
+            kind = self._layer_kind(small.value.func)[0]
+            if kind not in ("rule", "norule", "user"):
+                continue
+            name = small.targets[0].target.value
+            uses = _MethodsOnly(name)
+            for j in range(i + 1, model + 1):
+                if j not in outside:
+                    scan(stmts[j], uses)
+            if uses.read and not uses.other:
+                idle.add(i)
+        return idle
+
     def _static_ifs(self, stmts: list, bound: set[str]) -> list:
         """The builder's statements with each ``if`` that builds part of the model (calls or assignments, no
         raise or return) and whose test is decided where the model is built (literals, module constants
@@ -2148,6 +2201,8 @@ class _Builder:
         # module level: the statements keras.Model(...) depends on; the others (data, plots, other objects
         # between the models) stay as written, and may not read the model's tensors or layers
         outside = set() if builder else _outside_slice(stmts, lo, m_index)
+        if not builder:
+            outside |= self._idle_layers(stmts, lo, m_index, outside)
         if not builder and lo > 0:
             self._shared_inputs(stmts, lo, m_index, outside)
         graph_bound: set[str] = set()  # names the model's statements bound so far

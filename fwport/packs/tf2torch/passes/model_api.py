@@ -20,6 +20,8 @@ source as written, so that the Keras names are still there to resolve.
 """
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -971,6 +973,8 @@ class _ModelApiPass(cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{target}.set_weights({model}.get_weights()) → {out}: "
                         "every parameter and buffer copied, by name (Keras pairs them by position: the same for "
                         "two models of one architecture)", value)
+        # (two functional models whose modules are named differently: by layer, once their records exist)
+        self.ctx.analyses.setdefault("weight_copies", []).append((target, model, self.ctx.pending[-1].finding))
         return cst.parse_expression(out)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -1180,3 +1184,67 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def _is_statement(self, call: cst.Call) -> bool:
         return id(call) in getattr(self, "_statement_calls", set())
+
+
+def _layer_pairs(ctx: FileContext, target: str, model: str) -> list[tuple[str, str]] | None:
+    """(target module, source module) for each layer with weights of two module-level functional models (their
+    weight records: ``layers[i]`` → module path) whose layers with weights are of the same rules and variants in
+    the same Keras order, as Keras's by-position pairing then pairs them layer by layer; None where the records
+    do not say so (a model without records, nested or loop records, other layers) or where the modules' paths are
+    the same (one load_state_dict of the whole model copies the same)."""
+    def layers(scope: str) -> list | None:
+        recs = [r for r in ctx.layers if r.scope == scope]
+        if not recs or not all(re.fullmatch(r"layers\[\d+\]", r.source) for r in recs):
+            return None
+        seen: dict[int, object] = {}
+        for r in recs:
+            i = int(r.source[len("layers["):-1])
+            if i in seen and (seen[i].target, seen[i].rule, seen[i].variant) != (r.target, r.rule, r.variant):
+                return None  # (one Keras layer, two modules)
+            seen[i] = r
+        return [seen[i] for i in sorted(seen)]
+    if target == model:
+        return None
+    a, b = layers(target), layers(model)
+    if a is None or b is None or len(a) != len(b) \
+            or any((x.rule, x.variant) != (y.rule, y.variant) for x, y in zip(a, b)):
+        return None
+    if all(x.target == y.target for x, y in zip(a, b)):
+        return None
+    return [(x.target, y.target) for x, y in zip(a, b)]
+
+
+def finish_weight_copies(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """``target.load_state_dict(model.state_dict())`` (a ``set_weights(get_weights())``, above) between two
+    functional models of the same layers whose translations name their modules differently (a generation model
+    beside the trained one: its GRU returns its state) → the module of each layer loaded from the other's at its
+    place (``copy_layer_weights``, written out). After the functional pass's finish, which made their records."""
+    copies = ctx.analyses.get("weight_copies")
+    if not copies:
+        return module
+    body = list(module.body)
+    changed = False
+    for target, model, finding in copies:
+        pairs = _layer_pairs(ctx, target, model)
+        if not pairs:
+            continue
+        old = f"{target}.load_state_dict({model}.state_dict())"
+        for i, stmt in enumerate(body):
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Expr) and code(stmt.body[0].value) == old):
+                continue
+            helper = helpers.use(ctx, "copy_layer_weights")
+            listed = ", ".join(f"({t!r}, {s!r})" for t, s in pairs)
+            out = f"{helper}({target}, {model}, [{listed}])"
+            body[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=cst.parse_expression(out))])
+            changed = True
+            new = dataclasses.replace(finding, message=(
+                f"{target}.set_weights({model}.get_weights()) → {out} (written out in this file): two functional "
+                "models of the same layers in the same order (Keras pairs their weights by position over "
+                "model.layers) whose translations name their modules differently: each module gets the parameters "
+                "and buffers of the module of the layer at its place, by name within the layer (a layer of other "
+                "sizes: an error)"))
+            # (located by now: the same finding with its line)
+            ctx.findings = [dataclasses.replace(f, message=new.message) if f.code == finding.code
+                            and f.message == finding.message else f for f in ctx.findings]
+    return module.with_changes(body=body) if changed else module
