@@ -131,6 +131,9 @@ class Compiled:
     # an evaluate / test_on_batch / train_on_batch takes sample_weight= (each sample's loss times its weight, the sum
     # over the batch size, as Keras's "sum_over_batch_size" reduces them; the metrics unweighted, as compile's are)
     sample_weight: bool = False
+    # compile's metrics were given as weighted_metrics=: the loop's metrics, which no sample weights reach (a fit /
+    # evaluate given sample_weight= or class_weight= is refused: Keras would weigh these metrics by them)
+    weighted_metrics: bool = False
     return_dict: bool = False  # an evaluate takes return_dict= (its result as {Keras's name: value})
     train_batch: bool = False  # the file calls train_on_batch: its function is written beside fit
     # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
@@ -232,9 +235,20 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
-    for k in ("loss_weights", "weighted_metrics"):
-        if k in args and literal_value(args[k], NOT_LITERAL) is not None:
-            return f"{k} is not translated"
+    if "loss_weights" in args and literal_value(args["loss_weights"], NOT_LITERAL) is not None:
+        return "loss_weights is not translated"
+    weighted_metrics = "weighted_metrics" in args and literal_value(args["weighted_metrics"], NOT_LITERAL) not in (
+        None, [], ())
+    if weighted_metrics:
+        # Keras weighs these metrics by the sample weights a batch brings (x, y, sample_weight; fit's / evaluate's
+        # sample_weight=, class_weight=) and, as every compile metric, by the output's mask: with no sample weights
+        # they are the metrics= of those names (the same names in the history), which the loop computes
+        if "metrics" in args and literal_value(args["metrics"], NOT_LITERAL) not in (None, [], ()):
+            return ("weighted_metrics beside metrics is not translated (Keras computes both sets, the weighted one "
+                    "by the sample weights, a name both use written weighted_<name>)")
+        if isinstance(args["weighted_metrics"], cst.Dict):
+            return "weighted_metrics as a dict (a set per output) is not translated"
+        args["metrics"] = args.pop("weighted_metrics")
     if "auto_scale_loss" in args and literal_value(args["auto_scale_loss"], NOT_LITERAL) is not True:
         return "auto_scale_loss is not translated"
     if "metrics" in args:
@@ -283,7 +297,8 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     if plans["loss"][0] in ("function", "object") and metric is not None and metric[1] not in (*NAMED_ACCURACIES, *_ERROR_SUMS):
         return ("metrics=['accuracy'] with a loss function: Keras picks the accuracy from the shapes of the "
                 "labels and outputs; name it (sparse_categorical_accuracy, categorical_accuracy, binary_accuracy)")
-    c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None, metrics=metrics or [])
+    c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None, metrics=metrics or [],
+                 weighted_metrics=weighted_metrics)
     if metric is not None:
         c.accuracy_name, c.accuracy_kind = metric
     return c

@@ -1228,6 +1228,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         sample_weighted = method in ("evaluate", "train_on_batch") and args is not None and "sample_weight" in args \
             and literal_value(args["sample_weight"], NOT_LITERAL) is not None
         for k, v in (args or {}).items():
+            if k in ("class_weight", "sample_weight") and c.weighted_metrics and literal_value(v, NOT_LITERAL) is not None:
+                bad = (f"{k}= with compile's weighted_metrics is not translated (Keras weighs those metrics by these "
+                       "weights; the generated loop's metrics are not weighted)")
+                continue
             if k == "class_weight" and weighted and self._weighs_classes(c):
                 continue
             if k == "sample_weight" and sample_weighted and self._weighs_classes(c) and not c.outputs:
@@ -3649,6 +3653,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         # the optimizer (and what else compile gives) planned as a compile of the first output's loss alone
         planned = _with_loss(call, per_output[0][1])
     c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object)
+    if not isinstance(c, str) and c.weighted_metrics:
+        if per_output is not None:
+            return refuse("weighted_metrics of a model of several outputs is not translated")
+        given = call_argument(call, "weighted_metrics")
+        ctx.report(Severity.INFO, "idiom-replaced",
+                   f"weighted_metrics={code(given)} → the loop's metrics of those names: Keras weighs them by the "
+                   "sample weights a batch brings, here none (the loop takes (x, y) batches: a dataset of (x, y, "
+                   "sample_weight) ones stops it with a ValueError; fit's / evaluate's sample_weight= and class_weight= "
+                   "are refused), and, as every compile metric, averages them over the steps an output's Keras mask "
+                   "keeps (a loss-mask warning at the model says where the loop does not)", given or call)
     if per_output is not None and not isinstance(c, str):
         c.call = call
         made = _plan_outputs(c, per_output, rule_of, ctx)
