@@ -215,3 +215,98 @@ def test_a_strategy_with_a_custom_loop_stays_one_process():
         out = strategy.run(step, args=(2.0,))
     ''')
     assert "init_distributed" not in r.output and "out = step(2.0)" in r.output
+
+
+# compile's metric objects and Keras's callbacks under the strategy: EarlyStopping on the accuracy (which stays flat
+# for a few epochs, so it stops the fit early), ReduceLROnPlateau on the precision (halving the rate twice),
+# ModelCheckpoint and CSVLogger (whose paths name the process: under torchrun only the first one writes)
+CALLBACKS = '''
+import os
+
+import numpy as np
+import tensorflow as tf
+from tensorflow import keras
+
+strategy = tf.distribute.MirroredStrategy()
+rng = np.random.default_rng(0)
+x = rng.normal(size=(48, 5)).astype("float32")
+y = (x[:, 0] + x[:, 1] > 0).astype("float32").reshape(-1, 1)
+
+with strategy.scope():
+    model = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(8, activation="tanh"),
+                              keras.layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), loss="binary_crossentropy",
+                  metrics=[keras.metrics.BinaryAccuracy(name="acc"), keras.metrics.Precision(name="precision"),
+                           keras.metrics.AUC(name="auc")])
+rank = os.environ.get("RANK", "0")
+callbacks = [
+    keras.callbacks.ReduceLROnPlateau(monitor="precision", mode="max", factor=0.5, patience=0),
+    keras.callbacks.EarlyStopping(monitor="acc", patience=2),
+    keras.callbacks.ModelCheckpoint(os.environ["CKPT"] + rank + ".keras"),
+    keras.callbacks.CSVLogger(os.environ["CSV"] + rank),
+]
+model.load_weights(os.environ["INIT"])
+history = model.fit(x, y, batch_size=8, epochs=8, shuffle=False, verbose=0, callbacks=callbacks)
+print("history:", {k: [float(v) for v in vs] for k, vs in history.history.items()})
+model.save_weights(os.environ["OUT"])
+'''
+
+
+def test_mirrored_strategy_fit_with_callbacks_and_metric_objects_under_torchrun(tmp_path, monkeypatch):
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip("torch without gloo")
+    r = _translate(CALLBACKS)
+    assert not [f for f in r.findings if f.severity is not Severity.INFO], [f.message for f in r.findings]
+    assert any("DistributedDataParallel" in f.message and "ModelCheckpoint" in f.message for f in r.findings)
+    out = r.output
+    assert "all_reduce_metric(metric, device)" in out and "if rank > 0:" in out
+    (tmp_path / "train_torch.py").write_text(out)
+    rng = np.random.default_rng(7)
+    init = {"0.weight": rng.normal(0, 0.5, (8, 5)), "0.bias": rng.normal(0, 0.1, 8),
+            "2.weight": rng.normal(0, 0.5, (1, 8)), "2.bias": rng.normal(0, 0.1, 1)}
+    init = {k: v.astype("float32") for k, v in init.items()}
+    torch.save({k: torch.tensor(v) for k, v in init.items()}, tmp_path / "init.pt")
+
+    monkeypatch.chdir(tmp_path)
+    for k, v in dict(INIT="init.pt", OUT="one.pt", CKPT="one_ckpt", CSV="one.csv").items():
+        monkeypatch.setenv(k, v)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(out, "train_torch.py", "exec"), {"__name__": "__main__"})
+    two = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train_torch.py"],
+               tmp_path, INIT="init.pt", OUT="two.pt", CKPT="two_ckpt", CSV="two.csv")
+    hist = {run: eval(next(ln for ln in text.splitlines() if ln.startswith("history:"))[8:])
+            for run, text in (("one", printed.getvalue()), ("two", two))}
+    assert len(hist["one"]["loss"]) < 8  # EarlyStopping ended the fit early...
+    assert set(hist["two"]) == set(hist["one"]) == {"loss", "acc", "precision", "auc"}
+    for k, v in hist["one"].items():  # ... at the same epoch, on the global batches' logs (metrics: summed state)
+        np.testing.assert_allclose(hist["two"][k], v, rtol=1e-5, err_msg=k)
+    one_w, two_w = torch.load("one.pt"), torch.load("two.pt")
+    for k, v in one_w.items():
+        np.testing.assert_allclose(two_w[k].numpy(), v.numpy(), atol=2e-6, err_msg=k)
+    # the first process alone wrote the checkpoint (the last epoch's weights) and the CSV log, as one process does
+    assert not (tmp_path / "two_ckpt1.keras").exists() and not (tmp_path / "two.csv1").exists()
+    for k, v in torch.load("two_ckpt0.keras").items():
+        np.testing.assert_allclose(v.numpy(), two_w[k].numpy(), atol=0, err_msg=k)
+    rows = {run: [ln.split(",") for ln in (tmp_path / f"{run}.csv0").read_text().splitlines()] for run in ("one", "two")}
+    assert rows["one"][0] == rows["two"][0] and len(rows["two"]) == len(hist["one"]["loss"]) + 1
+    np.testing.assert_allclose(np.array(rows["two"][1:], float), np.array(rows["one"][1:], float), rtol=1e-5)
+
+    # Keras under the strategy, from the same weights: the same epochs, logs and weights
+    keras = tf.keras
+    built = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(8, activation="tanh"),
+                              keras.layers.Dense(1, activation="sigmoid")])
+    built.set_weights([init["0.weight"].T, init["0.bias"], init["2.weight"].T, init["2.bias"]])
+    built.save_weights(str(tmp_path / "init.weights.h5"))
+    for k, v in dict(INIT="init.weights.h5", OUT="keras.weights.h5", CKPT="keras_ckpt", CSV="keras.csv").items():
+        monkeypatch.setenv(k, v)
+    ns = {}
+    exec(compile(CALLBACKS, "train.py", "exec"), ns)
+    for k, v in hist["one"].items():
+        np.testing.assert_allclose(v, ns["history"].history[k], rtol=1e-4, err_msg=k)
+    assert float(ns["model"].optimizer.learning_rate) < 0.5  # ReduceLROnPlateau lowered the rate
+    k0, b0, k2, b2 = ns["model"].get_weights()
+    for k, want in {"0.weight": k0.T, "0.bias": b0, "2.weight": k2.T, "2.bias": b2}.items():
+        np.testing.assert_allclose(one_w[k].numpy(), want, atol=2e-5, err_msg=k)

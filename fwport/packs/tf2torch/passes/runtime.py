@@ -80,7 +80,11 @@ WARNED = {
 PLOT_MODEL = {"keras.utils.plot_model"}
 #: Keras's global dtype policy: float32 is torch's default, a mixed one is what torch.autocast does per region
 POLICY = "keras.mixed_precision.set_global_policy"
-STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distribute.get_strategy": "one"}
+STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distribute.get_strategy": "one",
+              # the same program on every machine (TF_CONFIG names them): torchrun --nnodes, one process per GPU
+              "tensorflow.distribute.MultiWorkerMirroredStrategy": "multi",
+              "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy": "multi",
+              "tensorflow.distribute.OneDeviceStrategy": "device"}
 SCALAR = "tensorflow.summary.scalar"
 WRITER = "tensorflow.summary.create_file_writer"
 #: every source name this planner translates (bench/coverage.py counts them)
@@ -129,15 +133,50 @@ class _Uses(cst.CSTVisitor):
         self.names: dict[str, list[cst.Name]] = {}
         self.attrs: dict[int, cst.Attribute] = {}  # id(value Name) → the attribute read on it
         self.calls: dict[int, cst.Call] = {}  # id(attribute) → the call whose func it is
+        self.chain: dict[int, tuple] = {}  # id(name) → the functions around it, outermost first
+        self.binds: dict[int | None, set[str]] = {None: set()}  # id(function), None the module → names it binds
+        self._stack: list[cst.FunctionDef] = []
 
     def visit_SimpleStatementLine(self, node) -> None:
         self.lines.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bind(node.name.value)
+        self._stack.append(node)
+        self.binds.setdefault(id(node), set())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._stack.pop()
+
+    def _bind(self, name: str) -> None:
+        self.binds[id(self._stack[-1]) if self._stack else None].add(name)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bind(node.name.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target.value)
+
+    def owner(self, node: cst.Name) -> int | None:
+        """The scope whose binding of the name ``node`` reads (its innermost function binding it, else the
+        module): id of the function, None for the module."""
+        for fn in reversed(self.chain.get(id(node), ())):
+            if node.value in self.binds.get(id(fn), ()):
+                return id(fn)
+        return None
 
     def visit_With(self, node) -> None:
         self.withs.append(node)
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.setdefault(node.value, []).append(node)
+        if self._stack:
+            self.chain[id(node)] = tuple(self._stack)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name):
@@ -237,14 +276,25 @@ def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
             plan = None
         if plan is None:
             continue  # a use fwport does not follow: the constructor keeps its no-rule error
-        if kind == "max" and not call.args and all(what in ("scope", "replicas") for _, what in plan) \
-                and _free(ctx, stmt) and _trained_by_fit(ctx, uses):
-            _data_parallel(ctx, stmt, call, plan, uses)
+        if kind == "multi" and call.args:
+            continue  # a cluster resolver or communication options: the constructor keeps its guidance error
+        why = None
+        if kind in ("max", "multi"):
+            loop = sorted({f"strategy.{_SPELLED[what]}" for _, what in plan if what in _SPELLED})
+            why = ("it is given devices" if call.args else
+                   f"the file trains in a loop of its own ({', '.join(loop)}), which the translation runs as written"
+                   if loop else _trained_by_fit(ctx, uses) if _free(ctx, stmt) else "another pass edits it")
+        if kind in ("max", "multi") and why is None:
+            _data_parallel(ctx, stmt, call, plan, uses, kind)
             continue
-        ctx.report(Severity.WARNING, "idiom-replaced", _STRATEGY_MESSAGE if kind == "max" else _DEFAULT_MESSAGE,
-                   call)
+        if kind in ("max", "multi"):
+            message = (_STRATEGY_MESSAGE if kind == "max" else _MULTI_MESSAGE) + (
+                f"; it stays one process because {why}" if why else "")
+        else:
+            message = _DEFAULT_MESSAGE if kind == "one" else _DEVICE_MESSAGE
+        ctx.report(Severity.WARNING, "idiom-replaced", message, call)
         _drop(ctx, call)
-        replicas = (f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if kind == "max" else "1")
+        replicas = (f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if kind in ("max", "multi") else "1")
         for node, what in plan:
             _plan_use(ctx, node, what, replicas)
 
@@ -268,8 +318,23 @@ _DDP_MESSAGE = (
     "MirroredStrategy splits it over its replicas; a DistributedSampler for arrays), which averages the gradients "
     "into the global batch's update (exact where every batch divides by the number of processes); "
     "num_replicas_in_sync is the number of processes (TensorFlow's count in one process); print and save "
-    "statements run in the first process only. BatchNormalization normalizes each process's share, as each "
+    "statements run in the first process only; a fit's callbacks run in every process on the global logs "
+    "(EarlyStopping and ReduceLROnPlateau decide alike everywhere), ModelCheckpoint, CSVLogger and TensorBoard "
+    "write from the first process only; compile's metric objects add up their state over the processes, so their "
+    "results are the global batches'. BatchNormalization normalizes each process's share, as each "
     "replica's in TensorFlow (docs/usage.md, Runtime and distribution)")
+_DDP_MULTI_MESSAGE = _DDP_MESSAGE.replace("tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()", 1) \
+    .replace("`torchrun --nproc_per_node=NUM_GPUS file.py` (one process per GPU, nccl;",
+             "`torchrun --nnodes=NUM_MACHINES --nproc_per_node=NUM_GPUS --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT "
+             "file.py` on every machine of TF_CONFIG's cluster (one process per GPU of each, nccl; on one machine "
+             "`torchrun --nproc_per_node=NUM_GPUS file.py`;", 1)
+_MULTI_MESSAGE = _STRATEGY_MESSAGE.replace("tf.distribute.MirroredStrategy", "tf.distribute.MultiWorkerMirroredStrategy", 1) \
+    .replace("`torchrun --nproc_per_node=NUM_GPUS file.py`", "`torchrun --nnodes=NUM_MACHINES --nproc_per_node=NUM_GPUS "
+             "--rdzv_backend=c10d --rdzv_endpoint=HOST:PORT file.py` on every machine (TF_CONFIG's cluster)")
+_DEVICE_MESSAGE = ("tf.distribute.OneDeviceStrategy(device) → one process, one replica (num_replicas_in_sync 1), its "
+                   "scope a contextlib.nullcontext(): the translation computes where torch puts its tensors (the CPU "
+                   "unless the file moves them); to compute on the strategy's GPU move the model and each batch there "
+                   "(model.to(device), x.to(device), device = torch.device(\"cuda:0\"))")
 _DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is TensorFlow's default strategy: one "
                     "replica, no distribution; its scope does nothing and num_replicas_in_sync is 1")
 
@@ -277,29 +342,103 @@ _DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is Te
 #: ctx.options: the file's MirroredStrategy became DistributedDataParallel (training.py writes the distributed loops)
 DISTRIBUTED = "_distributed"
 _SAVES = {"save", "save_weights"}
+_SPELLED = {"run": "run", "reduce": "reduce", "dataset": "experimental_distribute_dataset"}
 
 
-def _trained_by_fit(ctx: FileContext, uses: _Uses) -> bool:
-    """Whether the file trains through the written fit loop alone, in a form the distributed loop takes (the
-    training pass has planned its compiles and fits by now): a fit of a compile of one loss (no metric objects, no
-    loss per output), no callbacks (each process would run them), no train_on_batch, no train_step module, no
-    loop of the file's own (``backward()``, a GradientTape left)."""
+#: the callbacks the written fit runs in every process under torchrun (those that write files, in the first only:
+#: fitloop.FILE_CALLBACKS); their logs are the global batches' (the history's sums over the processes)
+_DDP_CALLBACKS = {f"keras.callbacks.{n}" for n in ("EarlyStopping", "ModelCheckpoint", "ReduceLROnPlateau",
+                                                   "LearningRateScheduler", "CSVLogger", "TensorBoard")}
+#: compile's metric classes whose state is sums (Keras's metric variables, summed over the replicas)
+_DDP_METRICS = {"Mean", "MeanMetricWrapper", "SparseCategoricalAccuracy", "BinaryAccuracy", "Accuracy",
+                "CategoricalAccuracy", "MeanAbsoluteError", "MeanSquaredError", "MeanAbsolutePercentageError",
+                "CosineSimilarity", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "RootMeanSquaredError", "Precision", "Recall",
+                "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives", "AUC", "Crossentropy",
+                "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy"}
+
+
+def _trained_by_fit(ctx: FileContext, uses: _Uses) -> str | None:
+    """Why the file does not train through the written fit loop alone, in a form the distributed loop takes (the
+    training pass has planned its compiles and fits by now), or None where it does: fits of compiles of one loss
+    (metric objects whose state is sums, not a loss per output), Keras's callbacks among those the loop runs
+    (_DDP_CALLBACKS), no train_on_batch, no train_step module, no loop of the file's own (``backward()``, a
+    GradientTape left)."""
     compiled = [c for c in ctx.analyses.get("compiled", []) if c.loss is not None]
     used = ctx.options.get("_fit_helpers", set())
-    if not any(id(c) in used for c in compiled) or ctx.options.get("_train_step_module") or \
-            any(c.metrics or c.outputs or c.callbacks or c.train_batch for c in compiled):
-        return False
-    return not any(call.func.attr.value in ("backward", "GradientTape", "train_on_batch", "apply_gradients")
-                   for call in uses.calls.values()) and "GradientTape" not in uses.names
+    if not any(id(c) in used for c in compiled):
+        return "no model is trained by a compile and fit the translation writes out"
+    if ctx.options.get("_train_step_module"):
+        return "a model trains through its own train_step"
+    if any(c.outputs for c in compiled):
+        return "a model is compiled with a loss per output"
+    if any(c.train_batch for c in compiled):
+        return "a model trains with train_on_batch"
+    def metric_class(expr, cls):  # a string's class, or a keras.metrics constructor's (its rule writes that class)
+        q = ctx.imports.resolve(expr.func) if not cls and isinstance(expr, cst.Call) else None
+        q = ctx.imports.names.canonical(q) if q else ""
+        return cls or (q.removeprefix("keras.metrics.") if q.startswith("keras.metrics.") else "")
+    other = sorted({name for c in compiled for name, expr, cls in c.metrics if metric_class(expr, cls) not in _DDP_METRICS})
+    if other:
+        return f"compile's metrics {', '.join(other)} are not running sums the processes can add up"
+    if any(c.callbacks for c in compiled) and (why := _callbacks_unfollowed(ctx, uses)):
+        return why
+    if any(call.func.attr.value in ("backward", "GradientTape", "train_on_batch", "apply_gradients")
+           for call in uses.calls.values()) or "GradientTape" in uses.names:
+        return "the file trains in a loop of its own (a GradientTape, apply_gradients)"
+    return None
 
 
-def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses) -> None:
+def _callbacks_unfollowed(ctx: FileContext, uses: _Uses) -> str | None:
+    """Why a fit's callbacks are not all Keras's own of _DDP_CALLBACKS (the list written in the call, or a name
+    bound once to it; each element a constructor call or a name bound once to one), or None."""
+    resolve, canonical = ctx.imports.resolve, ctx.imports.names.canonical
+    bound: dict[str, list] = {}
+    for line in uses.lines:
+        for small in line.body:
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    if isinstance(t.target, cst.Name):
+                        bound.setdefault(t.target.value, []).append(small.value)
+
+    def once(node):
+        if isinstance(node, cst.Name):
+            values = bound.get(node.value, [])
+            return values[0] if len(values) == 1 else None
+        return node
+
+    def keras_callback(node) -> str | None:
+        node = once(node)
+        if not isinstance(node, cst.Call):
+            return None
+        q = resolve(node.func)
+        return canonical(q) if q else None
+    for call in uses.calls.values():
+        if call.func.attr.value != "fit":
+            continue
+        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "callbacks"), None)
+        if given is None:
+            continue
+        listed = once(given)
+        if not isinstance(listed, (cst.List, cst.Tuple)):
+            return "a fit's callbacks are not a list the translation can read"
+        for e in listed.elements:
+            q = keras_callback(e.value) if not isinstance(e, cst.StarredElement) else None
+            if q not in _DDP_CALLBACKS:
+                return (f"a fit's callback {render(e.value)} is not one of Keras's EarlyStopping, ModelCheckpoint, "
+                        "ReduceLROnPlateau, LearningRateScheduler, CSVLogger, TensorBoard (every process would run it)")
+    return None
+
+
+def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses,
+                   kind: str = "max") -> None:
     """``strategy = tf.distribute.MirroredStrategy()`` → ``init_distributed()`` (joins torchrun's process group
     where torchrun started the file), ``num_replicas_in_sync`` → ``replicas_in_sync()``, the scope a
     ``contextlib.nullcontext()``; the written fit trains through DistributedDataParallel (training.py, DISTRIBUTED);
     the file's print and save statements run in the first process only."""
-    ctx.report(Severity.INFO, "idiom-replaced", _DDP_MESSAGE, call)
+    ctx.report(Severity.INFO, "idiom-replaced", _DDP_MESSAGE if kind == "max" else _DDP_MULTI_MESSAGE, call)
     ctx.options[DISTRIBUTED] = True
+    if any(c.metrics for c in ctx.analyses.get("compiled", []) if c.loss is not None):
+        _helpers.use(ctx, fitloop.ALL_REDUCE_METRIC)
     init = _helpers.use(ctx, "init_distributed")
     replicas = _helpers.use(ctx, "replicas_in_sync")
     _helpers.use(ctx, fitloop.DATA_PARALLEL)
@@ -339,9 +478,10 @@ def _bound(uses: _Uses) -> set[str]:
 def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> list | None:
     """Each use of the strategy's name as (node to edit, kind), or None if one is not followed."""
     target = assign.body[0].targets[0].target
+    scope = uses.owner(target)  # the uses of this binding: the names in its scope (a function's own, or the module's)
     plan = []
     for node in uses.names.get(name, []):
-        if node is target:
+        if node is target or uses.owner(node) != scope:
             continue
         attr = uses.attrs.get(id(node))
         if attr is None or attr.attr.value not in _METHODS:
@@ -740,7 +880,23 @@ def is_main_process():
     """Whether this process prints and saves: the first of torchrun's (RANK 0), or the only one."""
     return int({os}environ.get("RANK", "0")) == 0
 '''
+_ALL_REDUCE_METRIC = '''
+
+def all_reduce_metric(metric, device):
+    """Under torchrun, at an epoch's end: a compile metric's state (its running sums and counts, its confusion
+    counts) summed over the processes, as Keras sums its replicas' metric variables, so that result() is the
+    global batches' in every process."""
+    names = [k for k in ("total", "count", "true_positives", "false_positives", "true_negatives", "false_negatives")
+             if k in vars(metric)]
+    values = [{torch}as_tensor(getattr(metric, k), dtype={torch}float64) for k in names]
+    flat = {torch}cat([v.reshape(-1) for v in values]).to(device)
+    {torch}distributed.all_reduce(flat)
+    for k, v, summed in zip(names, values, flat.cpu().split([v.numel() for v in values])):
+        old = getattr(metric, k)
+        setattr(metric, k, summed.reshape(v.shape).to(old.dtype) if {torch}is_tensor(old) else float(summed))
+'''
 _helpers.HELPERS.update({"init_distributed": _INIT_DISTRIBUTED, "replicas_in_sync": _REPLICAS_IN_SYNC,
-                         fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS})
+                         fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS,
+                         fitloop.ALL_REDUCE_METRIC: _ALL_REDUCE_METRIC})
 _helpers._MODULES.setdefault("atexit", ("atexit.", "import atexit"))
 _helpers._MODULES.setdefault("random", ("random.", "import random"))
