@@ -183,22 +183,56 @@ def test_mirrored_strategy_fit_trains_alike_in_one_process_under_torchrun_and_in
 
 
 def test_a_strategy_whose_training_the_written_fit_does_not_distribute_stays_one_process():
-    # a fit with callbacks (each process would run them: ModelCheckpoint would write from every one): the strategy
-    # keeps the one-process translation and its warning, no process group
+    # a fit with a callback of the file's own (every process would run it: Keras runs it once): the strategy keeps
+    # the one-process translation and its warning, which says why, no process group
     r = _translate('''
         import tensorflow as tf
         from tensorflow import keras
+
+        class Show(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                print(epoch, logs)
 
         strategy = tf.distribute.MirroredStrategy()
         with strategy.scope():
             model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
             model.compile(optimizer="sgd", loss="mse")
-        model.fit(x, y, epochs=2, callbacks=[keras.callbacks.EarlyStopping(patience=1)])
+        model.fit(x, y, epochs=2, callbacks=[keras.callbacks.EarlyStopping(patience=1), Show()])
     ''')
     assert "init_distributed" not in r.output and "DistributedDataParallel" not in r.output
     assert "contextlib.nullcontext()" in r.output
     warn = [f for f in r.findings if f.severity is Severity.WARNING and "MirroredStrategy" in f.message]
     assert len(warn) == 1 and "one process" in warn[0].message
+    assert "callback Show() is not one of Keras's" in warn[0].message
+
+
+def test_the_metric_classes_the_distributed_fit_takes_keep_their_state_where_all_reduce_metric_sums_it():
+    # all_reduce_metric adds up the attributes named in METRIC_STATE: every metric class the distributed fit takes
+    # must keep what update_state changes there (else the processes' results would be their own)
+    torch = pytest.importorskip("torch")
+    from fwport.packs.tf2torch.passes import fitloop, runtime
+    ns = {"torch": torch, "math": __import__("math")}
+    for text in (fitloop.SAME_RANK, *fitloop.METRIC_CLASSES.values()):
+        exec(text, ns)
+    binary = (torch.tensor([[1.0], [0.0], [1.0], [0.0]]), torch.tensor([[0.9], [0.2], [0.4], [0.7]]))
+    onehot = (torch.eye(3)[[0, 2, 1, 0]], torch.softmax(torch.arange(12.0).reshape(4, 3).sin(), -1))
+    sparse = (torch.tensor([0, 2, 1, 0]), onehot[1])
+    for name in sorted(runtime._DDP_METRICS - {"Crossentropy"}):  # (the three cross-entropies' base)
+        metric = ns[name](lambda a, b: (a - b).abs()) if name == "MeanMetricWrapper" else ns[name]()
+        before = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in vars(metric).items()}
+        for data in (binary, onehot, sparse) if name != "Mean" else ((binary[1],),):
+            try:
+                metric.update_state(*data)
+                break
+            except (RuntimeError, IndexError, ValueError):
+                continue
+        else:
+            raise AssertionError(f"{name}: no sample data fits")
+        numeric = (int, float, torch.Tensor)
+        changed = {k for k, v in vars(metric).items() if k not in before or (
+            not torch.equal(torch.as_tensor(v), torch.as_tensor(before[k])) if isinstance(v, numeric)
+            else v is not before[k])}
+        assert changed and changed <= set(runtime.METRIC_STATE), (name, changed)
 
 
 def test_a_strategy_with_a_custom_loop_stays_one_process():
@@ -310,3 +344,92 @@ def test_mirrored_strategy_fit_with_callbacks_and_metric_objects_under_torchrun(
     k0, b0, k2, b2 = ns["model"].get_weights()
     for k, want in {"0.weight": k0.T, "0.bias": b0, "2.weight": k2.T, "2.bias": b2}.items():
         np.testing.assert_allclose(one_w[k].numpy(), want, atol=2e-5, err_msg=k)
+
+
+MULTI = '''
+import os
+
+import numpy as np
+import tensorflow as tf
+from tensorflow import keras
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+GLOBAL_BATCH = 4 * strategy.num_replicas_in_sync
+rng = np.random.default_rng(0)
+x = rng.normal(size=(32, 5)).astype("float32")
+t = (x[:, :1] * 2.0 - x[:, 2:3]).astype("float32")
+with strategy.scope():
+    model = keras.Sequential([keras.Input(shape=(5,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+model.load_weights(os.environ["INIT"])
+model.fit(x, t, batch_size=GLOBAL_BATCH, epochs=2, shuffle=False, verbose=0)
+model.save_weights(os.environ["OUT"])
+'''
+
+
+def test_multi_worker_strategy_runs_as_torchrun_over_two_machines(tmp_path, monkeypatch):
+    # MultiWorkerMirroredStrategy: the same program on every machine; torchrun --nnodes=2 (two launchers on this
+    # machine, one process each, meeting at a c10d rendezvous) trains what one process trains with the global batch
+    # of its one replica times two: the two-process run's global batch is 8, so the one-process run is given 8 too
+    torch = pytest.importorskip("torch")
+    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
+        pytest.skip("torch without gloo")
+    r = _translate(MULTI)
+    assert not [f for f in r.findings if f.severity is not Severity.INFO], [f.message for f in r.findings]
+    info = [f for f in r.findings if "MultiWorkerMirroredStrategy" in f.message]
+    assert len(info) == 1 and "torchrun --nnodes=NUM_MACHINES" in info[0].message
+    assert "init_distributed()" in r.output and "GLOBAL_BATCH = 4 * replicas_in_sync()" in r.output
+    (tmp_path / "train_torch.py").write_text(r.output)
+    (tmp_path / "one_torch.py").write_text(r.output.replace("GLOBAL_BATCH = 4 * replicas_in_sync()", "GLOBAL_BATCH = 8"))
+    rng = np.random.default_rng(8)
+    init = {"0.weight": rng.normal(0, 0.5, (3, 5)), "0.bias": rng.normal(0, 0.1, 3),
+            "2.weight": rng.normal(0, 0.5, (1, 3)), "2.bias": rng.normal(0, 0.1, 1)}
+    torch.save({k: torch.tensor(v, dtype=torch.float32) for k, v in init.items()}, tmp_path / "init.pt")
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "INIT": "init.pt", "OUT": "two.pt"}
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
+              "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=ddp20", "train_torch.py"]
+    nodes = [subprocess.Popen(launch, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]
+    for node in nodes:
+        out, _ = node.communicate(timeout=240)
+        assert node.returncode == 0, out[-3000:]
+    _run([sys.executable, "one_torch.py"], tmp_path, INIT="init.pt", OUT="one.pt")
+    one, two = torch.load(tmp_path / "one.pt"), torch.load(tmp_path / "two.pt")
+    for k, v in one.items():
+        assert not np.allclose(v.numpy(), init[k])
+        np.testing.assert_allclose(two[k].numpy(), v.numpy(), atol=2e-6, err_msg=k)
+
+
+def test_one_device_default_and_rebound_strategies():
+    # OneDeviceStrategy: one replica, a warning naming where torch computes; the strategy bound in two functions and
+    # at the top level (keras-io's distributed_training.py): each binding's own uses, none left as TensorFlow's
+    r = _translate('''
+        import tensorflow as tf
+        from tensorflow import keras
+
+        strategy = tf.distribute.OneDeviceStrategy("/gpu:0")
+        with strategy.scope():
+            n = strategy.num_replicas_in_sync
+
+        def build():
+            strategy = tf.distribute.MirroredStrategy()
+            with strategy.scope():
+                return keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)]), strategy.num_replicas_in_sync
+
+        def run_training():
+            strategy = tf.distribute.get_strategy()
+            with strategy.scope():
+                return strategy.num_replicas_in_sync
+    ''')
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
+    out = r.output
+    assert "tf." not in out and "n = 1" in out and out.count("contextlib.nullcontext()") == 3
+    assert "torch.cuda.device_count(), 1)" in out and "return 1" in out
+    warn = [f.message for f in r.findings if f.severity is Severity.WARNING]
+    assert len(warn) == 3 and any(m.startswith("tf.distribute.OneDeviceStrategy(device)") and "model.to(device)" in m
+                                  for m in warn)
+    assert any("it stays one process because no model is trained by a compile and fit" in m for m in warn)

@@ -133,6 +133,7 @@ class _Uses(cst.CSTVisitor):
         self.names: dict[str, list[cst.Name]] = {}
         self.attrs: dict[int, cst.Attribute] = {}  # id(value Name) → the attribute read on it
         self.calls: dict[int, cst.Call] = {}  # id(attribute) → the call whose func it is
+        self.callbacks: list[cst.BaseExpression] = []  # the callbacks= arguments of the file's calls
         self.chain: dict[int, tuple] = {}  # id(name) → the functions around it, outermost first
         self.binds: dict[int | None, set[str]] = {None: set()}  # id(function), None the module → names it binds
         self._stack: list[cst.FunctionDef] = []
@@ -185,6 +186,9 @@ class _Uses(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute):
             self.calls[id(node.func)] = node
+        for a in node.args:  # a fit's callbacks (fit(model, ...) by now, the training pass's rewrite)
+            if a.keyword is not None and a.keyword.value == "callbacks":
+                self.callbacks.append(a.value)
 
 
 def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
@@ -354,7 +358,9 @@ _DDP_METRICS = {"Mean", "MeanMetricWrapper", "SparseCategoricalAccuracy", "Binar
                 "CategoricalAccuracy", "MeanAbsoluteError", "MeanSquaredError", "MeanAbsolutePercentageError",
                 "CosineSimilarity", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "RootMeanSquaredError", "Precision", "Recall",
                 "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives", "AUC", "Crossentropy",
-                "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy"}
+                "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "ShapeAccuracy"}
+#: their state: what all_reduce_metric sums (tests/test_distributed.py checks each class's updates touch no other)
+METRIC_STATE = ("total", "count", "true_positives", "false_positives", "true_negatives", "false_negatives")
 
 
 def _trained_by_fit(ctx: FileContext, uses: _Uses) -> str | None:
@@ -412,12 +418,7 @@ def _callbacks_unfollowed(ctx: FileContext, uses: _Uses) -> str | None:
             return None
         q = resolve(node.func)
         return canonical(q) if q else None
-    for call in uses.calls.values():
-        if call.func.attr.value != "fit":
-            continue
-        given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "callbacks"), None)
-        if given is None:
-            continue
+    for given in uses.callbacks:
         listed = once(given)
         if not isinstance(listed, (cst.List, cst.Tuple)):
             return "a fit's callbacks are not a list the translation can read"
@@ -886,8 +887,7 @@ def all_reduce_metric(metric, device):
     """Under torchrun, at an epoch's end: a compile metric's state (its running sums and counts, its confusion
     counts) summed over the processes, as Keras sums its replicas' metric variables, so that result() is the
     global batches' in every process."""
-    names = [k for k in ("total", "count", "true_positives", "false_positives", "true_negatives", "false_negatives")
-             if k in vars(metric)]
+    names = [k for k in {state!r} if k in vars(metric)]
     values = [{torch}as_tensor(getattr(metric, k), dtype={torch}float64) for k in names]
     flat = {torch}cat([v.reshape(-1) for v in values]).to(device)
     {torch}distributed.all_reduce(flat)
@@ -895,6 +895,7 @@ def all_reduce_metric(metric, device):
         old = getattr(metric, k)
         setattr(metric, k, summed.reshape(v.shape).to(old.dtype) if {torch}is_tensor(old) else float(summed))
 '''
+_ALL_REDUCE_METRIC = _ALL_REDUCE_METRIC.replace("{state!r}", repr(METRIC_STATE))
 _helpers.HELPERS.update({"init_distributed": _INIT_DISTRIBUTED, "replicas_in_sync": _REPLICAS_IN_SYNC,
                          fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS,
                          fitloop.ALL_REDUCE_METRIC: _ALL_REDUCE_METRIC})
