@@ -49,7 +49,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.position import render
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch.passes import fitloop
@@ -291,6 +291,12 @@ def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
         if kind in ("max", "multi") and why is None:
             _data_parallel(ctx, stmt, call, plan, uses, kind)
             continue
+        if kind in ("max", "multi") and not call.args and loop and _free(ctx, stmt):
+            found = _replica_loop(ctx, uses, plan)
+            if isinstance(found, list):
+                _replicated(ctx, stmt, call, plan, uses, kind, found)
+                continue
+            why = found
         if kind in ("max", "multi"):
             message = (_STRATEGY_MESSAGE if kind == "max" else _MULTI_MESSAGE) + (
                 f"; it stays one process because {why}" if why else "")
@@ -452,10 +458,21 @@ def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Ca
             ctx.plans.add(node, lambda orig, upd: cst.Call(cst.Name(replicas), []), descend=False, by="runtime")
         else:
             _plan_use(ctx, node, what, "")
+    _first_process(ctx, stmt, uses, main)
+
+
+def _first_process(ctx: FileContext, stmt: cst.SimpleStatementLine, uses: _Uses, main: str,
+                   collective: tuple = ()) -> None:
+    """The file's print(...) and X.save(...) / X.save_weights(...) statements run ``if is_main_process():``;
+    one that reads a value over the processes (``collective``: a metric's result, a reduce) runs in every process,
+    as every process must join the all_reduce."""
     builtin_print = "print" not in _bound(uses)
+    joined = {id(n) for n in collective}
     for line in uses.lines:  # print(...) and model.save(...) / save_weights(...) statements: the first process's
         one = _call_of(line)
         if line is stmt or one is None or not _free(ctx, line):
+            continue
+        if joined and any(id(c) in joined for c in find_all(line, cst.Call)):
             continue
         printed = builtin_print and isinstance(one.func, cst.Name) and one.func.value == "print"
         saved = isinstance(one.func, cst.Attribute) and one.func.attr.value in _SAVES
@@ -463,6 +480,121 @@ def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Ca
             ctx.plans.add(line, lambda orig, upd: cst.If(
                 cst.Call(cst.Name(main), []), cst.IndentedBlock([upd.with_changes(leading_lines=[])]),
                 leading_lines=upd.leading_lines), by="runtime")
+
+
+_REDUCE_OPS = {"tensorflow.distribute.ReduceOp.SUM": "sum", "tensorflow.distribute.ReduceOp.MEAN": "mean"}
+
+
+def _replica_loop(ctx: FileContext, uses: _Uses, plan: list) -> list | str:
+    """A strategy whose file trains in a loop of its own (strategy.run, reduce, experimental_distribute_dataset):
+    the metric objects' ``result()`` calls to read over the processes, or why the loop is not distributed."""
+    resolve, canonical = ctx.imports.resolve, ctx.imports.names.canonical
+
+    def name_of(node):
+        q = resolve(node)
+        return canonical(q) if q else ""
+    compiled = [c for c in ctx.analyses.get("compiled", []) if c.loss is not None]
+    if any(id(c) in ctx.options.get("_fit_helpers", set()) for c in compiled):
+        return "the file also trains with compile and fit"
+    if any(call.func.attr.value.startswith(("BatchNorm", "SyncBatchNorm")) for call in uses.calls.values()):
+        return ("its model has BatchNormalization, whose moving statistics TensorFlow averages over the replicas "
+                "(each process would keep its own)")
+    for node, what in plan:
+        if what == "reduce":
+            op = call_argument(node, "reduce_op", 0)
+            if _REDUCE_OPS.get(name_of(op)) is None and str(literal_value(op, NOT_LITERAL)).lower() not in ("sum", "mean"):
+                return f"strategy.reduce's operation {render(op)} is not ReduceOp.SUM or MEAN"
+    # the metric objects: names bound once to keras.metrics constructors, read by result() over every process
+    metrics: dict[str, cst.Call] = {}
+    for line in uses.lines:
+        found = _assigned_call(line)
+        if found is not None and name_of(found[1].func).startswith("keras.metrics."):
+            if found[0] in metrics:
+                return f"the metric name {found[0]} is bound twice"
+            metrics[found[0]] = found[1]
+    made = [c for c in uses.calls.values() if name_of(c.func).startswith("keras.metrics.")]
+    if len(made) != len(metrics) or any(name_of(c.func) == "keras.metrics.Metric" for c in made):
+        return "a metric object is made other than as `name = keras.metrics.X(...)`"
+    results = []
+    for name in metrics:
+        for node in uses.names.get(name, []):
+            attr = uses.attrs.get(id(node))
+            if node in [t.target for line in uses.lines for small in line.body if isinstance(small, cst.Assign)
+                        for t in small.targets]:
+                continue
+            call = uses.calls.get(id(attr)) if attr is not None else None
+            if call is None or attr.attr.value not in ("update_state", "reset_state", "result"):
+                return (f"the metric {name} is used otherwise than update_state / result / reset_state (its state is "
+                        "each process's)")
+            if attr.attr.value == "result":
+                results.append(call)
+    if "Metric" in uses.names or "KerasMetric" in uses.names:
+        return "the file defines a metric class of its own"
+    return results
+
+
+def _replicated(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses, kind: str,
+                results: list) -> None:
+    """``strategy = MirroredStrategy()`` with a loop of the file's own → ``init_replicas()`` (torchrun's process
+    group; every optimizer step sums the gradients over the processes first, as the strategy's apply_gradients
+    sums its replicas'), ``experimental_distribute_dataset(ds)`` → ``distribute_dataset(ds)`` (this process's
+    share of every global batch), ``run(fn, args=...)`` → ``fn(...)`` (each process is one replica),
+    ``reduce(op, v, axis=None)`` → ``reduce_replicas(op, v)`` (all_reduce), a metric's ``m.result()`` →
+    ``replicas_result(m)`` (its state summed over the processes), print and save statements in the first
+    process only."""
+    ctx.report(Severity.INFO, "idiom-replaced", _LOOP_MESSAGE.replace(
+        "tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()" if kind == "multi"
+        else "tf.distribute.MirroredStrategy()"), call)
+    init = _helpers.use(ctx, "init_replicas")
+    _helpers.use(ctx, "init_distributed")
+    main = _helpers.use(ctx, fitloop.MAIN_PROCESS)
+    ctx.plans.add(stmt, lambda orig, upd: cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(init), []))],
+                                                                  leading_lines=upd.leading_lines),
+                  descend=False, by="runtime")
+    for node, what in plan:
+        if what == "replicas":
+            replicas = _helpers.use(ctx, "replicas_in_sync")
+            ctx.plans.add(node, lambda orig, upd, r=replicas: cst.Call(cst.Name(r), []), descend=False, by="runtime")
+        elif what == "dataset":
+            shares = _helpers.use(ctx, "distribute_dataset")
+            ctx.plans.add(node, lambda orig, upd, f=shares: cst.Call(cst.Name(f), [cst.Arg(upd.args[0].value)]),
+                          by="runtime")
+        elif what == "reduce":
+            reduce = _helpers.use(ctx, "reduce_replicas")
+            op = call_argument(node, "reduce_op", 0)
+            q = ctx.imports.resolve(op)
+            text = _REDUCE_OPS.get(ctx.imports.names.canonical(q) if q else "") or \
+                str(literal_value(op, NOT_LITERAL)).lower()
+
+            def reduce_call(orig, upd, f=reduce, text=text):
+                value = call_argument(upd, "value", 1)
+                return cst.Call(cst.Name(f), [cst.Arg(cst.SimpleString(f'"{text}"'),
+                                                      comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                              cst.Arg(value)])
+            ctx.plans.add(node, reduce_call, by="runtime")
+        else:
+            _plan_use(ctx, node, what, "")
+    if results:
+        read = _helpers.use(ctx, "replicas_result")
+        _helpers.use(ctx, fitloop.ALL_REDUCE_METRIC)
+        for r in results:
+            ctx.plans.add(r, lambda orig, upd, f=read: cst.Call(cst.Name(f), [cst.Arg(upd.func.value)]), by="runtime")
+    _first_process(ctx, stmt, uses, main, (*results, *(node for node, what in plan if what == "reduce")))
+
+
+_LOOP_MESSAGE = (
+    "tf.distribute.MirroredStrategy() with a loop of the file's own → torch.distributed under torchrun: launch the "
+    "translation with `torchrun --nproc_per_node=NUM_GPUS file.py` (gloo on CPUs); `python file.py` runs it in one "
+    "process over the whole global batch. init_replicas() joins torchrun's process group and makes every optimizer "
+    "step first sum the gradients over the processes (all_reduce), as the strategy's apply_gradients sums its "
+    "replicas'; experimental_distribute_dataset(ds) → distribute_dataset(ds), each process iterating over its share "
+    "of every global batch (tensor_split, as the strategy splits it over its replicas); strategy.run(fn, args) → "
+    "fn(*args), each process one replica; strategy.reduce(op, v, axis=None) → reduce_replicas(op, v) (all_reduce; "
+    "MEAN divides by the number of processes); a metric's result() → replicas_result(metric), its state summed over "
+    "the processes; num_replicas_in_sync the number of processes; print and save statements in the first process "
+    "only (a print that reads a metric's result or a reduce, in every process: each joins the all_reduce). Exact where the losses are scaled by the global batch (tf.nn.compute_average_loss(..., "
+    "global_batch_size=)) and every global batch divides by the number of processes (docs/usage.md, Runtime and "
+    "distribution)")
 
 
 def _bound(uses: _Uses) -> set[str]:
@@ -896,6 +1028,74 @@ def all_reduce_metric(metric, device):
         setattr(metric, k, summed.reshape(v.shape).to(old.dtype) if {torch}is_tensor(old) else float(summed))
 '''
 _ALL_REDUCE_METRIC = _ALL_REDUCE_METRIC.replace("{state!r}", repr(METRIC_STATE))
+_INIT_REPLICAS = '''
+
+def init_replicas():
+    """tf.distribute.MirroredStrategy() for a training loop of the file's own: init_distributed(); under torchrun
+    every optimizer step then first sums the gradients over the processes, as the strategy's apply_gradients sums
+    its replicas' (their losses divided by the global batch size: tf.nn.compute_average_loss)."""
+    init_distributed()
+    if {torch}distributed.is_initialized() and {torch}distributed.get_world_size() > 1:
+        def sum_gradients(optimizer, args, kwargs):
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        {torch}distributed.all_reduce(p.grad)
+        from torch.optim.optimizer import register_optimizer_step_pre_hook  # (every optimizer's)
+
+        register_optimizer_step_pre_hook(sum_gradients)
+'''
+_DISTRIBUTE_DATASET = '''
+
+class distribute_dataset:
+    """strategy.experimental_distribute_dataset(dataset): under torchrun each process iterates over its share of
+    every global batch (each tensor split along its first axis into as many parts as processes, as the strategy
+    splits a batch over its replicas); in one process the batches themselves."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __iter__(self):
+        if not {torch}distributed.is_initialized():
+            yield from self.dataset
+            return
+        rank, world = {torch}distributed.get_rank(), {torch}distributed.get_world_size()
+
+        def share(value):
+            if isinstance(value, (tuple, list)):
+                return type(value)(share(v) for v in value)
+            if isinstance(value, dict):
+                return {k: share(v) for k, v in value.items()}
+            return {torch}as_tensor(value).tensor_split(world)[rank]
+        for batch in self.dataset:
+            yield share(batch)
+'''
+_REDUCE_REPLICAS = '''
+
+def reduce_replicas(op, value):
+    """strategy.reduce(ReduceOp.SUM / MEAN, value, axis=None): the processes' values summed (all_reduce), or
+    their mean; in one process the value itself."""
+    if not {torch}distributed.is_initialized():
+        return value
+    total = {torch}as_tensor(value).detach().clone()
+    {torch}distributed.all_reduce(total)
+    return total / {torch}distributed.get_world_size() if op == "mean" else total
+'''
+_REPLICAS_RESULT = '''
+
+def replicas_result(metric):
+    """metric.result() under a strategy: the result of its state summed over the processes (as the strategy sums
+    its replicas' metric variables), the metric itself unchanged; in one process its result()."""
+    if not {torch}distributed.is_initialized():
+        return metric.result()
+    summed = {copy}deepcopy(metric)
+    all_reduce_metric(summed, {torch}device("cuda", {torch}cuda.current_device()) if {torch}cuda.is_available()
+                      else {torch}device("cpu"))
+    return summed.result()
+'''
+_helpers.HELPERS.update({"init_replicas": _INIT_REPLICAS, "distribute_dataset": _DISTRIBUTE_DATASET,
+                         "reduce_replicas": _REDUCE_REPLICAS, "replicas_result": _REPLICAS_RESULT})
+_helpers.DATA_DEPS.update({"init_replicas": ("init_distributed",), "replicas_result": (fitloop.ALL_REDUCE_METRIC,)})
 _helpers.HELPERS.update({"init_distributed": _INIT_DISTRIBUTED, "replicas_in_sync": _REPLICAS_IN_SYNC,
                          fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS,
                          fitloop.ALL_REDUCE_METRIC: _ALL_REDUCE_METRIC})
