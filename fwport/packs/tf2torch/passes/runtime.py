@@ -22,6 +22,13 @@ are applied by the rule pass, its finish step removes the lines it marked).
   each process on its share of every global batch, as MirroredStrategy splits it over its replicas (a
   DistributedSampler over arrays, set_epoch every epoch; a dataset's batches split by ``tensor_split``), and sums
   its history over the processes. An info finding at the strategy says how to launch it (torchrun).
+  Also with Keras's callbacks (every process runs them on the global logs; ModelCheckpoint, CSVLogger and
+  TensorBoard write from the first only) and compile's metric objects (their state summed: ``all_reduce_metric``).
+  ``MultiWorkerMirroredStrategy()`` likewise (torchrun --nnodes). A strategy's uses are its binding's scope's.
+- Such a strategy with a loop of the file's own (``strategy.run`` / ``reduce`` / ``experimental_distribute_dataset``;
+  ``_replica_loop``, ``_replicated``): ``init_replicas()`` (every optimizer step sums the gradients over torchrun's
+  processes first), ``distribute_dataset(ds)``, ``fn(...)``, ``reduce_replicas(op, v)``, ``replicas_result(m)``.
+- ``OneDeviceStrategy(device)``: one replica, as ``get_strategy()`` below, with a warning.
 - Such a strategy otherwise (given devices, in a file trained in another way), one whose uses include
   ``strategy.run(fn, args=...)``, ``strategy.reduce(op, value, axis=None)`` or
   ``strategy.experimental_distribute_dataset(ds)`` (a loop of the file's own), or ``tf.distribute.get_strategy()``: the program runs in one process over the whole global batch, which is the
@@ -92,7 +99,7 @@ NAMES = {*SETTINGS, *WARNED, *PLOT_MODEL, *STRATEGIES, SCALAR, POLICY,
          "tensorflow.distribute.ReduceOp.SUM", "tensorflow.distribute.ReduceOp.MEAN"}  # (reduce's op: dropped)
 MARK = "__fwport_drop_statement__"
 
-_METHODS = {"scope", "num_replicas_in_sync", "run", "reduce", "experimental_distribute_dataset"}
+_METHODS = {"scope", "num_replicas_in_sync", "run", "experimental_run_v2", "reduce", "experimental_distribute_dataset"}
 
 
 def _call_of(stmt: cst.CSTNode) -> cst.Call | None:
@@ -523,7 +530,7 @@ def _replica_loop(ctx: FileContext, uses: _Uses, plan: list) -> list | str:
                         for t in small.targets]:
                 continue
             call = uses.calls.get(id(attr)) if attr is not None else None
-            if call is None or attr.attr.value not in ("update_state", "reset_state", "result"):
+            if call is None or attr.attr.value not in ("update_state", "reset_state", "reset_states", "result"):
                 return (f"the metric {name} is used otherwise than update_state / result / reset_state (its state is "
                         "each process's)")
             if attr.attr.value == "result":
@@ -632,7 +639,7 @@ def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> l
             if call.args or not any(item.item is call and item.asname is None for w in uses.withs for item in w.items):
                 return None
             plan.append((call, "scope"))
-        elif method == "run":
+        elif method in ("run", "experimental_run_v2"):  # (TensorFlow 2.0 / 2.1's name of run)
             if not call.args or call.args[0].keyword is not None or any(a.star for a in call.args):
                 return None
             if any(a.keyword is not None and a.keyword.value not in ("args", "kwargs") for a in call.args[1:]) or \
