@@ -972,7 +972,7 @@ NAMES.update({LOSS_BASE, METRIC_BASE})
 
 _INIT_DISTRIBUTED = '''
 
-def init_distributed():
+def init_distributed(backend=None):
     """tf.distribute.MirroredStrategy() as torch's DistributedDataParallel. Launched by torchrun (torchrun
     --nproc_per_node=NUM_GPUS file.py sets WORLD_SIZE, RANK and LOCAL_RANK), this process joins the group of one
     process per device (nccl on GPUs, gloo on CPUs), left when the program ends, and takes the first process's
@@ -980,7 +980,7 @@ def init_distributed():
     if "WORLD_SIZE" in {os}environ and not {torch}distributed.is_initialized():
         if {torch}cuda.is_available():
             {torch}cuda.set_device(int({os}environ["LOCAL_RANK"]))
-        {torch}distributed.init_process_group("nccl" if {torch}cuda.is_available() else "gloo")
+        {torch}distributed.init_process_group(backend or ("nccl" if {torch}cuda.is_available() else "gloo"))
         def leave():  # at the program's end: once every process is done (the first may be saving), leave the group
             {torch}distributed.barrier()
             {torch}distributed.destroy_process_group()
@@ -1040,8 +1040,10 @@ _INIT_REPLICAS = '''
 def init_replicas():
     """tf.distribute.MirroredStrategy() for a training loop of the file's own: init_distributed(); under torchrun
     every optimizer step then first sums the gradients over the processes, as the strategy's apply_gradients sums
-    its replicas' (their losses divided by the global batch size: tf.nn.compute_average_loss)."""
-    init_distributed()
+    its replicas' (their losses divided by the global batch size: tf.nn.compute_average_loss). The file's own
+    loop computes where it puts its tensors (the CPU unless it moves them): gloo carries CPU tensors, nccl CUDA
+    ones."""
+    init_distributed("cpu:gloo,cuda:nccl" if {torch}cuda.is_available() else "gloo")
     if {torch}distributed.is_initialized() and {torch}distributed.get_world_size() > 1:
         def sum_gradients(optimizer, args, kwargs):
             for group in optimizer.param_groups:
