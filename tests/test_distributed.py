@@ -474,3 +474,10 @@ def test_one_device_default_and_rebound_strategies():
     assert len(warn) == 3 and any(m.startswith("tf.distribute.OneDeviceStrategy(device)") and "model.to(device)" in m
                                   for m in warn)
     assert any("it stays one process because no model is trained by a compile and fit" in m for m in warn)
+
+
+def test_a_multi_worker_strategy_with_a_custom_loop_says_how_to_launch_over_machines():
+    r = _translate(LOOP.replace("tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()"))
+    info = [f.message for f in r.findings if "MultiWorkerMirroredStrategy() with a loop of the file's own" in f.message]
+    assert len(info) == 1 and "torchrun --nnodes=NUM_MACHINES" in info[0]
+    assert "init_replicas()" in r.output and 'reduce_replicas("sum", per_replica_losses)' in r.output

@@ -549,9 +549,11 @@ def _replicated(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call,
     ``reduce(op, v, axis=None)`` → ``reduce_replicas(op, v)`` (all_reduce), a metric's ``m.result()`` →
     ``replicas_result(m)`` (its state summed over the processes), print and save statements in the first
     process only."""
-    ctx.report(Severity.INFO, "idiom-replaced", _LOOP_MESSAGE.replace(
-        "tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()" if kind == "multi"
-        else "tf.distribute.MirroredStrategy()"), call)
+    message = _LOOP_MESSAGE if kind != "multi" else _LOOP_MESSAGE.replace(
+        "tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()", 1).replace(
+        "`torchrun --nproc_per_node=NUM_GPUS file.py`", "`torchrun --nnodes=NUM_MACHINES --nproc_per_node=NUM_GPUS "
+        "--rdzv_backend=c10d --rdzv_endpoint=HOST:PORT file.py` on every machine", 1)
+    ctx.report(Severity.INFO, "idiom-replaced", message, call)
     init = _helpers.use(ctx, "init_replicas")
     _helpers.use(ctx, "init_distributed")
     main = _helpers.use(ctx, fitloop.MAIN_PROCESS)
