@@ -481,3 +481,31 @@ def test_a_multi_worker_strategy_with_a_custom_loop_says_how_to_launch_over_mach
     info = [f.message for f in r.findings if "MultiWorkerMirroredStrategy() with a loop of the file's own" in f.message]
     assert len(info) == 1 and "torchrun --nnodes=NUM_MACHINES" in info[0]
     assert "init_replicas()" in r.output and 'reduce_replicas("sum", per_replica_losses)' in r.output
+
+
+def test_a_custom_loop_reads_metric_objects_over_the_processes_or_stays_one_process():
+    src = '''
+        import tensorflow as tf
+        from tensorflow.keras.metrics import Mean
+
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            w = tf.Variable(1.0)
+            tracker = Mean()
+        HOLDER
+
+        def step(x):
+            tracker.update_state(x * w)
+            return x * w
+
+        out = strategy.reduce("SUM", strategy.run(step, args=(2.0,)), axis=None)
+        print(tracker.result())
+    '''
+    r = _translate(src.replace("HOLDER", ""))
+    assert 'out = reduce_replicas("sum", step(2.0))' in r.output
+    assert "    print(replicas_result(tracker))" not in r.output and "print(replicas_result(tracker))" in r.output
+    # a metric object kept in an attribute: its result() would be each process's own, so one process
+    r = _translate(src.replace("HOLDER", "holder = type('H', (), {})()\n        holder.acc = Mean()"))
+    assert "init_replicas" not in r.output
+    warn = [f.message for f in r.findings if f.severity is Severity.WARNING and "MirroredStrategy" in f.message]
+    assert len(warn) == 1 and "a metric object is made other than as `name = keras.metrics.X(...)`" in warn[0]

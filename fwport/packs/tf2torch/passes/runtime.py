@@ -141,6 +141,7 @@ class _Uses(cst.CSTVisitor):
         self.attrs: dict[int, cst.Attribute] = {}  # id(value Name) → the attribute read on it
         self.calls: dict[int, cst.Call] = {}  # id(attribute) → the call whose func it is
         self.callbacks: list[cst.BaseExpression] = []  # the callbacks= arguments of the file's calls
+        self.every_call: list[cst.Call] = []
         self.chain: dict[int, tuple] = {}  # id(name) → the functions around it, outermost first
         self.binds: dict[int | None, set[str]] = {None: set()}  # id(function), None the module → names it binds
         self._stack: list[cst.FunctionDef] = []
@@ -193,6 +194,7 @@ class _Uses(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute):
             self.calls[id(node.func)] = node
+        self.every_call.append(node)
         for a in node.args:  # a fit's callbacks (fit(model, ...) by now, the training pass's rewrite)
             if a.keyword is not None and a.keyword.value == "callbacks":
                 self.callbacks.append(a.value)
@@ -515,11 +517,13 @@ def _replica_loop(ctx: FileContext, uses: _Uses, plan: list) -> list | str:
     metrics: dict[str, cst.Call] = {}
     for line in uses.lines:
         found = _assigned_call(line)
-        if found is not None and name_of(found[1].func).startswith("keras.metrics."):
+        if found is not None and name_of(found[1].func).startswith("keras.metrics.") and \
+                name_of(found[1].func).rsplit(".", 1)[-1][:1].isupper():
             if found[0] in metrics:
                 return f"the metric name {found[0]} is bound twice"
             metrics[found[0]] = found[1]
-    made = [c for c in uses.calls.values() if name_of(c.func).startswith("keras.metrics.")]
+    made = [c for c in uses.every_call if name_of(c.func).startswith("keras.metrics.")
+            and name_of(c.func).rsplit(".", 1)[-1][:1].isupper()]  # (a metric class; its functions keep no state)
     if len(made) != len(metrics) or any(name_of(c.func) == "keras.metrics.Metric" for c in made):
         return "a metric object is made other than as `name = keras.metrics.X(...)`"
     results = []
