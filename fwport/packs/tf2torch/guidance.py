@@ -59,8 +59,9 @@ GUIDANCE: dict[str, str] = {
         "(third-party, need graphviz) draw it",
     "tensorflow.distribute.MirroredStrategy":
         "the strategy is used beyond `with strategy.scope():`, num_replicas_in_sync, run(fn, args=...), "
-        "reduce(op, value, axis=None) and experimental_distribute_dataset(ds) (which fwport translates as one "
-        "process over the global batch): distribute with torch's DistributedDataParallel under torchrun "
+        "reduce(op, value, axis=None) and experimental_distribute_dataset(ds) (which fwport translates for "
+        "torchrun's processes or one process), or its name is bound to another strategy in the same scope: "
+        "distribute with torch's DistributedDataParallel under torchrun "
         "(init_process_group, DistributedDataParallel(model), a DistributedSampler per DataLoader, see "
         "docs/usage.md), or keep one process",
     "tensorflow.distribute.MultiWorkerMirroredStrategy":

@@ -84,10 +84,12 @@ PLANNERS: tuple[Planner, ...] = (
     # keras.metrics.Metric subclasses → KerasLoss / KerasMetric (passes/runtime.py)
     Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
                                r"run_functions_eagerly|experimental_enable_numpy_behavior|"
-                               r"plot_model|MirroredStrategy|get_strategy|as_default|Loss|Metric|set_global_policy)\b",
+                               r"plot_model|(?:MultiWorker)?MirroredStrategy|OneDeviceStrategy|get_strategy|as_default|Loss|Metric|"
+                               r"set_global_policy)\b",
                                "set_memory_growth", "set_log_device_placement", "set_soft_device_placement", "set_global_policy",
                                "run_functions_eagerly", "experimental_enable_numpy_behavior",
-                               "plot_model", "MirroredStrategy", "get_strategy", "as_default", "Loss", "Metric"),
+                               "plot_model", "MirroredStrategy", "OneDeviceStrategy", "get_strategy", "as_default", "Loss",
+                               "Metric"),
             runtime.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a

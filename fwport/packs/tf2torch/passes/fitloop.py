@@ -91,6 +91,9 @@ METHODS = {
 }
 #: the helpers runtime.py writes for a MirroredStrategy made DistributedDataParallel, which the distributed loops call
 DATA_PARALLEL, MAIN_PROCESS = "data_parallel", "is_main_process"
+ALL_REDUCE_METRIC = "all_reduce_metric"  # ... and where compile has metric objects
+#: under torchrun the callbacks that write files run in the first process only (the others in every process)
+FILE_CALLBACKS = ("ModelCheckpoint", "CSVLogger", "TensorBoard")
 #: the functions written for a compile (each named once per set, fit_2... for a second set)
 FUNCTIONS = ("fit", "evaluate", "predict", "train_on_batch")
 
@@ -524,6 +527,11 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     ]
     if cbs:
         lines += CALLBACKS_BEGIN
+        if distributed:  # (before on_train_begin: a CSVLogger opens its file there)
+            at = lines.index("    for callback in callbacks:", len(lines) - len(CALLBACKS_BEGIN))
+            lines[at:at] = [
+                "    if rank > 0:  # under torchrun: the callbacks that write files write from the first process only",
+                f"        callbacks = [c for c in callbacks if type(c).__name__ not in {FILE_CALLBACKS!r}]"]
     if weighted:
         lines += [
             "    if class_weight is not None:  # the same loss, one value per element, which the class weights scale",
@@ -637,6 +645,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"            {spell('torch.distributed.all_reduce')}(sums)",
             f"            {sums} = sums.tolist()",
         ]
+    if distributed and ms:
+        lines += ["        if world > 1:  # each metric's state summed over the processes, as Keras sums its replicas'",
+                  "            for metric in metrics.values():",
+                  f"                {ALL_REDUCE_METRIC}(metric, device)"]
     lines.append(f'        history["loss"].append(total / {fit_size})')
     if acc:
         lines.append(f'        history["{name}"].append(correct / {fit_size})')

@@ -22,6 +22,13 @@ are applied by the rule pass, its finish step removes the lines it marked).
   each process on its share of every global batch, as MirroredStrategy splits it over its replicas (a
   DistributedSampler over arrays, set_epoch every epoch; a dataset's batches split by ``tensor_split``), and sums
   its history over the processes. An info finding at the strategy says how to launch it (torchrun).
+  Also with Keras's callbacks (every process runs them on the global logs; ModelCheckpoint, CSVLogger and
+  TensorBoard write from the first only) and compile's metric objects (their state summed: ``all_reduce_metric``).
+  ``MultiWorkerMirroredStrategy()`` likewise (torchrun --nnodes). A strategy's uses are its binding's scope's.
+- Such a strategy with a loop of the file's own (``strategy.run`` / ``reduce`` / ``experimental_distribute_dataset``;
+  ``_replica_loop``, ``_replicated``): ``init_replicas()`` (every optimizer step sums the gradients over torchrun's
+  processes first), ``distribute_dataset(ds)``, ``fn(...)``, ``reduce_replicas(op, v)``, ``replicas_result(m)``.
+- ``OneDeviceStrategy(device)``: one replica, as ``get_strategy()`` below, with a warning.
 - Such a strategy otherwise (given devices, in a file trained in another way), one whose uses include
   ``strategy.run(fn, args=...)``, ``strategy.reduce(op, value, axis=None)`` or
   ``strategy.experimental_distribute_dataset(ds)`` (a loop of the file's own), or ``tf.distribute.get_strategy()``: the program runs in one process over the whole global batch, which is the
@@ -49,7 +56,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.position import render
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch.passes import fitloop
@@ -80,7 +87,11 @@ WARNED = {
 PLOT_MODEL = {"keras.utils.plot_model"}
 #: Keras's global dtype policy: float32 is torch's default, a mixed one is what torch.autocast does per region
 POLICY = "keras.mixed_precision.set_global_policy"
-STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distribute.get_strategy": "one"}
+STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distribute.get_strategy": "one",
+              # the same program on every machine (TF_CONFIG names them): torchrun --nnodes, one process per GPU
+              "tensorflow.distribute.MultiWorkerMirroredStrategy": "multi",
+              "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy": "multi",
+              "tensorflow.distribute.OneDeviceStrategy": "device"}
 SCALAR = "tensorflow.summary.scalar"
 WRITER = "tensorflow.summary.create_file_writer"
 #: every source name this planner translates (bench/coverage.py counts them)
@@ -88,7 +99,7 @@ NAMES = {*SETTINGS, *WARNED, *PLOT_MODEL, *STRATEGIES, SCALAR, POLICY,
          "tensorflow.distribute.ReduceOp.SUM", "tensorflow.distribute.ReduceOp.MEAN"}  # (reduce's op: dropped)
 MARK = "__fwport_drop_statement__"
 
-_METHODS = {"scope", "num_replicas_in_sync", "run", "reduce", "experimental_distribute_dataset"}
+_METHODS = {"scope", "num_replicas_in_sync", "run", "experimental_run_v2", "reduce", "experimental_distribute_dataset"}
 
 
 def _call_of(stmt: cst.CSTNode) -> cst.Call | None:
@@ -129,15 +140,52 @@ class _Uses(cst.CSTVisitor):
         self.names: dict[str, list[cst.Name]] = {}
         self.attrs: dict[int, cst.Attribute] = {}  # id(value Name) → the attribute read on it
         self.calls: dict[int, cst.Call] = {}  # id(attribute) → the call whose func it is
+        self.callbacks: list[cst.BaseExpression] = []  # the callbacks= arguments of the file's calls
+        self.every_call: list[cst.Call] = []
+        self.chain: dict[int, tuple] = {}  # id(name) → the functions around it, outermost first
+        self.binds: dict[int | None, set[str]] = {None: set()}  # id(function), None the module → names it binds
+        self._stack: list[cst.FunctionDef] = []
 
     def visit_SimpleStatementLine(self, node) -> None:
         self.lines.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._bind(node.name.value)
+        self._stack.append(node)
+        self.binds.setdefault(id(node), set())
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._stack.pop()
+
+    def _bind(self, name: str) -> None:
+        self.binds[id(self._stack[-1]) if self._stack else None].add(name)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bind(node.name.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target.value)
+
+    def owner(self, node: cst.Name) -> int | None:
+        """The scope whose binding of the name ``node`` reads (its innermost function binding it, else the
+        module): id of the function, None for the module."""
+        for fn in reversed(self.chain.get(id(node), ())):
+            if node.value in self.binds.get(id(fn), ()):
+                return id(fn)
+        return None
 
     def visit_With(self, node) -> None:
         self.withs.append(node)
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.setdefault(node.value, []).append(node)
+        if self._stack:
+            self.chain[id(node)] = tuple(self._stack)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name):
@@ -146,6 +194,10 @@ class _Uses(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute):
             self.calls[id(node.func)] = node
+        self.every_call.append(node)
+        for a in node.args:  # a fit's callbacks (fit(model, ...) by now, the training pass's rewrite)
+            if a.keyword is not None and a.keyword.value == "callbacks":
+                self.callbacks.append(a.value)
 
 
 def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
@@ -237,14 +289,31 @@ def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
             plan = None
         if plan is None:
             continue  # a use fwport does not follow: the constructor keeps its no-rule error
-        if kind == "max" and not call.args and all(what in ("scope", "replicas") for _, what in plan) \
-                and _free(ctx, stmt) and _trained_by_fit(ctx, uses):
-            _data_parallel(ctx, stmt, call, plan, uses)
+        if kind == "multi" and call.args:
+            continue  # a cluster resolver or communication options: the constructor keeps its guidance error
+        why = None
+        if kind in ("max", "multi"):
+            loop = sorted({f"strategy.{_SPELLED[what]}" for _, what in plan if what in _SPELLED})
+            why = ("it is given devices" if call.args else
+                   f"the file trains in a loop of its own ({', '.join(loop)}), which the translation runs as written"
+                   if loop else _trained_by_fit(ctx, uses) if _free(ctx, stmt) else "another pass edits it")
+        if kind in ("max", "multi") and why is None:
+            _data_parallel(ctx, stmt, call, plan, uses, kind)
             continue
-        ctx.report(Severity.WARNING, "idiom-replaced", _STRATEGY_MESSAGE if kind == "max" else _DEFAULT_MESSAGE,
-                   call)
+        if kind in ("max", "multi") and not call.args and loop and _free(ctx, stmt):
+            found = _replica_loop(ctx, uses, plan)
+            if isinstance(found, list):
+                _replicated(ctx, stmt, call, plan, uses, kind, found)
+                continue
+            why = found
+        if kind in ("max", "multi"):
+            message = (_STRATEGY_MESSAGE if kind == "max" else _MULTI_MESSAGE) + (
+                f"; it stays one process because {why}" if why else "")
+        else:
+            message = _DEFAULT_MESSAGE if kind == "one" else _DEVICE_MESSAGE
+        ctx.report(Severity.WARNING, "idiom-replaced", message, call)
         _drop(ctx, call)
-        replicas = (f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if kind == "max" else "1")
+        replicas = (f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if kind in ("max", "multi") else "1")
         for node, what in plan:
             _plan_use(ctx, node, what, replicas)
 
@@ -268,8 +337,23 @@ _DDP_MESSAGE = (
     "MirroredStrategy splits it over its replicas; a DistributedSampler for arrays), which averages the gradients "
     "into the global batch's update (exact where every batch divides by the number of processes); "
     "num_replicas_in_sync is the number of processes (TensorFlow's count in one process); print and save "
-    "statements run in the first process only. BatchNormalization normalizes each process's share, as each "
+    "statements run in the first process only; a fit's callbacks run in every process on the global logs "
+    "(EarlyStopping and ReduceLROnPlateau decide alike everywhere), ModelCheckpoint, CSVLogger and TensorBoard "
+    "write from the first process only; compile's metric objects add up their state over the processes, so their "
+    "results are the global batches'. BatchNormalization normalizes each process's share, as each "
     "replica's in TensorFlow (docs/usage.md, Runtime and distribution)")
+_DDP_MULTI_MESSAGE = _DDP_MESSAGE.replace("tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()", 1) \
+    .replace("`torchrun --nproc_per_node=NUM_GPUS file.py` (one process per GPU, nccl;",
+             "`torchrun --nnodes=NUM_MACHINES --nproc_per_node=NUM_GPUS --rdzv_backend=c10d --rdzv_endpoint=HOST:PORT "
+             "file.py` on every machine of TF_CONFIG's cluster (one process per GPU of each, nccl; on one machine "
+             "`torchrun --nproc_per_node=NUM_GPUS file.py`;", 1)
+_MULTI_MESSAGE = _STRATEGY_MESSAGE.replace("tf.distribute.MirroredStrategy", "tf.distribute.MultiWorkerMirroredStrategy", 1) \
+    .replace("`torchrun --nproc_per_node=NUM_GPUS file.py`", "`torchrun --nnodes=NUM_MACHINES --nproc_per_node=NUM_GPUS "
+             "--rdzv_backend=c10d --rdzv_endpoint=HOST:PORT file.py` on every machine (TF_CONFIG's cluster)")
+_DEVICE_MESSAGE = ("tf.distribute.OneDeviceStrategy(device) → one process, one replica (num_replicas_in_sync 1), its "
+                   "scope a contextlib.nullcontext(): the translation computes where torch puts its tensors (the CPU "
+                   "unless the file moves them); to compute on the strategy's GPU move the model and each batch there "
+                   "(model.to(device), x.to(device), device = torch.device(\"cuda:0\"))")
 _DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is TensorFlow's default strategy: one "
                     "replica, no distribution; its scope does nothing and num_replicas_in_sync is 1")
 
@@ -277,29 +361,100 @@ _DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is Te
 #: ctx.options: the file's MirroredStrategy became DistributedDataParallel (training.py writes the distributed loops)
 DISTRIBUTED = "_distributed"
 _SAVES = {"save", "save_weights"}
+_SPELLED = {"run": "run", "reduce": "reduce", "dataset": "experimental_distribute_dataset"}
 
 
-def _trained_by_fit(ctx: FileContext, uses: _Uses) -> bool:
-    """Whether the file trains through the written fit loop alone, in a form the distributed loop takes (the
-    training pass has planned its compiles and fits by now): a fit of a compile of one loss (no metric objects, no
-    loss per output), no callbacks (each process would run them), no train_on_batch, no train_step module, no
-    loop of the file's own (``backward()``, a GradientTape left)."""
+#: the callbacks the written fit runs in every process under torchrun (those that write files, in the first only:
+#: fitloop.FILE_CALLBACKS); their logs are the global batches' (the history's sums over the processes)
+_DDP_CALLBACKS = {f"keras.callbacks.{n}" for n in ("EarlyStopping", "ModelCheckpoint", "ReduceLROnPlateau",
+                                                   "LearningRateScheduler", "CSVLogger", "TensorBoard")}
+#: compile's metric classes whose state is sums (Keras's metric variables, summed over the replicas)
+_DDP_METRICS = {"Mean", "MeanMetricWrapper", "SparseCategoricalAccuracy", "BinaryAccuracy", "Accuracy",
+                "CategoricalAccuracy", "MeanAbsoluteError", "MeanSquaredError", "MeanAbsolutePercentageError",
+                "CosineSimilarity", "TopKCategoricalAccuracy", "SparseTopKCategoricalAccuracy", "RootMeanSquaredError", "Precision", "Recall",
+                "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives", "AUC", "Crossentropy",
+                "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "ShapeAccuracy"}
+#: their state: what all_reduce_metric sums (tests/test_distributed.py checks each class's updates touch no other)
+METRIC_STATE = ("total", "count", "true_positives", "false_positives", "true_negatives", "false_negatives")
+
+
+def _trained_by_fit(ctx: FileContext, uses: _Uses) -> str | None:
+    """Why the file does not train through the written fit loop alone, in a form the distributed loop takes (the
+    training pass has planned its compiles and fits by now), or None where it does: fits of compiles of one loss
+    (metric objects whose state is sums, not a loss per output), Keras's callbacks among those the loop runs
+    (_DDP_CALLBACKS), no train_on_batch, no train_step module, no loop of the file's own (``backward()``, a
+    GradientTape left)."""
     compiled = [c for c in ctx.analyses.get("compiled", []) if c.loss is not None]
     used = ctx.options.get("_fit_helpers", set())
-    if not any(id(c) in used for c in compiled) or ctx.options.get("_train_step_module") or \
-            any(c.metrics or c.outputs or c.callbacks or c.train_batch for c in compiled):
-        return False
-    return not any(call.func.attr.value in ("backward", "GradientTape", "train_on_batch", "apply_gradients")
-                   for call in uses.calls.values()) and "GradientTape" not in uses.names
+    if not any(id(c) in used for c in compiled):
+        return "no model is trained by a compile and fit the translation writes out"
+    if ctx.options.get("_train_step_module"):
+        return "a model trains through its own train_step"
+    if any(c.outputs for c in compiled):
+        return "a model is compiled with a loss per output"
+    if any(c.train_batch for c in compiled):
+        return "a model trains with train_on_batch"
+    def metric_class(expr, cls):  # a string's class, or a keras.metrics constructor's (its rule writes that class)
+        q = ctx.imports.resolve(expr.func) if not cls and isinstance(expr, cst.Call) else None
+        q = ctx.imports.names.canonical(q) if q else ""
+        return cls or (q.removeprefix("keras.metrics.") if q.startswith("keras.metrics.") else "")
+    other = sorted({name for c in compiled for name, expr, cls in c.metrics if metric_class(expr, cls) not in _DDP_METRICS})
+    if other:
+        return f"compile's metrics {', '.join(other)} are not running sums the processes can add up"
+    if any(c.callbacks for c in compiled) and (why := _callbacks_unfollowed(ctx, uses)):
+        return why
+    if any(call.func.attr.value in ("backward", "GradientTape", "train_on_batch", "apply_gradients")
+           for call in uses.calls.values()) or "GradientTape" in uses.names:
+        return "the file trains in a loop of its own (a GradientTape, apply_gradients)"
+    return None
 
 
-def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses) -> None:
+def _callbacks_unfollowed(ctx: FileContext, uses: _Uses) -> str | None:
+    """Why a fit's callbacks are not all Keras's own of _DDP_CALLBACKS (the list written in the call, or a name
+    bound once to it; each element a constructor call or a name bound once to one), or None."""
+    resolve, canonical = ctx.imports.resolve, ctx.imports.names.canonical
+    bound: dict[str, list] = {}
+    for line in uses.lines:
+        for small in line.body:
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    if isinstance(t.target, cst.Name):
+                        bound.setdefault(t.target.value, []).append(small.value)
+
+    def once(node):
+        if isinstance(node, cst.Name):
+            values = bound.get(node.value, [])
+            return values[0] if len(values) == 1 else None
+        return node
+
+    def keras_callback(node) -> str | None:
+        node = once(node)
+        if not isinstance(node, cst.Call):
+            return None
+        q = resolve(node.func)
+        return canonical(q) if q else None
+    for given in uses.callbacks:
+        listed = once(given)
+        if not isinstance(listed, (cst.List, cst.Tuple)):
+            return "a fit's callbacks are not a list the translation can read"
+        for e in listed.elements:
+            q = keras_callback(e.value) if not isinstance(e, cst.StarredElement) else None
+            if q not in _DDP_CALLBACKS:
+                return (f"a fit's callback {render(e.value)} is not one of Keras's EarlyStopping, ModelCheckpoint, "
+                        "ReduceLROnPlateau, LearningRateScheduler, CSVLogger, TensorBoard (every process would run it)")
+    return None
+
+
+def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses,
+                   kind: str = "max") -> None:
     """``strategy = tf.distribute.MirroredStrategy()`` → ``init_distributed()`` (joins torchrun's process group
     where torchrun started the file), ``num_replicas_in_sync`` → ``replicas_in_sync()``, the scope a
     ``contextlib.nullcontext()``; the written fit trains through DistributedDataParallel (training.py, DISTRIBUTED);
     the file's print and save statements run in the first process only."""
-    ctx.report(Severity.INFO, "idiom-replaced", _DDP_MESSAGE, call)
+    ctx.report(Severity.INFO, "idiom-replaced", _DDP_MESSAGE if kind == "max" else _DDP_MULTI_MESSAGE, call)
     ctx.options[DISTRIBUTED] = True
+    if any(c.metrics for c in ctx.analyses.get("compiled", []) if c.loss is not None):
+        _helpers.use(ctx, fitloop.ALL_REDUCE_METRIC)
     init = _helpers.use(ctx, "init_distributed")
     replicas = _helpers.use(ctx, "replicas_in_sync")
     _helpers.use(ctx, fitloop.DATA_PARALLEL)
@@ -312,10 +467,21 @@ def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Ca
             ctx.plans.add(node, lambda orig, upd: cst.Call(cst.Name(replicas), []), descend=False, by="runtime")
         else:
             _plan_use(ctx, node, what, "")
+    _first_process(ctx, stmt, uses, main)
+
+
+def _first_process(ctx: FileContext, stmt: cst.SimpleStatementLine, uses: _Uses, main: str,
+                   collective: tuple = ()) -> None:
+    """The file's print(...) and X.save(...) / X.save_weights(...) statements run ``if is_main_process():``;
+    one that reads a value over the processes (``collective``: a metric's result, a reduce) runs in every process,
+    as every process must join the all_reduce."""
     builtin_print = "print" not in _bound(uses)
+    joined = {id(n) for n in collective}
     for line in uses.lines:  # print(...) and model.save(...) / save_weights(...) statements: the first process's
         one = _call_of(line)
         if line is stmt or one is None or not _free(ctx, line):
+            continue
+        if joined and any(id(c) in joined for c in find_all(line, cst.Call)):
             continue
         printed = builtin_print and isinstance(one.func, cst.Name) and one.func.value == "print"
         saved = isinstance(one.func, cst.Attribute) and one.func.attr.value in _SAVES
@@ -323,6 +489,125 @@ def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Ca
             ctx.plans.add(line, lambda orig, upd: cst.If(
                 cst.Call(cst.Name(main), []), cst.IndentedBlock([upd.with_changes(leading_lines=[])]),
                 leading_lines=upd.leading_lines), by="runtime")
+
+
+_REDUCE_OPS = {"tensorflow.distribute.ReduceOp.SUM": "sum", "tensorflow.distribute.ReduceOp.MEAN": "mean"}
+
+
+def _replica_loop(ctx: FileContext, uses: _Uses, plan: list) -> list | str:
+    """A strategy whose file trains in a loop of its own (strategy.run, reduce, experimental_distribute_dataset):
+    the metric objects' ``result()`` calls to read over the processes, or why the loop is not distributed."""
+    resolve, canonical = ctx.imports.resolve, ctx.imports.names.canonical
+
+    def name_of(node):
+        q = resolve(node)
+        return canonical(q) if q else ""
+    compiled = [c for c in ctx.analyses.get("compiled", []) if c.loss is not None]
+    if any(id(c) in ctx.options.get("_fit_helpers", set()) for c in compiled):
+        return "the file also trains with compile and fit"
+    if any(call.func.attr.value.startswith(("BatchNorm", "SyncBatchNorm")) for call in uses.calls.values()):
+        return ("its model has BatchNormalization, whose moving statistics TensorFlow averages over the replicas "
+                "(each process would keep its own)")
+    for node, what in plan:
+        if what == "reduce":
+            op = call_argument(node, "reduce_op", 0)
+            if _REDUCE_OPS.get(name_of(op)) is None and str(literal_value(op, NOT_LITERAL)).lower() not in ("sum", "mean"):
+                return f"strategy.reduce's operation {render(op)} is not ReduceOp.SUM or MEAN"
+    # the metric objects: names bound once to keras.metrics constructors, read by result() over every process
+    metrics: dict[str, cst.Call] = {}
+    for line in uses.lines:
+        found = _assigned_call(line)
+        if found is not None and name_of(found[1].func).startswith("keras.metrics.") and \
+                name_of(found[1].func).rsplit(".", 1)[-1][:1].isupper():
+            if found[0] in metrics:
+                return f"the metric name {found[0]} is bound twice"
+            metrics[found[0]] = found[1]
+    made = [c for c in uses.every_call if name_of(c.func).startswith("keras.metrics.")
+            and name_of(c.func).rsplit(".", 1)[-1][:1].isupper()]  # (a metric class; its functions keep no state)
+    if len(made) != len(metrics) or any(name_of(c.func) == "keras.metrics.Metric" for c in made):
+        return "a metric object is made other than as `name = keras.metrics.X(...)`"
+    results = []
+    for name in metrics:
+        for node in uses.names.get(name, []):
+            attr = uses.attrs.get(id(node))
+            if node in [t.target for line in uses.lines for small in line.body if isinstance(small, cst.Assign)
+                        for t in small.targets]:
+                continue
+            call = uses.calls.get(id(attr)) if attr is not None else None
+            if call is None or attr.attr.value not in ("update_state", "reset_state", "reset_states", "result"):
+                return (f"the metric {name} is used otherwise than update_state / result / reset_state (its state is "
+                        "each process's)")
+            if attr.attr.value == "result":
+                results.append(call)
+    if "Metric" in uses.names or "KerasMetric" in uses.names:
+        return "the file defines a metric class of its own"
+    return results
+
+
+def _replicated(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call, plan: list, uses: _Uses, kind: str,
+                results: list) -> None:
+    """``strategy = MirroredStrategy()`` with a loop of the file's own → ``init_replicas()`` (torchrun's process
+    group; every optimizer step sums the gradients over the processes first, as the strategy's apply_gradients
+    sums its replicas'), ``experimental_distribute_dataset(ds)`` → ``distribute_dataset(ds)`` (this process's
+    share of every global batch), ``run(fn, args=...)`` → ``fn(...)`` (each process is one replica),
+    ``reduce(op, v, axis=None)`` → ``reduce_replicas(op, v)`` (all_reduce), a metric's ``m.result()`` →
+    ``replicas_result(m)`` (its state summed over the processes), print and save statements in the first
+    process only."""
+    message = _LOOP_MESSAGE if kind != "multi" else _LOOP_MESSAGE.replace(
+        "tf.distribute.MirroredStrategy()", "tf.distribute.MultiWorkerMirroredStrategy()", 1).replace(
+        "`torchrun --nproc_per_node=NUM_GPUS file.py`", "`torchrun --nnodes=NUM_MACHINES --nproc_per_node=NUM_GPUS "
+        "--rdzv_backend=c10d --rdzv_endpoint=HOST:PORT file.py` on every machine", 1)
+    ctx.report(Severity.INFO, "idiom-replaced", message, call)
+    init = _helpers.use(ctx, "init_replicas")
+    _helpers.use(ctx, "init_distributed")
+    main = _helpers.use(ctx, fitloop.MAIN_PROCESS)
+    ctx.plans.add(stmt, lambda orig, upd: cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(init), []))],
+                                                                  leading_lines=upd.leading_lines),
+                  descend=False, by="runtime")
+    for node, what in plan:
+        if what == "replicas":
+            replicas = _helpers.use(ctx, "replicas_in_sync")
+            ctx.plans.add(node, lambda orig, upd, r=replicas: cst.Call(cst.Name(r), []), descend=False, by="runtime")
+        elif what == "dataset":
+            shares = _helpers.use(ctx, "distribute_dataset")
+            ctx.plans.add(node, lambda orig, upd, f=shares: cst.Call(cst.Name(f), [cst.Arg(upd.args[0].value)]),
+                          by="runtime")
+        elif what == "reduce":
+            reduce = _helpers.use(ctx, "reduce_replicas")
+            op = call_argument(node, "reduce_op", 0)
+            q = ctx.imports.resolve(op)
+            text = _REDUCE_OPS.get(ctx.imports.names.canonical(q) if q else "") or \
+                str(literal_value(op, NOT_LITERAL)).lower()
+
+            def reduce_call(orig, upd, f=reduce, text=text):
+                value = call_argument(upd, "value", 1)
+                return cst.Call(cst.Name(f), [cst.Arg(cst.SimpleString(f'"{text}"'),
+                                                      comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                              cst.Arg(value)])
+            ctx.plans.add(node, reduce_call, by="runtime")
+        else:
+            _plan_use(ctx, node, what, "")
+    if results:
+        read = _helpers.use(ctx, "replicas_result")
+        _helpers.use(ctx, fitloop.ALL_REDUCE_METRIC)
+        for r in results:
+            ctx.plans.add(r, lambda orig, upd, f=read: cst.Call(cst.Name(f), [cst.Arg(upd.func.value)]), by="runtime")
+    _first_process(ctx, stmt, uses, main, (*results, *(node for node, what in plan if what == "reduce")))
+
+
+_LOOP_MESSAGE = (
+    "tf.distribute.MirroredStrategy() with a loop of the file's own → torch.distributed under torchrun: launch the "
+    "translation with `torchrun --nproc_per_node=NUM_GPUS file.py` (gloo on CPUs); `python file.py` runs it in one "
+    "process over the whole global batch. init_replicas() joins torchrun's process group and makes every optimizer "
+    "step first sum the gradients over the processes (all_reduce), as the strategy's apply_gradients sums its "
+    "replicas'; experimental_distribute_dataset(ds) → distribute_dataset(ds), each process iterating over its share "
+    "of every global batch (tensor_split, as the strategy splits it over its replicas); strategy.run(fn, args) → "
+    "fn(*args), each process one replica; strategy.reduce(op, v, axis=None) → reduce_replicas(op, v) (all_reduce; "
+    "MEAN divides by the number of processes); a metric's result() → replicas_result(metric), its state summed over "
+    "the processes; num_replicas_in_sync the number of processes; print and save statements in the first process "
+    "only (a print that reads a metric's result or a reduce, in every process: each joins the all_reduce). Exact where the losses are scaled by the global batch (tf.nn.compute_average_loss(..., "
+    "global_batch_size=)) and every global batch divides by the number of processes (docs/usage.md, Runtime and "
+    "distribution)")
 
 
 def _bound(uses: _Uses) -> set[str]:
@@ -339,9 +624,10 @@ def _bound(uses: _Uses) -> set[str]:
 def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> list | None:
     """Each use of the strategy's name as (node to edit, kind), or None if one is not followed."""
     target = assign.body[0].targets[0].target
+    scope = uses.owner(target)  # the uses of this binding: the names in its scope (a function's own, or the module's)
     plan = []
     for node in uses.names.get(name, []):
-        if node is target:
+        if node is target or uses.owner(node) != scope:
             continue
         attr = uses.attrs.get(id(node))
         if attr is None or attr.attr.value not in _METHODS:
@@ -359,7 +645,7 @@ def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> l
             if call.args or not any(item.item is call and item.asname is None for w in uses.withs for item in w.items):
                 return None
             plan.append((call, "scope"))
-        elif method == "run":
+        elif method in ("run", "experimental_run_v2"):  # (TensorFlow 2.0 / 2.1's name of run)
             if not call.args or call.args[0].keyword is not None or any(a.star for a in call.args):
                 return None
             if any(a.keyword is not None and a.keyword.value not in ("args", "kwargs") for a in call.args[1:]) or \
@@ -692,7 +978,7 @@ NAMES.update({LOSS_BASE, METRIC_BASE})
 
 _INIT_DISTRIBUTED = '''
 
-def init_distributed():
+def init_distributed(backend=None):
     """tf.distribute.MirroredStrategy() as torch's DistributedDataParallel. Launched by torchrun (torchrun
     --nproc_per_node=NUM_GPUS file.py sets WORLD_SIZE, RANK and LOCAL_RANK), this process joins the group of one
     process per device (nccl on GPUs, gloo on CPUs), left when the program ends, and takes the first process's
@@ -700,7 +986,7 @@ def init_distributed():
     if "WORLD_SIZE" in {os}environ and not {torch}distributed.is_initialized():
         if {torch}cuda.is_available():
             {torch}cuda.set_device(int({os}environ["LOCAL_RANK"]))
-        {torch}distributed.init_process_group("nccl" if {torch}cuda.is_available() else "gloo")
+        {torch}distributed.init_process_group(backend or ("nccl" if {torch}cuda.is_available() else "gloo"))
         def leave():  # at the program's end: once every process is done (the first may be saving), leave the group
             {torch}distributed.barrier()
             {torch}distributed.destroy_process_group()
@@ -740,7 +1026,93 @@ def is_main_process():
     """Whether this process prints and saves: the first of torchrun's (RANK 0), or the only one."""
     return int({os}environ.get("RANK", "0")) == 0
 '''
+_ALL_REDUCE_METRIC = '''
+
+def all_reduce_metric(metric, device):
+    """Under torchrun, at an epoch's end: a compile metric's state (its running sums and counts, its confusion
+    counts) summed over the processes, as Keras sums its replicas' metric variables, so that result() is the
+    global batches' in every process."""
+    names = [k for k in {state!r} if k in vars(metric)]
+    values = [{torch}as_tensor(getattr(metric, k), dtype={torch}float64) for k in names]
+    flat = {torch}cat([v.reshape(-1) for v in values]).to(device)
+    {torch}distributed.all_reduce(flat)
+    for k, v, summed in zip(names, values, flat.cpu().split([v.numel() for v in values])):
+        old = getattr(metric, k)
+        setattr(metric, k, summed.reshape(v.shape).to(old.dtype) if {torch}is_tensor(old) else float(summed))
+'''
+_ALL_REDUCE_METRIC = _ALL_REDUCE_METRIC.replace("{state!r}", repr(METRIC_STATE))
+_INIT_REPLICAS = '''
+
+def init_replicas():
+    """tf.distribute.MirroredStrategy() for a training loop of the file's own: init_distributed(); under torchrun
+    every optimizer step then first sums the gradients over the processes, as the strategy's apply_gradients sums
+    its replicas' (their losses divided by the global batch size: tf.nn.compute_average_loss). The file's own
+    loop computes where it puts its tensors (the CPU unless it moves them): gloo carries CPU tensors, nccl CUDA
+    ones."""
+    init_distributed("cpu:gloo,cuda:nccl" if {torch}cuda.is_available() else "gloo")
+    if {torch}distributed.is_initialized() and {torch}distributed.get_world_size() > 1:
+        def sum_gradients(optimizer, args, kwargs):
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is not None:
+                        {torch}distributed.all_reduce(p.grad)
+        from torch.optim.optimizer import register_optimizer_step_pre_hook  # (every optimizer's)
+
+        register_optimizer_step_pre_hook(sum_gradients)
+'''
+_DISTRIBUTE_DATASET = '''
+
+class distribute_dataset:
+    """strategy.experimental_distribute_dataset(dataset): under torchrun each process iterates over its share of
+    every global batch (each tensor split along its first axis into as many parts as processes, as the strategy
+    splits a batch over its replicas); in one process the batches themselves."""
+
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __iter__(self):
+        if not {torch}distributed.is_initialized():
+            yield from self.dataset
+            return
+        rank, world = {torch}distributed.get_rank(), {torch}distributed.get_world_size()
+
+        def share(value):
+            if isinstance(value, (tuple, list)):
+                return type(value)(share(v) for v in value)
+            if isinstance(value, dict):
+                return {k: share(v) for k, v in value.items()}
+            return {torch}as_tensor(value).tensor_split(world)[rank]
+        for batch in self.dataset:
+            yield share(batch)
+'''
+_REDUCE_REPLICAS = '''
+
+def reduce_replicas(op, value):
+    """strategy.reduce(ReduceOp.SUM / MEAN, value, axis=None): the processes' values summed (all_reduce), or
+    their mean; in one process the value itself."""
+    if not {torch}distributed.is_initialized():
+        return value
+    total = {torch}as_tensor(value).detach().clone()
+    {torch}distributed.all_reduce(total)
+    return total / {torch}distributed.get_world_size() if op == "mean" else total
+'''
+_REPLICAS_RESULT = '''
+
+def replicas_result(metric):
+    """metric.result() under a strategy: the result of its state summed over the processes (as the strategy sums
+    its replicas' metric variables), the metric itself unchanged; in one process its result()."""
+    if not {torch}distributed.is_initialized():
+        return metric.result()
+    summed = {copy}deepcopy(metric)
+    all_reduce_metric(summed, {torch}device("cuda", {torch}cuda.current_device()) if {torch}cuda.is_available()
+                      else {torch}device("cpu"))
+    return summed.result()
+'''
+_helpers.HELPERS.update({"init_replicas": _INIT_REPLICAS, "distribute_dataset": _DISTRIBUTE_DATASET,
+                         "reduce_replicas": _REDUCE_REPLICAS, "replicas_result": _REPLICAS_RESULT})
+_helpers.DATA_DEPS.update({"init_replicas": ("init_distributed",), "replicas_result": (fitloop.ALL_REDUCE_METRIC,)})
 _helpers.HELPERS.update({"init_distributed": _INIT_DISTRIBUTED, "replicas_in_sync": _REPLICAS_IN_SYNC,
-                         fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS})
+                         fitloop.DATA_PARALLEL: _DATA_PARALLEL, fitloop.MAIN_PROCESS: _IS_MAIN_PROCESS,
+                         fitloop.ALL_REDUCE_METRIC: _ALL_REDUCE_METRIC})
 _helpers._MODULES.setdefault("atexit", ("atexit.", "import atexit"))
 _helpers._MODULES.setdefault("random", ("random.", "import random"))
