@@ -1320,9 +1320,11 @@ class _Builder:
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
             child.env[pname] = inner[pname]
-        # copies (fresh nodes): the body is followed once per call site
-        body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}),
-                        fresh=True) for st in fn.body.body]
+        # copies (fresh nodes): the body is followed once per call site (the substitution rebuilds only what it
+        # changes, sharing the rest with the source and its values with the call site: the copy below, a fresh one
+        # of every node, is the body's)
+        body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}))
+                for st in fn.body.body]
         # (x.shape of a tensor parameter the body never rebinds: one that it rebinds, `x = layers.Dense(...)(x)`,
         # has the size of its latest value there, read as in the body)
         body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items()
@@ -4701,13 +4703,15 @@ class _Builder:
                 pad = 0
             role = plan.roles.get(i)
             if role in ("forward", "input", "layer", "unrolled"):
+                before = _line_count(stmt)
                 if role == "forward":
                     new = rewrite(stmt, _Replace(self.replace), fresh=True)
-                    after = _line_count(new)
+                    # (a statement has a line at least: a one-line statement needs no pad, its new text unrendered)
+                    after = _line_count(new) if before > 1 else before
                 else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
                     new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
                     after = 1  # `pass` (not rendered to count its line)
-                pad = max(0, _line_count(stmt) - after)
+                pad = max(0, before - after)
                 stmt = new
             out.append(stmt)
         return out
@@ -4940,7 +4944,9 @@ def _calls(stmt) -> list[cst.Call]:
 
 
 def _line_count(stmt) -> int:
-    return code(stmt.with_changes(leading_lines=[])).count("\n")
+    """The lines of ``stmt``'s text without its leading lines (rendered first, each alone: what they add is
+    taken off, not the statement rebuilt without them, which validates it)."""
+    return code(stmt).count("\n") - sum(code(line).count("\n") for line in stmt.leading_lines)
 
 
 class _LayerObject:
@@ -5091,9 +5097,13 @@ class _Substitute(cst.CSTTransformer):
         return self.values.get(original_node.value, updated_node)
 
     def leave_Attribute(self, original_node, updated_node):
+        if updated_node.attr is original_node.attr:  # (a walk that copies gives a copy: put back, as before)
+            return updated_node
         return updated_node.with_changes(attr=original_node.attr)
 
     def leave_Arg(self, original_node, updated_node):
+        if updated_node.keyword is original_node.keyword:
+            return updated_node
         return updated_node.with_changes(keyword=original_node.keyword)
 
     def leave_AssignTarget(self, original_node, updated_node):
