@@ -362,7 +362,37 @@ class _Plan:
     pinned: dict[str, object] = field(default_factory=dict)  # builder parameter → the only value it is built for
 
 
+# while run() works: (walk, id(node)) → (node, its answer) for the read-only walks below that it asks again and
+# again of the same statements (_layout, _count and _statement_role each ask _calls of every statement of a builder;
+# run, _follow and _model_left the model calls of a builder's statements; _step_models and _module_sequentials the
+# names each top-level statement binds). A node never changes; the node is held with its answer (its id is not
+# reused while the pass runs), and the answers go when run() returns.
+_memo: dict | None = None
+
+
+def _memoized(walk, node: cst.CSTNode, compute):
+    memo = _memo
+    if memo is None:
+        return compute(node)
+    key = (walk, id(node))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    value = compute(node)
+    memo[key] = (node, value)
+    return value
+
+
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    global _memo
+    outer, _memo = _memo, {}
+    try:
+        return _run(module, ctx)
+    finally:
+        _memo = outer
+
+
+def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
     body = list(module.body)
     changed = False
     taken = _module_names(module)
@@ -863,10 +893,16 @@ class _ModelCalls(cst.CSTVisitor):
 
 def _model_calls(body, ctx: FileContext) -> list[cst.Call]:
     """The functional keras.Model(...) calls in the statements (not inside nested defs/classes)."""
-    v = _ModelCalls(ctx, False)
+    found: list[cst.Call] = []
     for s in body:
         if not isinstance(s, (cst.FunctionDef, cst.ClassDef)):
-            scan(s, v)
+            found += _memoized(_ModelCalls, s, lambda s: _statement_model_calls(s, ctx))
+    return found
+
+
+def _statement_model_calls(stmt: cst.CSTNode, ctx: FileContext) -> list[cst.Call]:
+    v = _ModelCalls(ctx, False)
+    scan(stmt, v)
     return v.found
 
 
@@ -1064,6 +1100,11 @@ class _NamesBound(cst.CSTVisitor):
 
 
 def _names_bound_in(stmt: cst.CSTNode) -> set[str]:
+    """The names ``stmt`` binds (its answer kept while run() works: not to be changed)."""
+    return _memoized(_NamesBound, stmt, _bound_walk)
+
+
+def _bound_walk(stmt: cst.CSTNode) -> set[str]:
     v = _NamesBound()
     scan(stmt, v)
     return v.out
@@ -4938,6 +4979,11 @@ class _Calls(cst.CSTVisitor):
 
 
 def _calls(stmt) -> list[cst.Call]:
+    """The calls in ``stmt``, not in its lambdas and nested defs (kept while run() works: not to be changed)."""
+    return _memoized(_Calls, stmt, _calls_walk)
+
+
+def _calls_walk(stmt) -> list[cst.Call]:
     v = _Calls()
     scan(stmt, v)
     return v.out
