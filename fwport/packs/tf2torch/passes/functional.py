@@ -362,7 +362,37 @@ class _Plan:
     pinned: dict[str, object] = field(default_factory=dict)  # builder parameter → the only value it is built for
 
 
+# while run() works: (walk, id(node)) → (node, its answer) for the read-only walks below that it asks again and
+# again of the same statements (_layout, _count and _statement_role each ask _calls of every statement of a builder;
+# run, _follow and _model_left the model calls of a builder's statements; _step_models and _module_sequentials the
+# names each top-level statement binds). A node never changes; the node is held with its answer (its id is not
+# reused while the pass runs), and the answers go when run() returns.
+_memo: dict | None = None
+
+
+def _memoized(walk, node: cst.CSTNode, compute):
+    memo = _memo
+    if memo is None:
+        return compute(node)
+    key = (walk, id(node))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    value = compute(node)
+    memo[key] = (node, value)
+    return value
+
+
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    global _memo
+    outer, _memo = _memo, {}
+    try:
+        return _run(module, ctx)
+    finally:
+        _memo = outer
+
+
+def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
     body = list(module.body)
     changed = False
     taken = _module_names(module)
@@ -863,10 +893,16 @@ class _ModelCalls(cst.CSTVisitor):
 
 def _model_calls(body, ctx: FileContext) -> list[cst.Call]:
     """The functional keras.Model(...) calls in the statements (not inside nested defs/classes)."""
-    v = _ModelCalls(ctx, False)
+    found: list[cst.Call] = []
     for s in body:
         if not isinstance(s, (cst.FunctionDef, cst.ClassDef)):
-            scan(s, v)
+            found += _memoized(_ModelCalls, s, lambda s: _statement_model_calls(s, ctx))
+    return found
+
+
+def _statement_model_calls(stmt: cst.CSTNode, ctx: FileContext) -> list[cst.Call]:
+    v = _ModelCalls(ctx, False)
+    scan(stmt, v)
     return v.found
 
 
@@ -1089,6 +1125,11 @@ class _NamesBound(cst.CSTVisitor):
 
 
 def _names_bound_in(stmt: cst.CSTNode) -> set[str]:
+    """The names ``stmt`` binds (its answer kept while run() works: not to be changed)."""
+    return _memoized(_NamesBound, stmt, _bound_walk)
+
+
+def _bound_walk(stmt: cst.CSTNode) -> set[str]:
     v = _NamesBound()
     scan(stmt, v)
     return v.out
@@ -1345,9 +1386,11 @@ class _Builder:
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
             child.env[pname] = inner[pname]
-        # copies (fresh nodes): the body is followed once per call site
-        body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}),
-                        fresh=True) for st in fn.body.body]
+        # copies (fresh nodes): the body is followed once per call site (the substitution rebuilds only what it
+        # changes, sharing the rest with the source and its values with the call site: the copy below, a fresh one
+        # of every node, is the body's)
+        body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}))
+                for st in fn.body.body]
         # (x.shape of a tensor parameter the body never rebinds: one that it rebinds, `x = layers.Dense(...)(x)`,
         # has the size of its latest value there, read as in the body)
         body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items()
@@ -4756,13 +4799,15 @@ class _Builder:
                 pad = 0
             role = plan.roles.get(i)
             if role in ("forward", "input", "layer", "unrolled"):
+                before = _line_count(stmt)
                 if role == "forward":
                     new = rewrite(stmt, _Replace(self.replace), fresh=True)
-                    after = _line_count(new)
+                    # (a statement has a line at least: a one-line statement needs no pad, its new text unrendered)
+                    after = _line_count(new) if before > 1 else before
                 else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
                     new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
                     after = 1  # `pass` (not rendered to count its line)
-                pad = max(0, _line_count(stmt) - after)
+                pad = max(0, before - after)
                 stmt = new
             out.append(stmt)
         return out
@@ -4989,13 +5034,20 @@ class _Calls(cst.CSTVisitor):
 
 
 def _calls(stmt) -> list[cst.Call]:
+    """The calls in ``stmt``, not in its lambdas and nested defs (kept while run() works: not to be changed)."""
+    return _memoized(_Calls, stmt, _calls_walk)
+
+
+def _calls_walk(stmt) -> list[cst.Call]:
     v = _Calls()
     scan(stmt, v)
     return v.out
 
 
 def _line_count(stmt) -> int:
-    return code(stmt.with_changes(leading_lines=[])).count("\n")
+    """The lines of ``stmt``'s text without its leading lines (rendered first, each alone: what they add is
+    taken off, not the statement rebuilt without them, which validates it)."""
+    return code(stmt).count("\n") - sum(code(line).count("\n") for line in stmt.leading_lines)
 
 
 class _LayerObject:
@@ -5146,9 +5198,13 @@ class _Substitute(cst.CSTTransformer):
         return self.values.get(original_node.value, updated_node)
 
     def leave_Attribute(self, original_node, updated_node):
+        if updated_node.attr is original_node.attr:  # (a walk that copies gives a copy: put back, as before)
+            return updated_node
         return updated_node.with_changes(attr=original_node.attr)
 
     def leave_Arg(self, original_node, updated_node):
+        if updated_node.keyword is original_node.keyword:
+            return updated_node
         return updated_node.with_changes(keyword=original_node.keyword)
 
     def leave_AssignTarget(self, original_node, updated_node):

@@ -249,9 +249,8 @@ class _MethodCalls(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found = False
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return not self.found and default_visit(self, node)
-
+    # (no on_visit stopping at the first find: with libcst's, scan calls these hooks from its table and passes
+    # over the nodes that have none, names and operators, which most statements, holding no such call, are made of)
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in METHODS:
@@ -318,14 +317,9 @@ class _Returns(cst.CSTVisitor):
     def __init__(self) -> None:
         self.values: list[cst.BaseExpression | None] = []
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        # a return is a statement: expressions (most of the tree) cannot hold one
-        return not isinstance(node, cst.BaseExpression) and default_visit(self, node)
-
+    # a return is a statement: expressions (most of the tree) cannot hold one, and scan does not enter them for a
+    # visitor whose hooks are all on statements (names.STATEMENT_LEVEL)
     def visit_FunctionDef(self, node) -> bool:
-        return False
-
-    def visit_Lambda(self, node) -> bool:
         return False
 
     def visit_Return(self, node: cst.Return) -> None:
