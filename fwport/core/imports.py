@@ -472,7 +472,7 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
         return module, text  # (no source import to drop)
     taken = source_aliases & {name for line in added for name in _bound_by(line)}
     if taken:
-        module = module.with_changes(body=_prune_body(module.body, _AllBut(taken), is_source))
+        module = module.with_changes(body=_prune_top(module, _AllBut(taken), is_source, statement_text))
         source_aliases = source_aliases - taken
         text = render(module)
         if not source_aliases:
@@ -482,7 +482,7 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
         # known without tokenizing the output (the common case once a file is translated)
         used: set[str] | _AllBut = _AllBut(source_aliases)
     else:
-        asked = _import_locals(module.body, is_source, set(source_aliases))
+        asked = _import_locals(_with_imports(module, statement_text), is_source, set(source_aliases))
         if _unreferenced(text, asked):
             # every mention of the names the pruning asks about is in a string, a comment or an
             # import line: used_names_in would find none of them used; known without tokenizing
@@ -496,9 +496,35 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
                 if used is None:
                     used = used_names(module)
     if any(a not in used for a in source_aliases):
-        module = module.with_changes(body=_prune_body(module.body, used, is_source))
+        module = module.with_changes(body=_prune_top(module, used, is_source, statement_text))
         text = render(module)
     return module, text
+
+
+def _with_imports(module: cst.Module, statement_text) -> list:
+    """The top-level statements of ``module`` that may hold an import: all of them, or with
+    ``statement_text`` the simple ones and the compound ones whose text has the word (an import
+    statement always spells it out; the texts are the ones the output's text was made of, kept)."""
+    if statement_text is None:
+        return module.body
+    return [s for s in module.body if s.__class__ is cst.SimpleStatementLine or "import" in statement_text(s, module)]
+
+
+def _prune_top(module: cst.Module, used, is_source: IsSource, statement_text) -> list:
+    """``_prune_body(module.body)``, not entering a compound statement whose text holds no import."""
+    if statement_text is None:
+        return _prune_body(module.body, used, is_source)
+    out = []
+    changed = False
+    for stmt in module.body:
+        if stmt.__class__ is not cst.SimpleStatementLine and "import" not in statement_text(stmt, module):
+            out.append(stmt)
+            continue
+        new = _prune_statement(stmt, used, is_source)
+        changed |= new is not stmt
+        if new is not None:
+            out.append(new)
+    return out if changed else list(module.body)
 
 
 # --- definitions a translation writes into its output, after the file's imports ------------------------
