@@ -87,3 +87,20 @@ def test_pruning_with_statement_texts_skips_compound_statements_without_imports(
     assert any(type(s) is cst.ClassDef for s in asked)  # its text asked for...
     assert not any(type(s) is cst.ClassDef for s in entered)  # ...and the class not entered
     assert any(type(s) is cst.Try for s in entered) and any(type(s) is cst.If for s in entered)
+
+
+def test_existing_imports_asked_about_wanted_lines_answer_as_the_full_set():
+    """add_imports asks which of the lines it needs the module has: only the imports whose first name is a word
+    of one of them are rendered, with the same answer for every line asked about as the full set gives."""
+    import libcst as cst
+
+    from fwport.core.imports import _existing_imports
+
+    module = cst.parse_module("import torch\nimport numpy as np; from torch import nn\nfrom . import x\n"
+                              "from torch.nn import functional as F\nimport os.path\nif 1:\n    import math\n")
+    wanted = ["import torch", "from torch import nn", "import math", "import torch.nn.functional as F",
+              "from torch.nn import functional as F", "import numpy as np", "from . import x", "import sys"]
+    full, few = _existing_imports(module), _existing_imports(module, wanted)
+    assert few <= full and full - few == {"import os.path"}  # (no line asked about names `os`)
+    assert [w for w in wanted if w in full] == [w for w in wanted if w in few] == [
+        "import torch", "from torch import nn", "from torch.nn import functional as F", "from . import x"]

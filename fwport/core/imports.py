@@ -108,14 +108,26 @@ def _fix_commas(names: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
     return out
 
 
-def _existing_imports(module: cst.Module) -> set[str]:
+def _existing_imports(module: cst.Module, wanted: Iterable[str] | None = None) -> set[str]:
+    """The texts of the module's top-level import statements; with ``wanted`` (import lines), only those that
+    may be one of them (their first name is a word of one: the others are not rendered)."""
+    words = None if wanted is None else {w for line in wanted for w in _WORD.findall(line)}
     have = set()
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for s in stmt.body:
                 if isinstance(s, (cst.Import, cst.ImportFrom)):
+                    if words is not None:
+                        first = s.names[0].name if s.__class__ is cst.Import else s.module
+                        while first.__class__ is cst.Attribute:
+                            first = first.value
+                        if first.__class__ is cst.Name and first.value not in words:
+                            continue
                     have.add(render(s).strip())
     return have
+
+
+_WORD = re.compile(r"\w+")
 
 
 def is_source_import_line(stmt: cst.CSTNode, is_source: IsSource) -> bool:
@@ -420,7 +432,7 @@ def _prune_statement(stmt, used: set[str], is_source: IsSource):
 def add_imports(module: cst.Module, needed: set[str], order: tuple[str, ...], is_source: IsSource) -> cst.Module:
     """``module`` with the imports ``needed`` that it does not have yet, where the first
     source-framework import stood (or after the docstring and ``__future__`` imports)."""
-    have = _existing_imports(module)
+    have = _existing_imports(module, needed)
     add = [imp for imp in order if imp in needed and imp not in have]
     add += sorted(imp for imp in needed if imp not in order and imp not in have)
     if add:
