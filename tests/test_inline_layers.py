@@ -222,3 +222,59 @@ def test_a_module_level_layer_used_other_than_by_calling_it_stays_refused():
         pools = [pool]
         ''')
     assert any(line == 3 and "MaxPooling2D acts on channels-last inputs" in m for line, m in errors(r)), errors(r)
+
+
+_GATED = {
+    "aliased": '''
+        from keras.layers import MaxPooling2D as MP, Add as Plus
+        def f(x, y):
+            return Plus()([MP(2)(x), MP(pool_size=(2, 2))(y)])
+        ''',
+    "strings_and_comments": '''
+        from tensorflow.keras import layers
+        def f(a, b):
+            return layers.Add(name="add)(")(  # a ) in a comment
+                [a, b])
+        ''',
+    "continued": '''
+        from tensorflow.keras import layers
+        def f(x):
+            return layers.UpSampling2D(size=(2,
+                                             2)) \\
+                (x)
+        ''',
+    "module_level": '''
+        from tensorflow import keras
+        crop = keras.layers.CenterCrop(4, 4)
+        def f(image):
+            return crop(image)
+        ''',
+    "none": '''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+        model = keras.Sequential([layers.Conv2D(4, 3), layers.MaxPooling2D(2, name="pool)"), layers.Flatten()])
+        out = (model)(x)  # a call called again, of no layer
+        ''',
+}
+
+
+def test_the_inline_gate_skips_only_files_where_the_walk_plans_nothing(monkeypatch):
+    """passes/inline.py's _may_plan (text and top-level statements) says False only where the walk would plan
+    nothing: each output is the one the walk made without the gate, and the walk is skipped where expected."""
+    from fwport.packs.tf2torch.passes import inline
+
+    walked = []
+    real_run, real_gate = inline._Inline, inline._may_plan
+    monkeypatch.setattr(inline, "_Inline", lambda ctx: walked.append(ctx.path) or real_run(ctx))
+    for name, src in _GATED.items():
+        src = textwrap.dedent(src).lstrip("\n")
+        gated = translate_source(src, name, PACK)
+        monkeypatch.setattr(inline, "_may_plan", lambda module, ctx: True)
+        ungated = translate_source(src, name, PACK)
+        monkeypatch.setattr(inline, "_may_plan", real_gate)
+        assert gated.output == ungated.output, name
+        assert [(f.code, f.line) for f in gated.findings] == [(f.code, f.line) for f in ungated.findings], name
+        if name != "none":
+            assert "movedim" in gated.output or " + " in gated.output, (name, gated.output)
+    assert walked.count("none") == 1  # the ungated run only
+    assert all(walked.count(name) == 2 for name in _GATED if name != "none")

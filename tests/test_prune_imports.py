@@ -32,3 +32,75 @@ def test_names_an_import_line_binds():
     assert _bound_by("import torch.nn.functional as F") == ("F",)
     assert _bound_by("import os.path") == ("os",)
     assert _bound_by("from torch import nn, optim as o") == ("nn", "o")
+
+
+NESTED = '''import tensorflow as tf
+try:
+    import tensorflow_addons as tfa
+    from tensorflow import keras
+except ImportError:
+    pass
+
+
+class Block:
+    """Mentions tf in a docstring only."""
+
+    def f(self, x):
+        return x + 1
+
+
+if tf is not None:
+    from tensorflow import keras as K
+    y = 1
+'''
+
+
+def test_pruning_with_statement_texts_skips_compound_statements_without_imports(monkeypatch):
+    """With ``statement_text`` (the Layout's), the pruning does not enter a compound statement whose text holds
+    no ``import``: the same module as the full walk, the class asked about never (its text has no import)."""
+    import libcst as cst
+
+    from fwport.core import imports
+    from fwport.core.imports import prune_imports
+    from fwport.core.position import Layout
+
+    module = cst.parse_module(NESTED)
+    aliases = {"tf", "tfa", "keras", "K"}
+
+    def is_source(name: str) -> bool:
+        return name.split(".")[0] in ("tensorflow", "tensorflow_addons")
+
+    plain, plain_text = prune_imports(module, aliases, is_source)
+    layout, asked = Layout(), []
+
+    def statement_text(s, m):
+        asked.append(s)
+        return layout.statement_text(s, m)
+
+    entered = []
+    real = imports._prune_statement
+    monkeypatch.setattr(imports, "_prune_statement", lambda s, *a: entered.append(s) or real(s, *a))
+    fast, fast_text = prune_imports(module, aliases, is_source, layout.text, statement_text)
+    assert fast_text == plain_text == fast.code
+    assert "import tensorflow_addons" not in fast_text and "from tensorflow import keras\n" not in fast_text
+    assert "import tensorflow as tf" in fast_text and "keras as K" not in fast_text  # `tf` read, `K` not
+    assert any(type(s) is cst.ClassDef for s in asked)  # its text asked for...
+    assert not any(type(s) is cst.ClassDef for s in entered)  # ...and the class not entered
+    assert any(type(s) is cst.Try for s in entered) and any(type(s) is cst.If for s in entered)
+
+
+def test_existing_imports_asked_about_wanted_lines_answer_as_the_full_set():
+    """add_imports asks which of the lines it needs the module has: only the imports whose first name is a word
+    of one of them are rendered, with the same answer for every line asked about as the full set gives."""
+    import libcst as cst
+
+    from fwport.core.imports import _existing_imports
+
+    module = cst.parse_module("import torch\nimport numpy as np; from torch import nn\nfrom . import x\n"
+                              "from torch.nn import functional as F\nimport os.path\nif 1:\n    import math\n")
+    wanted = ["import torch", "from torch import nn", "import math", "import torch.nn.functional as F",
+              "from torch.nn import functional as F", "import numpy as np", "from . import x", "import sys"]
+    full, few = _existing_imports(module), _existing_imports(module, wanted)
+    assert few <= full and full - few == {"import os.path"}  # (no line asked about names `os`)
+    assert [w for w in wanted if w in full] == [w for w in wanted if w in few] == [
+        "import torch", "from torch import nn", "from torch.nn import functional as F", "from . import x"]

@@ -148,6 +148,13 @@ def test_layout_gives_the_text_positions_and_spans_of_a_whole_render(text):
     changed = module.with_changes(body=[*module.body[:-1], module.body[-1].deep_clone()])
     assert layout.text(changed) == changed.code
     assert node_positions(changed, [changed.body[-1]], layout) == node_positions(changed, [changed.body[-1]])
+    # a few nodes asked at a time (their statements looked for in each statement's marks, no map of every
+    # node), the two modules asked about in turn (each kept by the Layout): the same positions
+    fresh, every = Layout(), node_positions(module, nodes)
+    for k in range(0, len(nodes), 7):
+        few = nodes[k:k + 2]
+        assert node_positions(module, few, fresh) == {id(n): every[id(n)] for n in few if id(n) in every}
+        assert node_positions(changed, [changed.body[-1]], fresh) == node_positions(changed, [changed.body[-1]])
 
 
 class _Edit(cst.CSTTransformer):

@@ -108,14 +108,26 @@ def _fix_commas(names: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
     return out
 
 
-def _existing_imports(module: cst.Module) -> set[str]:
+def _existing_imports(module: cst.Module, wanted: Iterable[str] | None = None) -> set[str]:
+    """The texts of the module's top-level import statements; with ``wanted`` (import lines), only those that
+    may be one of them (their first name is a word of one: the others are not rendered)."""
+    words = None if wanted is None else {w for line in wanted for w in _WORD.findall(line)}
     have = set()
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for s in stmt.body:
                 if isinstance(s, (cst.Import, cst.ImportFrom)):
+                    if words is not None:
+                        first = s.names[0].name if s.__class__ is cst.Import else s.module
+                        while first.__class__ is cst.Attribute:
+                            first = first.value
+                        if first.__class__ is cst.Name and first.value not in words:
+                            continue
                     have.add(render(s).strip())
     return have
+
+
+_WORD = re.compile(r"\w+")
 
 
 def is_source_import_line(stmt: cst.CSTNode, is_source: IsSource) -> bool:
@@ -420,7 +432,7 @@ def _prune_statement(stmt, used: set[str], is_source: IsSource):
 def add_imports(module: cst.Module, needed: set[str], order: tuple[str, ...], is_source: IsSource) -> cst.Module:
     """``module`` with the imports ``needed`` that it does not have yet, where the first
     source-framework import stood (or after the docstring and ``__future__`` imports)."""
-    have = _existing_imports(module)
+    have = _existing_imports(module, needed)
     add = [imp for imp in order if imp in needed and imp not in have]
     add += sorted(imp for imp in needed if imp not in order and imp not in have)
     if add:
@@ -472,7 +484,7 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
         return module, text  # (no source import to drop)
     taken = source_aliases & {name for line in added for name in _bound_by(line)}
     if taken:
-        module = module.with_changes(body=_prune_body(module.body, _AllBut(taken), is_source))
+        module = module.with_changes(body=_prune_top(module, _AllBut(taken), is_source, statement_text))
         source_aliases = source_aliases - taken
         text = render(module)
         if not source_aliases:
@@ -482,7 +494,7 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
         # known without tokenizing the output (the common case once a file is translated)
         used: set[str] | _AllBut = _AllBut(source_aliases)
     else:
-        asked = _import_locals(module.body, is_source, set(source_aliases))
+        asked = _import_locals(_with_imports(module, statement_text), is_source, set(source_aliases))
         if _unreferenced(text, asked):
             # every mention of the names the pruning asks about is in a string, a comment or an
             # import line: used_names_in would find none of them used; known without tokenizing
@@ -496,9 +508,35 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
                 if used is None:
                     used = used_names(module)
     if any(a not in used for a in source_aliases):
-        module = module.with_changes(body=_prune_body(module.body, used, is_source))
+        module = module.with_changes(body=_prune_top(module, used, is_source, statement_text))
         text = render(module)
     return module, text
+
+
+def _with_imports(module: cst.Module, statement_text) -> list:
+    """The top-level statements of ``module`` that may hold an import: all of them, or with
+    ``statement_text`` the simple ones and the compound ones whose text has the word (an import
+    statement always spells it out; the texts are the ones the output's text was made of, kept)."""
+    if statement_text is None:
+        return module.body
+    return [s for s in module.body if s.__class__ is cst.SimpleStatementLine or "import" in statement_text(s, module)]
+
+
+def _prune_top(module: cst.Module, used, is_source: IsSource, statement_text) -> list:
+    """``_prune_body(module.body)``, not entering a compound statement whose text holds no import."""
+    if statement_text is None:
+        return _prune_body(module.body, used, is_source)
+    out = []
+    changed = False
+    for stmt in module.body:
+        if stmt.__class__ is not cst.SimpleStatementLine and "import" not in statement_text(stmt, module):
+            out.append(stmt)
+            continue
+        new = _prune_statement(stmt, used, is_source)
+        changed |= new is not stmt
+        if new is not None:
+            out.append(new)
+    return out if changed else list(module.body)
 
 
 # --- definitions a translation writes into its output, after the file's imports ------------------------

@@ -259,7 +259,7 @@ class Layout:
     def __init__(self) -> None:
         self._done: dict[int, _Statement] = {}
         self._texts: dict[int, tuple[cst.CSTNode, str]] = {}  # statements only ever rendered as text
-        self._module: tuple | None = None  # (module, statements, first line of each, owner of each node)
+        self._parts_of: dict[int, _Parts] = {}  # id(module) → its statements, each one's first line...
 
     def _statement(self, module: cst.Module, node: cst.CSTNode) -> _Statement:
         r = self._done.get(id(node))
@@ -267,19 +267,19 @@ class Layout:
             r = self._done[id(node)] = _Statement(module, node)
         return r
 
-    def _parts(self, module: cst.Module):
-        if self._module is not None and self._module[0] is module:
-            return self._module
+    def _parts(self, module: cst.Module) -> "_Parts":
+        parts = self._parts_of.get(id(module))
+        if parts is not None and parts.module is module:
+            return parts
         stmts = [self._statement(module, s) for s in module.body]
         line = 1 + sum(module.code_for_node(h).count("\n") for h in module.header)
         firsts = []
-        owner: dict[int, int] = {}
-        for i, r in enumerate(stmts):
+        for r in stmts:
             firsts.append(line)
             line += r.lines
-            owner.update(dict.fromkeys(r.starts, i))
-        self._module = (module, stmts, firsts, owner, line)
-        return self._module
+        # (the modules _locate asks about in turn, the source's and a pass's: each kept, not the last one)
+        parts = self._parts_of[id(module)] = _Parts(module, stmts, firsts, line)
+        return parts
 
     def text(self, module: cst.Module) -> str:
         """``module.code``."""
@@ -310,8 +310,8 @@ class Layout:
         pass left as they were match; a line it changed maps to the first line of what it replaced)."""
         if tree is original:
             return None
-        _, old, old_firsts, _, _ = self._parts(original)
-        _, new, new_firsts, _, _ = self._parts(tree)
+        a, b = self._parts(original), self._parts(tree)
+        old, old_firsts, new, new_firsts = a.stmts, a.firsts, b.stmts, b.firsts
         where = {id(r.node): j for j, r in enumerate(old)}
         pairs: list[int | None] = [None] * len(new)
         anchors = [(-1, -1)] + [(i, where[id(r.node)]) for i, r in enumerate(new) if id(r.node) in where] \
@@ -357,10 +357,11 @@ class Layout:
 
     def positions(self, module: cst.Module, targets: set[int]) -> dict[int, tuple[int, int]]:
         """As :func:`node_positions`."""
-        _, stmts, firsts, owner, _ = self._parts(module)
+        parts = self._parts(module)
+        stmts, firsts = parts.stmts, parts.firsts
         out = {}
         for key in targets:
-            i = owner.get(key)
+            i = parts.owner_of(key, len(targets))
             if i is not None:
                 line, col = stmts[i].position(key)
                 out[key] = (firsts[i] + line - 1, col + 1)
@@ -370,11 +371,42 @@ class Layout:
         """As :func:`statement_spans`."""
         if not module.body:
             return {}, module.code.count("\n")
-        _, stmts, firsts, owner, end = self._parts(module)
-        lines = end - 1 + sum(module.code_for_node(f).count("\n") for f in module.footer)
+        parts = self._parts(module)
+        lines = parts.end - 1 + sum(module.code_for_node(f).count("\n") for f in module.footer)
         # as statement_spans counts: its recorder keeps no tokens, so the module adds the newline
         # it adds to an empty module
-        return _Spans(stmts, firsts, owner), lines
+        return _Spans(parts.stmts, parts.firsts, parts.owner()), lines
+
+
+class _Parts:
+    """A module's top-level statements as the Layout rendered them, the first line of each, the line after the
+    last; which statement holds a node is looked for in the few statements' marks where a few nodes are asked
+    about (the positions of a pass's findings), and kept for every node only where many are (spans)."""
+
+    __slots__ = ("module", "stmts", "firsts", "end", "_owner")
+
+    def __init__(self, module: cst.Module, stmts: list[_Statement], firsts: list[int], end: int):
+        self.module = module  # held: the Layout keeps it by id
+        self.stmts, self.firsts, self.end = stmts, firsts, end
+        self._owner: dict[int, int] | None = None
+
+    def owner(self) -> dict[int, int]:
+        """id(node) → the index of the statement that holds it, for every node."""
+        if self._owner is None:
+            owner: dict[int, int] = {}
+            for i, r in enumerate(self.stmts):
+                owner.update(dict.fromkeys(r.starts, i))
+            self._owner = owner
+        return self._owner
+
+    def owner_of(self, key: int, asked: int) -> int | None:
+        """The index of the statement holding node ``key`` (one of ``asked`` nodes), or None."""
+        if self._owner is None and asked * len(self.stmts) < 256:
+            for i in range(len(self.stmts) - 1, -1, -1):  # (the last one holding it, as owner() has it)
+                if key in self.stmts[i].starts:
+                    return i
+            return None
+        return self.owner().get(key)
 
 
 class _Spans:

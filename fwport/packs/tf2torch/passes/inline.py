@@ -22,6 +22,8 @@ builds it once, but its torch module would be built (with fresh weights) at ever
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fwport.core.context import FileContext
@@ -35,6 +37,8 @@ _MERGE = "merge"
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    if not _may_plan(module, ctx):
+        return module  # (the walk below would find nothing: most files that match the trigger)
     finder = _Inline(ctx)
     scan(module, finder)
     for outer, rule in finder.found:
@@ -71,10 +75,7 @@ class _Inline(ScopedResolver, cst.CSTVisitor):
             return
         q = self.qualname(inner.func)
         rule = self.ctx.pack.by_name.get(q) if q is not None and self.imports.is_source(q) else None
-        if rule is None or rule.kind != "layer":
-            return
-        shape_fn = rule.emit.get("shape")
-        if shape_fn != _MERGE and (rule.emit.get("layout") != "channels-first" or rule.weights):
+        if rule is None or not _inlined(rule):
             return
         if not _one_tensor(node):
             return
@@ -82,6 +83,83 @@ class _Inline(ScopedResolver, cst.CSTVisitor):
         if any(ctx.is_settled(n) or ctx.plans.get(n) is not None for n in (node, inner)):
             return
         self.found.append((node, rule))
+
+
+def _inlined(rule) -> bool:
+    """A layer rule this planner writes where it is built and called: a merge layer, or a weightless one whose
+    torch module takes channels-first inputs."""
+    return rule.kind == "layer" and (rule.emit.get("shape") == _MERGE or (
+        rule.emit.get("layout") == "channels-first" and not rule.weights))
+
+
+#: per pack: (the pack, a pattern of the last names of the layers _inlined() accepts, a pattern of those names
+#: imported under another name)
+_GATES: dict[int, tuple] = {}
+_PARENS = re.compile(r"[()'\"#]")
+_GAP = re.compile(r"[\s\\]*")
+
+
+def _may_plan(module: cst.Module, ctx: FileContext) -> bool:
+    """Whether the walk of :func:`run` can plan anything (False: it certainly plans nothing), from the source's
+    text and the module's top-level statements: (a) a layer call ``Name(...)`` of a layer :func:`_inlined`
+    accepts (by its last name, or a name an import binds it to) called again, ``Name(...)(...)`` (a string
+    or comment in its arguments: maybe); (b) a module-level ``name = Layer(...)`` as :func:`_named` takes
+    them. The passes before this one write no Keras layer call the source does not spell."""
+    pack = ctx.pack
+    gate = _GATES.get(id(pack))
+    if gate is None or gate[0] is not pack:
+        names = sorted({re.escape(q.rsplit(".", 1)[-1]) for q, rule in pack.by_name.items() if _inlined(rule)},
+                       key=len, reverse=True)
+        alternatives = "|".join(names) or "(?!)"
+        gate = _GATES[id(pack)] = (pack, re.compile(rf"(?:{alternatives})[\s\\]*\("),
+                                   re.compile(rf"\b(?:{alternatives})\s+as\s+(\w+)"))
+    _, called, renamed = gate
+    source = ctx.analyses["parsed"][1]
+    aliases = {m.group(1) for m in renamed.finditer(source)}
+    for pattern in (called, re.compile(rf"\b(?:{'|'.join(sorted(aliases))})[\s\\]*\(") if aliases else None):
+        if pattern is None:
+            continue
+        for m in pattern.finditer(source):
+            if _called_again(source, m.end()):
+                return True
+    return any(True for _ in _named_candidates(module, ctx))
+
+
+#: a string from its opening quote to its closing one, as Python 3.11's tokenizer reads it
+_STRING_END = {
+    "'''": re.compile(r"'''(?:[^'\\]|\\.|'(?!''))*'''", re.S),
+    '"""': re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""', re.S),
+    "'": re.compile(r"'(?:[^'\\\n]|\\.)*'", re.S),
+    '"': re.compile(r'"(?:[^"\\\n]|\\.)*"', re.S),
+}
+
+
+def _called_again(text: str, i: int) -> bool:
+    """Whether the call whose arguments start at ``text[i]`` is called in turn (its closing parenthesis
+    followed by an opening one, or a comment); True where it is unsure (a string that does not end)."""
+    depth = 1
+    while depth:
+        m = _PARENS.search(text, i)
+        if m is None:
+            return True
+        c = m.group()
+        if c == "#":
+            i = text.find("\n", m.end())
+            if i < 0:
+                return True
+            continue
+        if c in "'\"":  # (a prefix before the quote changes nothing here: an f-string's braces hold code, but
+            # balanced parentheses)
+            quote = c * 3 if text.startswith(c * 3, m.start()) else c
+            end = _STRING_END[quote].match(text, m.start())
+            if end is None:
+                return True
+            i = end.end()
+            continue
+        depth += 1 if c == "(" else -1
+        i = m.end()
+    i = _GAP.match(text, i).end()
+    return text.startswith(("(", "#"), i)
 
 
 def _plan(ctx: FileContext, outer: cst.Call, rule) -> None:
@@ -137,20 +215,28 @@ def _movedim(node: cst.BaseExpression, a: int, b: int) -> cst.BaseExpression:
     return cst.Call(cst.Attribute(node, cst.Name("movedim")), [cst.Arg(expr(str(a))), cst.Arg(expr(str(b)))])
 
 
-def _named(module: cst.Module, ctx: FileContext, finder: _Inline) -> None:
-    """``name = layers.CenterCrop(...)`` at module level, the name bound nowhere else and only called on
-    one tensor: the module built there, each call moving the channels."""
+def _named_candidates(module: cst.Module, ctx: FileContext):
+    """(target, value, rule) of each module-level ``name = Layer(...)`` of a weightless channels-first layer."""
     for stmt in module.body:
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                 and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
             continue
         target, value = stmt.body[0].targets[0].target, stmt.body[0].value
-        if not isinstance(target, cst.Name) or not isinstance(value, cst.Call) or target.value in finder.rebound:
+        if not isinstance(target, cst.Name) or not isinstance(value, cst.Call):
             continue
         q = ctx.imports.resolve(value.func)
         rule = ctx.pack.by_name.get(q) if q is not None and ctx.imports.is_source(q) else None
         if rule is None or rule.kind != "layer" or rule.weights or rule.emit.get("layout") != "channels-first" \
                 or ctx.is_settled(value) or ctx.plans.get(value) is not None:
+            continue
+        yield target, value, rule
+
+
+def _named(module: cst.Module, ctx: FileContext, finder: _Inline) -> None:
+    """``name = layers.CenterCrop(...)`` at module level, the name bound nowhere else and only called on
+    one tensor: the module built there, each call moving the channels."""
+    for target, value, rule in _named_candidates(module, ctx):
+        if target.value in finder.rebound:
             continue
         uses = [n for n in finder.names.get(target.value, []) if n is not target]
         calls = [finder.called.get(id(n)) for n in uses]
