@@ -50,6 +50,12 @@ def local(x):
     return dense.kernel, dense.bias
 
 
+def activated(x):
+    d = layers.Dense(4, "relu")  # becomes nn.Sequential(nn.LazyLinear(4), nn.ReLU()): its weights are in [0]
+    y = d(x)
+    return d.kernel
+
+
 def refused(x):
     conv = layers.Conv2D(5, 3)  # outside a model fwport follows: left as a Keras layer (an error says why)
     y = conv(x)
@@ -80,6 +86,7 @@ def test_reads_translated(out):
     text = out.output
     assert "return net.fc.weight.T, net.fc.bias" in text
     assert "return dense.weight.T, dense.bias" in text
+    assert "return d[0].weight.T" in text
     assert "    return conv.kernel\n" in text  # the layer stayed Keras's: so does its kernel
     assert "return dense.kernel  # a parameter" in text
 
@@ -104,6 +111,7 @@ def test_reads_give_keras_values():
     x = rng.normal(size=(2, 3)).astype("float32")
     kernel, bias = ns["local"](torch.as_tensor(x))
     assert tuple(kernel.shape) == (3, 4)
+    assert tuple(ns["activated"](torch.as_tensor(x)).shape) == (3, 4)
     k = rng.normal(size=(3, 4)).astype("float32")
     b = rng.normal(size=(4,)).astype("float32")
     with torch.no_grad():  # a view of the parameter: writing Keras's kernel into it loads the module

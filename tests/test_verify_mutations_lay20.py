@@ -201,3 +201,77 @@ def test_instance_norm2d_hand_port_is_caught(tfa_session, files):
     cert = _run(session, files, "build_instance", good.replace(old, "nn.InstanceNorm2d(4, eps=0.001)"))
     assert cert["verdict"] == "mismatch"
     assert any("1.weight" in p or "1.bias" in p for p in cert["problems"]), cert["problems"]
+
+
+# --- the verifier's alignment of Sequential members written on one line (align.sequential_spans) -----------
+
+ONE_LINE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_one_line():
+    return keras.Sequential([keras.Input(shape=(6,)), layers.Dense(4, activation="relu"), layers.Dense(3), layers.Dense(2)])
+
+
+def build_one_each():
+    return keras.Sequential([keras.Input(shape=(6,)), layers.Dense(4), layers.Dense(3), layers.Dense(2)])
+'''
+
+
+@pytest.fixture(scope="module")
+def one_line(tmp_path_factory):
+    d = tmp_path_factory.mktemp("one-line")
+    (d / "model.py").write_text(ONE_LINE)
+    r = translate_source(ONE_LINE, "model.py")
+    assert not [f for f in r.findings if f.severity == "error"], r.findings
+    (d / "good.py").write_text(r.output)
+    return d, r.output
+
+
+def _run_one_line(session, one_line, model, text=None):
+    d, good = one_line
+    path = d / "good.py"
+    if text is not None:
+        assert text != good
+        path = d / "mutant.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, inputs=["float32[4,6]"], checks=("forward",),
+                          device="cpu"), session)
+
+
+@pytest.mark.parametrize("model", ["build_one_line", "build_one_each"])
+def test_one_line_sequential_layers_pair_correctly(tfa_session, one_line, model):
+    """Before: every member on the line was compared with the line's last module (a shape mismatch reported as a
+    diverging layer on a correct translation). Now: one module each where the line has one per member, else only
+    the line's last member's output (and each member's pre-activation at the module holding its weights)."""
+    session, _ = tfa_session
+    cert = _run_one_line(session, one_line, model)
+    assert cert["verdict"] == "pass"
+    entries = cert["results"]["layers"]
+    assert entries and all(e["ok"] for e in entries), entries
+    compared = {e["layer"] for e in entries}
+    assert compared == {"layers[0]", "layers[1]", "layers[2]"}, entries
+    if model == "build_one_each":  # one module per member: each member's output compared at its own module
+        assert {(e["layer"], e["torch"]) for e in entries if e["point"] == "output"} >= {
+            ("layers[0]", "0"), ("layers[1]", "1"), ("layers[2]", "2")}, entries
+
+
+@pytest.mark.parametrize("model, old, new, layer", [
+    # a tanh appended to the last member: the first diverging layer is the last one, not the first on the line
+    ("build_one_line", "nn.Linear(3, 2))", "nn.Linear(3, 2), nn.Tanh())", "layers[2]"),
+    # the middle member's output negated (a hook: the same modules, so the records' paths still hold)
+    ("build_one_each", "    return nn.Sequential(nn.Linear(6, 4), nn.Linear(4, 3), nn.Linear(3, 2))\n",
+     "    m = nn.Sequential(nn.Linear(6, 4), nn.Linear(4, 3), nn.Linear(3, 2))\n"
+     "    m[1].register_forward_hook(lambda mod, i, o: -o)\n    return m\n", "layers[1]"),
+])
+def test_one_line_sequential_names_the_diverging_member(tfa_session, one_line, model, old, new, layer):
+    session, _ = tfa_session
+    _, good = one_line
+    start = good.index(f"def {model}")
+    body = good[start:]
+    assert body.count(old) >= 1
+    text = good[:start] + body.replace(old, new, 1)
+    cert = _run_one_line(session, one_line, model, text)
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]

@@ -351,13 +351,23 @@ def _capture_plan(original: str, translated: str, name: str, records, info) -> l
     rec_by_source = {r.source: r for r in records}
     done = set()
     for prefix in seq_prefixes:
-        spans = align.sequential_spans(original, translated, name, prefix.rstrip(".").split(".")[-1] if prefix else "")
+        holders = {int(r.source[len(prefix) + 7:-1]): r.target[len(prefix):] for r in records
+                   if r.source.startswith(prefix + "layers[") and r.source.endswith("]")
+                   and r.source[len(prefix) + 7:-1].isdigit() and r.target.startswith(prefix)}
+        spans = align.sequential_spans(original, translated, name, prefix.rstrip(".").split(".")[-1] if prefix else "",
+                                       holders)
         if not spans:
             continue
         last = None
         for k, mods in spans:
             src = f"{prefix}layers[{k}]"
             rec = rec_by_source.get(src)
+            if mods is None:  # one of several members on one line, whose modules cannot be told apart
+                if rec is not None:
+                    points.append({"layer": src, "keras": "pre", "torch": rec.target, "rule": rec.rule})
+                last = None
+                done.add(src)
+                continue
             if rec is not None and mods and rec.target != f"{prefix}{mods[-1]}":
                 points.append({"layer": src, "keras": "pre", "torch": rec.target, "rule": rec.rule})
             out = f"{prefix}{mods[-1]}" if mods else last

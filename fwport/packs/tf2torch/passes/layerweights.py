@@ -206,7 +206,10 @@ class _Reads(cst.CSTVisitor):
             if isinstance(found, tuple) and found[0] != "instance":
                 from fwport.core.result import LayerRecord
                 self.bound[receiver.value] = found[1]
-                return LayerRecord("", receiver.value, receiver.value, found[0])
+                rule = self.ctx.pack.rules.get(found[0])
+                # a layer with an activation became nn.Sequential(layer, activation): its weights are in [0]
+                below = ".0" if rule is not None and _activated(found[1], rule) else ""
+                return LayerRecord("", receiver.value, receiver.value + below, found[0])
         return None
 
     def _kept(self, record) -> cst.Call | None:
@@ -254,14 +257,17 @@ class _Reads(cst.CSTVisitor):
             rule = self.ctx.pack.rules.get(record.rule)
             if rule is None:
                 return
-            receiver = render(func.value)
+            shown = receiver = render(func.value)
+            if record.scope == "" and record.target != record.source:
+                receiver += "".join(f"[{p}]" if p.isdigit() else f".{p}"
+                                    for p in record.target[len(record.source) + 1:].split("."))
             maps: dict[str, list] = {}
             for w in rule.weights_for(record.variant):
                 maps.setdefault(w.source, []).append(w)
             where = "; ".join(f"{src} → {_text(receiver, ms[0])}" if len(ms) == 1 and _invertible(ms[0].ops) else
                               f"{src} → " + ", ".join(f".{w.target} ({', '.join(o.render() for o in w.ops)})"
                                                       for w in ms) for src, ms in maps.items())
-            message = (f"{receiver}.{method}(...): a Keras layer's method, which the torch module this "
+            message = (f"{shown}.{method}(...): a Keras layer's method, which the torch module this "
                             f"{rule.names[0].rsplit('.', 1)[-1]} became has not: torch keeps its weights as "
                             f"parameters by name, in torch's layout ({where}); "
                             + ("read those, e.g. [w.detach().cpu().numpy() for w in (...)] in Keras's order"
@@ -292,6 +298,8 @@ class _Reads(cst.CSTVisitor):
         receiver = render(node.value)
         found = _path(node.value)
         path = ".".join(found[1]) if found else ""
+        if record.scope == "":  # a local layer name: its record's paths start with the name
+            path = record.source
         if found and record.target != path and record.target.startswith(path + "."):
             # the layer became a wrapper (nn.Sequential(SamePad2d(...), nn.Conv2d(...))): its weights are below it
             extra = record.target[len(path) + 1:].split(".")
@@ -312,7 +320,7 @@ class _Reads(cst.CSTVisitor):
                                by="layer_weights")
             self.ctx.report(Severity.INFO, "idiom-replaced", info, node)
             return
-        read, ctx = _reader(maps[0]), self.ctx
+        read, ctx = _reader(maps[0], receiver[len(render(node.value)):]), self.ctx
 
         def apply(original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
             if _refused(ctx, call):
@@ -335,6 +343,17 @@ class _Reads(cst.CSTVisitor):
                 report()
             return updated_node
         self.ctx.plans.add(node, apply, descend=True, by="layer_weights")
+
+
+def _activated(call: cst.Call, rule) -> bool:
+    """Whether the layer call names an activation other than None / "linear" (keyword, or positional by the
+    rule's signature)."""
+    from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
+    names = [p.name for p in rule.params if p.kind == "positional"]
+    value = call_argument(call, "activation", names.index("activation") if "activation" in names else None)
+    if value is None:
+        return False
+    return literal_value(value, NOT_LITERAL) not in (None, "linear")
 
 
 def _refused(ctx: FileContext, call: cst.Call) -> bool:
