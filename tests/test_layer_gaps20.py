@@ -125,3 +125,23 @@ def test_reads_give_keras_values():
     torch_out = torch.nn.functional.linear(torch.as_tensor(x), dense, bias)  # what nn.Linear.forward computes
     np.testing.assert_allclose(torch_out.detach().numpy(), np.asarray(d(x)), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(dense.detach().numpy(), k.T)  # the parameter itself holds torch's (out, in)
+
+
+def test_freezing_a_lazy_module_warning_says_what_works():
+    """`layer.trainable = False` before the layer's first call → `layer.requires_grad_(False)` on an nn.LazyLinear,
+    which raises in torch; the warning says so and what works, and both claims are checked on torch here."""
+    torch = pytest.importorskip("torch")
+    src = ("from tensorflow.keras import layers\n\n\ndef build():\n    base = layers.Dense(8)\n"
+           "    base.trainable = False\n    return base\n")
+    r = translate_source(src, "m.py")
+    assert "base.requires_grad_(False)" in r.output and "nn.LazyLinear(8)" in r.output
+    w = next(f for f in r.findings if f.code == "idiom-replaced" and "requires_grad_" in f.message)
+    assert "requires_grad_ raises ValueError" in w.message and "p.requires_grad = False" in w.message
+    lazy = torch.nn.LazyLinear(8)
+    with pytest.raises(ValueError):
+        lazy.requires_grad_(False)
+    for p in lazy.parameters():
+        p.requires_grad = False
+    lazy(torch.zeros(2, 3))
+    assert [p.requires_grad for p in lazy.parameters()] == [False, False]
+    assert tuple(lazy.weight.shape) == (8, 3)
