@@ -275,3 +275,37 @@ def test_one_line_sequential_names_the_diverging_member(tfa_session, one_line, m
     cert = _run_one_line(session, one_line, model, text)
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- an Input whose size the translation cannot read: the built Keras model's declared shape ----------------
+
+NAMED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build(n_hidden=4):
+    return keras.Sequential([keras.Input(shape=(n_hidden * 2,)), layers.Dense(n_hidden), layers.Dense(2)])
+
+
+def build_needs_args(size):
+    return keras.Sequential([keras.Input(shape=(size,)), layers.Dense(3)])
+'''
+
+
+def test_input_size_read_from_the_built_keras_model(tfa_session, tmp_path):
+    """keras.Input(shape=(n_hidden * 2,)): the translation's static shape is (None,); without --input the verifier
+    asks Keras for the built model's input shape, (8,), and verifies on it (before: a usage error). A builder
+    that cannot be built without --args still gets the usage error, saying why."""
+    from fwport.verify.run import VerifyError
+    session, _ = tfa_session
+    (tmp_path / "model.py").write_text(NAMED)
+    r = translate_source(NAMED, "model.py")
+    (tmp_path / "good.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "model.py"), str(tmp_path / "good.py"), "build", inputs=None,
+                          checks=("forward",), device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    assert cert["inputs"] == ["float32[2,8]"] or "2,8" in str(cert["inputs"]), cert["inputs"]
+    with pytest.raises(VerifyError, match="give --input.*build_needs_args builds: building it failed"):
+        verify(Options(str(tmp_path / "model.py"), str(tmp_path / "good.py"), "build_needs_args", inputs=None,
+                       checks=("forward",), device="cpu"), session)
