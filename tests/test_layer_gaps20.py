@@ -68,6 +68,15 @@ def weights_io():
     return dense.get_weights()
 
 
+def left_functional():
+    inp = keras.Input(shape=(3,))
+    dense = layers.Dense(4)
+    out = dense(inp)
+    model = keras.Model(inp, out)
+    k = dense.kernel  # the functional model is left as written (this use of its layer): dense stays Keras's
+    return model, k
+
+
 def shadowed(dense):
     return dense.kernel  # a parameter: not known as a layer
 '''
@@ -89,6 +98,7 @@ def test_reads_translated(out):
     assert "return d[0].weight.T" in text
     assert "    return conv.kernel\n" in text  # the layer stayed Keras's: so does its kernel
     assert "return dense.kernel  # a parameter" in text
+    assert "    k = dense.kernel  # the functional model is left as written" in text
 
 
 def test_get_and_set_weights_refused_with_the_parameters(out):

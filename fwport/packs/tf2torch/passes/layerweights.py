@@ -359,7 +359,7 @@ def _activated(call: cst.Call, rule) -> bool:
 def _refused(ctx: FileContext, call: cst.Call) -> bool:
     """Whether an error was reported at ``call`` (its rule refused it, or a pass left it as written): the rewrite
     reaches a name's binding before the reads that follow it."""
-    return any(p.node is call and p.finding.severity is Severity.ERROR for p in ctx.pending)
+    return ctx.is_settled(call) or any(p.node is call and p.finding.severity is Severity.ERROR for p in ctx.pending)
 
 
 def _invertible(ops) -> bool:
