@@ -52,9 +52,16 @@ def _func_name(node: ast.expr) -> str:
     return ""
 
 
-def sequential_spans(original: str, translated: str, scope: str, attr: str = "") -> list[tuple[int, list[int]]] | None:
+def sequential_spans(original: str, translated: str, scope: str, attr: str = "",
+                     holders: dict[int, str] | None = None) -> list[tuple[int, list[int] | None]] | None:
     """For the ``n``-th Sequential of ``scope`` (the one assigned to ``self.<attr>`` when given):
-    [(keras layer index, [target module indices])] in Keras order, or None when they cannot be aligned."""
+    [(keras layer index, [target module indices])] in Keras order, or None when they cannot be aligned.
+
+    Several members written on one line (``Sequential([Input(...), Dense(4), Dense(2)])``) share that line's
+    modules: each gets one module when the line has as many modules as members and every member whose weights a
+    record places (``holders``: keras index → the module path holding its weights) is at its own module; else
+    only the line's last member is aligned (its output is the line's last module) and the others get None: their
+    outputs are not compared (the modules a member became cannot be told apart on the line)."""
     try:
         otree, ttree = ast.parse(original), ast.parse(translated)
     except SyntaxError:
@@ -87,11 +94,25 @@ def sequential_spans(original: str, translated: str, scope: str, attr: str = "")
     by_line: dict[int, list[int]] = {}
     for i, e in enumerate(tel):
         by_line.setdefault(rel_t(e.lineno), []).append(i)
-    spans = []
-    k = 0
+    members: list[tuple[int, int]] = []  # (keras index, relative line)
     for e in oel:
         if _func_name(e) in ("Input", "InputLayer"):
             continue
-        spans.append((k, by_line.get(e.lineno - ocall.lineno, [])))
-        k += 1
+        members.append((len(members), e.lineno - ocall.lineno))
+    on_line: dict[int, list[int]] = {}
+    for k, line in members:
+        on_line.setdefault(line, []).append(k)
+    spans: list[tuple[int, list[int] | None]] = []
+    for k, line in members:
+        mods, shared = by_line.get(line, []), on_line[line]
+        if len(shared) == 1:
+            spans.append((k, mods))
+            continue
+        one_each = len(mods) == len(shared) and all(
+            holders is None or k2 not in holders or holders[k2].split(".")[0] == str(m)
+            for k2, m in zip(shared, mods))
+        if one_each:
+            spans.append((k, [mods[shared.index(k)]]))
+        else:
+            spans.append((k, mods if k == shared[-1] else None))
     return spans

@@ -751,11 +751,30 @@ def _all_layers(model):
     return seen
 
 
+def input_shapes(req: dict) -> dict:
+    """The built model's declared input shapes (no batch axis): where the translation cannot read them statically
+    (``keras.Input(shape=(n_hidden * 2,))`` with a builder default), Keras, which built the model, knows them."""
+    _set_floatx("float32")
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(req.get("seed", 0))
+    ns, _ = load_source(req["source"], "fwport_verify_shapes", req.get("load", "auto"), req["model"],
+                        req.get("define"))
+    model = build_object(ns, req["model"], req.get("args") or {}, lambda o: isinstance(o, keras.layers.Layer),
+                         req.get("kind", "model"), _Function)
+    try:
+        inputs = list(model.inputs)
+    except (AttributeError, ValueError):  # a subclassed model not built yet: it declares none
+        return {"shapes": None}
+    return {"shapes": [[None if d is None else int(d) for d in tuple(i.shape)[1:]] for i in inputs]}
+
+
 def handle(req: dict) -> dict:
     op = req.get("op")
     if op == "hello":
         return {"versions": versions(), "device": device()}
     _INPUT_KEYS[:] = req.get("input_keys") or []
+    if op == "input_shapes":
+        return input_shapes(req)
     if op == "run":
         with contextlib.ExitStack() as draws:
             return run(req, draws)

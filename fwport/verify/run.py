@@ -351,13 +351,23 @@ def _capture_plan(original: str, translated: str, name: str, records, info) -> l
     rec_by_source = {r.source: r for r in records}
     done = set()
     for prefix in seq_prefixes:
-        spans = align.sequential_spans(original, translated, name, prefix.rstrip(".").split(".")[-1] if prefix else "")
+        holders = {int(r.source[len(prefix) + 7:-1]): r.target[len(prefix):] for r in records
+                   if r.source.startswith(prefix + "layers[") and r.source.endswith("]")
+                   and r.source[len(prefix) + 7:-1].isdigit() and r.target.startswith(prefix)}
+        spans = align.sequential_spans(original, translated, name, prefix.rstrip(".").split(".")[-1] if prefix else "",
+                                       holders)
         if not spans:
             continue
         last = None
         for k, mods in spans:
             src = f"{prefix}layers[{k}]"
             rec = rec_by_source.get(src)
+            if mods is None:  # one of several members on one line, whose modules cannot be told apart
+                if rec is not None:
+                    points.append({"layer": src, "keras": "pre", "torch": rec.target, "rule": rec.rule})
+                last = None
+                done.add(src)
+                continue
             if rec is not None and mods and rec.target != f"{prefix}{mods[-1]}":
                 points.append({"layer": src, "keras": "pre", "torch": rec.target, "rule": rec.rule})
             out = f"{prefix}{mods[-1]}" if mods else last
@@ -374,6 +384,27 @@ def _capture_plan(original: str, translated: str, name: str, records, info) -> l
         else:
             points.append({"layer": r.source, "keras": "pre", "torch": r.target, "rule": r.rule})
     return points
+
+
+def _built_input_specs(opts: Options, session: Session, keras_major: int, name: str, info) -> list | str:
+    """Input specs from the input shapes of the Keras model as built (the Keras worker builds it), or why not: a
+    size unknown there too (``keras.Input(shape=(None,))``), no single declared input, a builder that fails."""
+    kw = session.worker("keras", keras_major, opts.device)
+    kw.send({"op": "input_shapes", "source": str(Path(opts.original).resolve()), "model": name, "args": opts.args,
+             "kind": opts.kind, "load": opts.load, "define": opts.defines, "seed": opts.seed,
+             "input_keys": list(info.input_keys) if info is not None and info.input_keys else None})
+    try:
+        shapes = _receive(session, kw, opts.timeout).get("shapes")
+    except VerifyError as e:
+        if e.kind in ("crash", "timeout"):
+            raise
+        return f"building it failed: {e}"  # a builder that needs arguments (--args), ...
+    if not shapes or len(shapes) != 1:  # one input (the static shape this replaces was one)
+        return "it declares no single input"
+    try:
+        return default_specs([tuple(shapes[0])])
+    except SpecError:
+        return f"its input shape is {tuple(shapes[0])}"
 
 
 def _layout_like(k: np.ndarray, t: np.ndarray, layout: str) -> np.ndarray:
@@ -455,7 +486,10 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
         specs = [InputSpec.parse(s) for s in opts.inputs] if opts.inputs else (
             default_specs([info.input_shape]) if info and info.input_shape else None)
     except SpecError as e:
-        raise VerifyError(str(e), kind="user") from None
+        # a size the translation cannot read (a builder's default, an expression): the built Keras model has it
+        specs = _built_input_specs(opts, session, keras_major, name, info)
+        if isinstance(specs, str):
+            raise VerifyError(f"{e} (read from the Keras model {name} builds: {specs})", kind="user") from None
     if not specs:
         raise VerifyError(f"the input shape of {name!r} is not declared in the code (no keras.Input / input_shape): "
                           "give it with --input, e.g. --input 'float32[2,28,28,1]'", kind="user")

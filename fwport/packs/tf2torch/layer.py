@@ -2680,9 +2680,13 @@ def group_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "shape-unknown", "GroupNorm needs the channel count, unknown here, and torch has no "
                        "lazy GroupNorm: give the model its input shape")
     groups = m.literal("num_groups", 32)
+    groups_node = m.kwargs.get("num_groups", expr("32"))
+    if _option(m, "instance") or groups == -1:
+        # tfa: InstanceNormalization always, GroupNormalization(groups=-1): one group per channel
+        groups, groups_node = channels, expr(str(channels))
     if _int(groups) and _int(channels) and channels % groups:
         return _failed(m, ctx, "unsupported-argument", f"{channels} channels cannot be split into {groups} groups")
-    m.kwargs = {"num_groups": m.kwargs.get("num_groups", expr("32")), "num_channels": expr(str(channels)),
+    m.kwargs = {"num_groups": groups_node, "num_channels": expr(str(channels)),
                 **{k: v for k, v in m.kwargs.items() if k != "num_groups"}}
     layer = build_call(m, ctx)
     if layer is None:

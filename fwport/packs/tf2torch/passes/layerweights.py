@@ -33,7 +33,7 @@ from fwport.core.position import render
 #: the weight names of Keras's built-in layers
 KERAS_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance",
                            "recurrent_kernel", "depthwise_kernel", "pointwise_kernel"})
-TRIGGER = re.compile(r"\.\s*(?:" + "|".join(sorted(KERAS_WEIGHTS)) + r")\b")
+TRIGGER = re.compile(r"\.\s*(?:" + "|".join(sorted(KERAS_WEIGHTS | {"get_weights", "set_weights"})) + r")\b")
 
 
 def _path(node: cst.BaseExpression) -> tuple[str, list[str]] | None:
@@ -80,11 +80,141 @@ _VARIABLE_METHODS = {
 }
 
 
+class _Bindings(cst.CSTVisitor):
+    """The names one function body (or the module's top level) binds, nested functions and classes left out:
+    name → the values assigned to it (None for a binding that is not a plain assignment: a parameter, a for
+    target, augmented assignment, an import, a with/except name, a walrus)."""
+
+    def __init__(self, params: list[str]) -> None:
+        self.values: dict[str, list] = {p: [None] for p in params}
+
+    def _other(self, target) -> None:
+        for n in _names(target):
+            self.values.setdefault(n, []).append(None)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.values.setdefault(t.target.value, []).append(node.value)
+            else:
+                self._other(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._other(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._other(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._other(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._other(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._other(node.target)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        self._other(node.asname.name if node.asname is not None else cst.Name(node.name.value.split(".")[0])
+                    if isinstance(node.name, cst.Name) else cst.Name("_"))
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._other(node.name.name)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._other(node.name)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._other(node.name)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value)
+    return []
+
+
 class _Reads(cst.CSTVisitor):
     def __init__(self, ctx: FileContext, records: dict, instances: dict[str, str]) -> None:
         super().__init__()
         self.ctx, self.records, self.instances = ctx, records, instances
         self.classes: list[str] = []
+        # per function being visited: name → the layer rule's id, or ("instance", class) for a translated class's instance
+        self.local_layers: list[dict] = []
+        self.bound: dict[str, cst.Call] = {}  # a local layer name → the call it is bound to (see _kept)
+
+    def _layers_bound(self, body, params: list[str]) -> dict:
+        """Names bound once, by a plain assignment, to a Keras layer with a weight map (``dense = layers.Dense(4)``):
+        the torch module that call became is what the name holds."""
+        b = _Bindings(params)
+        if isinstance(body, cst.Module):
+            for stmt in body.body:
+                stmt.visit(b)
+        else:
+            body.visit(b)
+        out = {}
+        for name, values in b.values.items():
+            if len(values) != 1 or not isinstance(values[0], cst.Call):
+                continue
+            func = values[0].func
+            if isinstance(func, cst.Name) and any(s == func.value for s, _ in self.records):
+                out[name] = ("instance", func.value)  # net = Net(): an instance of a translated class
+                continue
+            q = self.ctx.imports.resolve(func)
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            if rule is not None and rule.kind == "layer" and rule.weights:
+                out[name] = (rule.id, values[0])
+        return out
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.local_layers.append(self._layers_bound(node, []))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        p = node.params
+        params = [x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)]
+        params += [x.name.value for x in (p.star_arg, p.star_kwarg) if isinstance(x, cst.Param)]
+        self.local_layers.append(self._layers_bound(node.body, params))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.local_layers.pop()
+
+    def _instance(self, name: str) -> str | None:
+        """The class of a translated model a name of the enclosing function is bound to once (``net = Net()``)."""
+        found = self.local_layers[-1].get(name) if len(self.local_layers) > 1 else None
+        return found[1] if isinstance(found, tuple) and found[0] == "instance" else None
+
+    def _local(self, receiver: cst.BaseExpression):
+        """A record for a name the enclosing function binds to a Keras layer's call: its module as written alone
+        (the default variant of the rule's weight map: a layer held in a name is one fwport does not remap inside
+        the models it follows, see the sequential pass's layout-kept findings)."""
+        if not isinstance(receiver, cst.Name):
+            return None
+        scopes = self.local_layers[-1:] if len(self.local_layers) > 1 else self.local_layers
+        for scope in scopes:
+            found = scope.get(receiver.value)
+            if isinstance(found, tuple) and found[0] != "instance":
+                from fwport.core.result import LayerRecord
+                self.bound[receiver.value] = found[1]
+                rule = self.ctx.pack.rules.get(found[0])
+                # a layer with an activation became nn.Sequential(layer, activation): its weights are in [0]
+                below = ".0" if rule is not None and _activated(found[1], rule) else ""
+                return LayerRecord("", receiver.value, receiver.value + below, found[0])
+        return None
+
+    def _kept(self, record) -> cst.Call | None:
+        """The call a local layer name is bound to (``dense = layers.Dense(4)``), for a record of one."""
+        return self.bound.get(record.source) if record.scope == "" else None
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
@@ -99,13 +229,13 @@ class _Reads(cst.CSTVisitor):
         head, parts = found
         if head == "self" and self.classes:
             scope = self.classes[-1]
-        elif head in self.instances:
-            scope = self.instances[head]
+        elif head in self.instances or self._instance(head):
+            scope = self.instances.get(head) or self._instance(head)
         elif any(s == head for s, _ in self.records):
             scope = head
         else:
-            return None
-        return self.records.get((scope, ".".join(parts)))
+            return self._local(receiver)
+        return self.records.get((scope, ".".join(parts))) or self._local(receiver)
 
     def visit_Call(self, node: cst.Call) -> None:
         """Keras methods on what the torch module has no counterpart of: a Keras variable's methods on a layer's
@@ -122,6 +252,30 @@ class _Reads(cst.CSTVisitor):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{render(func.value)}.{method}(...): a Keras variable's method on a layer's weight, "
                             f"which the torch module stores as a tensor: {_VARIABLE_METHODS[method]}", node)
+        elif method in ("get_weights", "set_weights") and self._record(func.value) is not None:
+            record = self._record(func.value)
+            rule = self.ctx.pack.rules.get(record.rule)
+            if rule is None:
+                return
+            shown = receiver = render(func.value)
+            if record.scope == "" and record.target != record.source:
+                receiver += "".join(f"[{p}]" if p.isdigit() else f".{p}"
+                                    for p in record.target[len(record.source) + 1:].split("."))
+            maps: dict[str, list] = {}
+            for w in rule.weights_for(record.variant):
+                maps.setdefault(w.source, []).append(w)
+            where = "; ".join(f"{src} → {_text(receiver, ms[0])}" if len(ms) == 1 and _invertible(ms[0].ops) else
+                              f"{src} → " + ", ".join(f".{w.target} ({', '.join(o.render() for o in w.ops)})"
+                                                      for w in ms) for src, ms in maps.items())
+            message = (f"{shown}.{method}(...): a Keras layer's method, which the torch module this "
+                            f"{rule.names[0].rsplit('.', 1)[-1]} became has not: torch keeps its weights as "
+                            f"parameters by name, in torch's layout ({where}); "
+                            + ("read those, e.g. [w.detach().cpu().numpy() for w in (...)] in Keras's order"
+                               if method == "get_weights" else
+                               "copy each array into its parameter under torch.no_grad(), param.copy_("
+                               "torch.as_tensor(array)), transposed or permuted as said"))
+            self._when_translated(node, record, lambda: self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                                                         message, node))
         elif method == "build" and self._record(func.value) is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{render(func.value)}.build(...): a Keras layer's build, which the torch module this "
@@ -144,6 +298,8 @@ class _Reads(cst.CSTVisitor):
         receiver = render(node.value)
         found = _path(node.value)
         path = ".".join(found[1]) if found else ""
+        if record.scope == "":  # a local layer name: its record's paths start with the name
+            path = record.source
         if found and record.target != path and record.target.startswith(path + "."):
             # the layer became a wrapper (nn.Sequential(SamePad2d(...), nn.Conv2d(...))): its weights are below it
             extra = record.target[len(path) + 1:].split(".")
@@ -155,12 +311,55 @@ class _Reads(cst.CSTVisitor):
                             f"{receiver}.{name}: the torch module this {rule.names[0].rsplit('.', 1)[-1]} became has no "
                             f"{name}" + (f"; it stores {stored}: read those" if stored else "") , node)
             return
-        self.ctx.plans.add(node, _reader(maps[0], receiver[len(render(node.value)):]), descend=True,
-                           by="layer_weights")
-        self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{render(node.value)}.{name} → {_text(receiver, maps[0])}: the torch module stores Keras's {name} as "
-                        f".{maps[0].target}" + ("" if maps[0].ops[0].op == "copy" else
-                                                f" ({maps[0].ops[0].render()} of it); the value read is Keras's"), node)
+        info = (f"{render(node.value)}.{name} → {_text(receiver, maps[0])}: the torch module stores Keras's {name} as "
+                f".{maps[0].target}" + ("" if maps[0].ops[0].op == "copy" else
+                                        f" ({maps[0].ops[0].render()} of it); the value read is Keras's"))
+        call = self._kept(record)
+        if call is None:
+            self.ctx.plans.add(node, _reader(maps[0], receiver[len(render(node.value)):]), descend=True,
+                               by="layer_weights")
+            self.ctx.report(Severity.INFO, "idiom-replaced", info, node)
+            return
+        read, ctx = _reader(maps[0], receiver[len(render(node.value)):]), self.ctx
+
+        def apply(original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+            if _refused(ctx, call):
+                return updated_node  # the layer stays a Keras layer (its refusal says why): so does its kernel
+            ctx.report(Severity.INFO, "idiom-replaced", info, original_node)
+            return read(original_node, updated_node)
+        self.ctx.plans.add(node, apply, descend=True, by="layer_weights")
+
+    def _when_translated(self, node: cst.Call, record, report) -> None:
+        """``report()`` now, or for a layer held in a local name, in the rewrite once its call is known translated
+        (a refused layer stays Keras's, whose get_weights() works)."""
+        call = self._kept(record)
+        if call is None:
+            report()
+            return
+        ctx = self.ctx
+
+        def apply(original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+            if not _refused(ctx, call):
+                report()
+            return updated_node
+        self.ctx.plans.add(node, apply, descend=True, by="layer_weights")
+
+
+def _activated(call: cst.Call, rule) -> bool:
+    """Whether the layer call names an activation other than None / "linear" (keyword, or positional by the
+    rule's signature)."""
+    from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
+    names = [p.name for p in rule.params if p.kind == "positional"]
+    value = call_argument(call, "activation", names.index("activation") if "activation" in names else None)
+    if value is None:
+        return False
+    return literal_value(value, NOT_LITERAL) not in (None, "linear")
+
+
+def _refused(ctx: FileContext, call: cst.Call) -> bool:
+    """Whether an error was reported at ``call`` (its rule refused it, or a pass left it as written): the rewrite
+    reaches a name's binding before the reads that follow it."""
+    return ctx.is_settled(call) or any(p.node is call and p.finding.severity is Severity.ERROR for p in ctx.pending)
 
 
 def _invertible(ops) -> bool:
@@ -201,8 +400,6 @@ def _reader(m, below: str = ""):
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Records the edits and errors (module docstring); returns ``module`` itself."""
-    if not ctx.layers:
-        return module
     records = {}
     for r in ctx.layers:
         records.setdefault((r.scope, r.target), r)

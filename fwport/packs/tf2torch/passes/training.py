@@ -2404,7 +2404,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         "in inference mode, torch keeps them in the mode of train() / eval(): where it holds "
                         f"BatchNorm, call {code(receiver)}.eval() after each model.train()"
                         + (" (the written fit does: it puts every BatchNorm whose parameters are all frozen in eval "
-                           "mode after its model.train())" if written else "") + "." + keras2, original_node)
+                           "mode after its model.train())" if written else "") + "." + keras2 + _LAZY_FREEZE,
+                        original_node)
         return made
 
     def _settle(self, call: cst.Call, updated_node: cst.Assign) -> cst.Assign:
@@ -3799,6 +3800,12 @@ def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: i
 # ctx.analyses: a `.trainable = False` of a file with BatchNormalization and written fit loops (Keras runs a frozen
 # BatchNormalization in inference mode: the loops put a BatchNorm whose parameters are all frozen in eval mode)
 FROZEN_BATCHNORM = "tf2torch-frozen-batchnorm"
+#: what the warning of `x.trainable = False` → `x.requires_grad_(False)` adds about Lazy modules (checked with torch
+#: 2.13: requires_grad_ raises ValueError on an UninitializedParameter; the attribute can be set, and it stays set
+#: when the parameter materializes at the first call)
+_LAZY_FREEZE = (" Where the module is still a Lazy one (nn.LazyLinear, nn.LazyConv2d ... before its first call), "
+                "requires_grad_ raises ValueError: call it after a first forward pass, or set p.requires_grad = False "
+                "on each of its parameters, which works before they are materialized and stays after")
 
 
 def _default_list(plan: _Plan, scope: int, name: str) -> cst.List | cst.Tuple | None:
