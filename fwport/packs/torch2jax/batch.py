@@ -1590,9 +1590,11 @@ class Forward(cst.CSTTransformer):
                 self.error(original, f"{code(original.func)} (a Sequential) gets a tensor whose batch axis is not first "
                            "(PyTorch's sequence layers hold it second): move it first (.transpose(0, 1)) before the call")
             if module[0] == "sequence" and ranks:
-                from fwport.packs.torch2jax.ranks import through
+                from fwport.packs.torch2jax.ranks import WRAPPED, through
                 blind: list = []
                 through(self.file.sequences[module[1]], ranks[0], blind)
+                wrapped = self.ctx.analyses.get(WRAPPED, ())  # (PerVector: exact at any rank, modules.py)
+                blind = [c for c in blind if id(c) not in wrapped]
                 if blind:
                     self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
             if module[0] == "class" and module[1] in self.keyed_classes \
