@@ -266,3 +266,40 @@ def test_parameter_updates_that_are_not_proven_exact_stay_errors():
     e = _errors(r)
     assert len(e) == 1 and e[0].line == src.splitlines().index("model.conv.bias += torch.ones(3)") + 1 and "model.conv.bias += ...: an Equinox module and its arrays are " \
         "immutable" in e[0].message and "Conv2d" in e[0].message
+
+
+# --- 5. casts of a batched tensor in a forward (PT corpus: ".to() on a batched tensor: not translated yet") --------
+
+CASTS = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        dtype = x.dtype
+        h = (self.fc(x).double() * 2).to(dtype)
+        z = (x * 3).long().to(h)
+        w = z.type_as(x) + x.half().float()
+        return h * 2 + w.to(x.dtype)
+'''
+
+
+def test_casts_of_a_batched_tensor_are_elementwise(tmp_path):
+    import numpy as np
+    r = _t(CASTS)
+    assert "h = (self.fc(x).astype(jnp.float64) * 2).astype(dtype)" in r.output
+    assert "z = (x * 3).astype(jnp.int64).astype(h.dtype)" in r.output
+    assert "w = z.astype(x.dtype) + x.astype(jnp.float16).astype(jnp.float32)" in r.output
+    fwd, grad = _compare(tmp_path, CASTS, "Net", np.random.default_rng(3).normal(size=(5, 4)).astype(np.float32))
+    assert fwd < 1e-5 and grad < 1e-4
+
+
+def test_to_of_an_unknown_kind_is_a_precise_error():
+    r = _t(CASTS.replace("h = (self.fc(x).double() * 2).to(dtype)", "h = self.fc(x).to(self.target)"))
+    e = [f for f in _errors(r) if ".to(self.target)" in f.message]
+    assert len(e) == 1 and "whether self.target is a dtype, a device or a tensor" in e[0].message

@@ -506,6 +506,7 @@ class Forward(cst.CSTTransformer):
         self.modules = dict(modules or {})
         self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
+        self.dtype_names: set[str] = set()  # names bound to an array's dtype (`dtype = x.dtype`), for x.to(dtype)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
         self.parts: dict[int, int] = {}  # `.split` calls unpacked into that many names
@@ -756,6 +757,16 @@ class Forward(cst.CSTTransformer):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         v = node.value
+        for t in node.targets:  # `dtype = x.dtype`, `device, dtype = x.device, x.dtype`: names of a dtype
+            pairs = [(t.target, v)] if not isinstance(t.target, (cst.Tuple, cst.List)) else list(zip(
+                [e.value for e in t.target.elements], [e.value for e in v.elements])) \
+                if isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(t.target.elements) else []
+            for target, value in pairs:
+                if isinstance(target, cst.Name):
+                    if isinstance(value, cst.Attribute) and value.attr.value == "dtype":
+                        self.dtype_names.add(target.value)
+                    else:
+                        self.dtype_names.discard(target.value)
         if self.batch_size_binding(node):
             self.kept.add(id(v))  # `batch = x.shape[0]`: removed by leave_Assign
         for i in self.batch_size_elements(node):
@@ -2128,6 +2139,23 @@ class Forward(cst.CSTTransformer):
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
             return recv  # a move to a device: JAX places arrays itself (as outside the modules)
+        from fwport.packs.torch2jax.tensor_methods import _CASTS
+        if name in _CASTS and not args:  # x.double(), x.long(), ...: a cast of each element, wherever the batch axis is
+            return _method(recv, "astype", [self.ctx.spell(_CASTS[name])])
+        if name == "type_as" and len(args) == 1 and args[0].keyword is None and not args[0].star:
+            return _method(recv, "astype", [cst.Attribute(args[0].value, cst.Name("dtype"))])
+        if name == "to" and len(args) == 1 and args[0].keyword is None and not args[0].star:
+            other = original.args[0].value
+            if isinstance(other, cst.Name) and other.value in self.dtype_names \
+                    or isinstance(other, cst.Attribute) and other.attr.value == "dtype":
+                return _method(recv, "astype", [args[0].value])  # x.to(dtype), dtype = y.dtype: a cast, per element
+            if self.is_batched(other) or self.rank_of(other) is not None:
+                # x.to(y), y an array: y's dtype (and device, which JAX places itself); a cast of each element
+                return _method(recv, "astype", [cst.Attribute(args[0].value, cst.Name("dtype"))])
+            self.error(original, f"{code(original)}: fwport cannot tell whether {code(other)} is a dtype, a device or a "
+                       f"tensor (whose dtype .to takes); write .astype({code(other)}) for a dtype, .astype("
+                       f"{code(other)}.dtype) for a tensor's, or drop the call for a device", "unsupported-construct")
+            return updated
         from fwport.packs.torch2jax.inplace import METHODS, OPERATORS
         if (name in METHODS or name in OPERATORS) and id(original) in self.statements and isinstance(recv, cst.Name):
             # (the in-place planner rebinds it where recv is the sole holder of its memory: here it may not be)
