@@ -303,3 +303,31 @@ def test_to_of_an_unknown_kind_is_a_precise_error():
     r = _t(CASTS.replace("h = (self.fc(x).double() * 2).to(dtype)", "h = self.fc(x).to(self.target)"))
     e = [f for f in _errors(r) if ".to(self.target)" in f.message]
     assert len(e) == 1 and "whether self.target is a dtype, a device or a tensor" in e[0].message
+
+
+DEVICE_PAIRS = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        device, dtype = x.device, x.dtype
+        n, device2 = 3, x.device
+        pos = torch.arange(4, device=device).to(dtype)
+        return self.fc(x).to(device2) + pos * n
+'''
+
+
+def test_a_device_unpacked_beside_other_names_goes_and_an_unbatched_to_dtype_casts(tmp_path):
+    import numpy as np
+    r = _t(DEVICE_PAIRS)
+    # (a traced example has no .device: left as written, `device, dtype = x.device, x.dtype` failed under jax.vmap)
+    assert "        dtype = x.dtype\n        n = 3\n        pos = jnp.arange(4).astype(dtype)\n" in r.output
+    assert ".device" not in r.output
+    fwd, grad = _compare(tmp_path, DEVICE_PAIRS, "Net", np.random.default_rng(4).normal(size=(3, 4)).astype(np.float32))
+    assert fwd < 1e-5 and grad < 1e-4
