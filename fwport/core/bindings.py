@@ -12,7 +12,9 @@ statement is a plain ``target = value`` (one target, no unpacking), else None. `
     walrus        (x := ...)           import      import x / from m import x (a local import)
     def / class   def x / class x      del         del x               global      global x / nonlocal x
 
-``self.loop`` is the number of ``for``/``while`` loops around the binding (a ``for`` target is
+For ``import``, ``self.imported`` is what the name is bound to: the module (``numpy`` for ``import numpy as
+np``, ``a`` for ``import a.b``) or the module's object (``m.x`` for ``from m import x``; a relative import
+keeps its dots: ``.m.x``). ``self.loop`` is the number of ``for``/``while`` loops around the binding (a ``for`` target is
 inside its loop). Nested functions and classes are scopes of their own: their name is bound and
 their bodies are not walked unless :meth:`enter_scope` says so. Options: ``expressions=False``
 skips expressions altogether (only ``:=`` binds inside one: the cheap walk), ``lambdas`` and
@@ -35,6 +37,17 @@ def _head(name: cst.BaseExpression) -> str:
     return name.value if isinstance(name, cst.Name) else "_"
 
 
+def _text(name: cst.BaseExpression | None) -> str:
+    """``a.b.c`` of a dotted name node ("" for none)."""
+    parts = []
+    while isinstance(name, cst.Attribute):
+        parts.append(name.attr.value)
+        name = name.value
+    if isinstance(name, cst.Name):
+        parts.append(name.value)
+    return ".".join(reversed(parts))
+
+
 class BindingWalker(cst.CSTVisitor):
     def __init__(self, *, expressions: bool = True, lambdas: bool = False, comprehensions: bool = True,
                  imports: bool = True) -> None:
@@ -42,6 +55,7 @@ class BindingWalker(cst.CSTVisitor):
         self.expressions, self.lambdas, self.comprehensions, self.imports = (
             expressions, lambdas, comprehensions, imports)
         self.loop = 0
+        self.imported = ""
 
     # --- what a subclass says ---------------------------------------------------------------------
     def bound(self, target: cst.BaseExpression, how: str, value: cst.BaseExpression | None) -> None:
@@ -137,14 +151,18 @@ class BindingWalker(cst.CSTVisitor):
         if self.imports:
             for a in node.names:
                 if a.asname is not None and isinstance(a.asname.name, cst.Name):
+                    self.imported = _text(a.name)
                     self.bound(a.asname.name, "import", None)
                 else:
-                    self.bound(cst.Name(_head(a.name)), "import", None)
+                    self.imported = _head(a.name)
+                    self.bound(cst.Name(self.imported), "import", None)
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if self.imports and not isinstance(node.names, cst.ImportStar):
+            module = "." * len(node.relative) + _text(node.module)
             for a in node.names:
+                self.imported = f"{module}.{_text(a.name)}"
                 if a.asname is not None and isinstance(a.asname.name, cst.Name):
                     self.bound(a.asname.name, "import", None)
                 elif isinstance(a.name, cst.Name):

@@ -301,6 +301,14 @@ class _DeviceUses(cst.CSTVisitor):
                 and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device":
             self.bound.add(node.targets[0].target.value)
             self.skip.add(id(node.targets[0].target))
+        elif _device_elements(node):  # `device, dtype = x.device, x.dtype`: device as above, the others bound otherwise
+            at = _device_elements(node)
+            for i, e in enumerate(node.targets[0].target.elements):
+                if i in at:
+                    self.bound.add(e.value.value)
+                    self.skip.add(id(e.value))
+                elif isinstance(e.value, cst.Name):
+                    self.other.add(e.value.value)
         else:
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
@@ -323,6 +331,19 @@ class _DeviceUses(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self.skip:
             self.other.add(node.value)
+
+
+def _device_elements(node: cst.Assign) -> list[int]:
+    """The positions of ``name = x.device`` pairs in ``a, name, ... = v, x.device, ...`` (a tuple of as many values,
+    none starred)."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
+            or not isinstance(node.value, (cst.Tuple, cst.List)):
+        return []
+    ts, vs = node.targets[0].target.elements, node.value.elements
+    if len(ts) != len(vs) or any(isinstance(e, cst.StarredElement) for e in (*ts, *vs)):
+        return []
+    return [i for i, (t, v) in enumerate(zip(ts, vs)) if isinstance(t.value, cst.Name)
+            and isinstance(v.value, cst.Attribute) and v.value.attr.value == "device"]
 
 
 def _device_only(body: cst.CSTNode) -> set[str]:
@@ -506,6 +527,7 @@ class Forward(cst.CSTTransformer):
         self.modules = dict(modules or {})
         self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
+        self.dtype_names: set[str] = set()  # names bound to an array's dtype (`dtype = x.dtype`), for x.to(dtype)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
         self.parts: dict[int, int] = {}  # `.split` calls unpacked into that many names
@@ -619,6 +641,10 @@ class Forward(cst.CSTTransformer):
                 and original.targets[0].target.value in (self.device_names or ()) \
                 and isinstance(original.value, cst.Attribute) and original.value.attr.value == "device":
             return self.drop()  # `device = idx.device` read only as device=: JAX places arrays itself
+        devices = [i for i in _device_elements(original)
+                   if original.targets[0].target.elements[i].value.value in (self.device_names or ())]
+        if devices:  # `device, dtype = x.device, x.dtype`: the device's pair goes, as above
+            return self.without_elements(original, updated, devices)
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
@@ -705,6 +731,13 @@ class Forward(cst.CSTTransformer):
 
     def without_batch_sizes(self, original: cst.Assign, updated: cst.Assign, sizes: list[int]):
         """The assignment of :meth:`batch_size_elements` without them (their names hold the batch size)."""
+        names = [original.targets[0].target.elements[i].value.value for i in sizes]
+        out = self.without_elements(original, updated, sizes)
+        self.batch_sizes.update(names)
+        return out
+
+    def without_elements(self, original: cst.Assign, updated: cst.Assign, sizes: list[int]):
+        """A tuple assignment of as many values as names without the pairs at ``sizes`` (the rest translated)."""
         def parts(a: cst.Assign):
             ts = [e for i, e in enumerate(a.targets[0].target.elements) if i not in sizes]
             vs = [e for i, e in enumerate(a.value.elements) if i not in sizes]
@@ -712,15 +745,11 @@ class Forward(cst.CSTTransformer):
                 return ts[0].value, vs[0].value
             ts[-1], vs[-1] = (e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in (ts[-1], vs[-1]))
             return a.targets[0].target.with_changes(elements=ts), a.value.with_changes(elements=vs)
-        names = [original.targets[0].target.elements[i].value.value for i in sizes]
         if len(sizes) == len(original.value.elements):
-            out = self.drop()
-        else:
-            (ot, ov), (ut, uv) = parts(original), parts(updated)
-            out = self.leave_Assign(original.with_changes(targets=[original.targets[0].with_changes(target=ot)], value=ov),
-                                    updated.with_changes(targets=[updated.targets[0].with_changes(target=ut)], value=uv))
-        self.batch_sizes.update(names)
-        return out
+            return self.drop()
+        (ot, ov), (ut, uv) = parts(original), parts(updated)
+        return self.leave_Assign(original.with_changes(targets=[original.targets[0].with_changes(target=ot)], value=ov),
+                                 updated.with_changes(targets=[updated.targets[0].with_changes(target=ut)], value=uv))
 
     def drop(self) -> cst.Expr:
         """A statement that goes: marked here (lines cannot go before every finding is located), its line
@@ -756,6 +785,16 @@ class Forward(cst.CSTTransformer):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         v = node.value
+        for t in node.targets:  # `dtype = x.dtype`, `device, dtype = x.device, x.dtype`: names of a dtype
+            pairs = [(t.target, v)] if not isinstance(t.target, (cst.Tuple, cst.List)) else list(zip(
+                [e.value for e in t.target.elements], [e.value for e in v.elements])) \
+                if isinstance(v, (cst.Tuple, cst.List)) and len(v.elements) == len(t.target.elements) else []
+            for target, value in pairs:
+                if isinstance(target, cst.Name):
+                    if isinstance(value, cst.Attribute) and value.attr.value == "dtype":
+                        self.dtype_names.add(target.value)
+                    else:
+                        self.dtype_names.discard(target.value)
         if self.batch_size_binding(node):
             self.kept.add(id(v))  # `batch = x.shape[0]`: removed by leave_Assign
         for i in self.batch_size_elements(node):
@@ -1590,9 +1629,11 @@ class Forward(cst.CSTTransformer):
                 self.error(original, f"{code(original.func)} (a Sequential) gets a tensor whose batch axis is not first "
                            "(PyTorch's sequence layers hold it second): move it first (.transpose(0, 1)) before the call")
             if module[0] == "sequence" and ranks:
-                from fwport.packs.torch2jax.ranks import through
+                from fwport.packs.torch2jax.ranks import WRAPPED, through
                 blind: list = []
                 through(self.file.sequences[module[1]], ranks[0], blind)
+                wrapped = self.ctx.analyses.get(WRAPPED, ())  # (PerVector: exact at any rank, modules.py)
+                blind = [c for c in blind if id(c) not in wrapped]
                 if blind:
                     self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
             if module[0] == "class" and module[1] in self.keyed_classes \
@@ -1649,6 +1690,12 @@ class Forward(cst.CSTTransformer):
             dtype = ops.cast_dtype(original, self.ctx)
             if dtype is not None:  # self.mask.to(torch.bool) on an unbatched tensor: a cast too
                 return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
+            other = original.args[0].value if len(original.args) == 1 and original.args[0].keyword is None \
+                and not original.args[0].star else None
+            if func.attr.value == "to" and (isinstance(other, cst.Name) and other.value in self.dtype_names
+                                            or isinstance(other, cst.Attribute) and other.attr.value == "dtype") \
+                    and not (dotted_text(func.value) or "").removeprefix("self.") in self.modules:
+                return _method(updated.func.value, "astype", [updated.args[0].value])  # t.to(dtype), dtype = x.dtype
         return updated
 
     def attention_masks(self, attr: str, original: cst.Call, a: dict, o: dict, masks: list[str], want: int) -> None:
@@ -2126,6 +2173,23 @@ class Forward(cst.CSTTransformer):
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
             return recv  # a move to a device: JAX places arrays itself (as outside the modules)
+        from fwport.packs.torch2jax.tensor_methods import _CASTS
+        if name in _CASTS and not args:  # x.double(), x.long(), ...: a cast of each element, wherever the batch axis is
+            return _method(recv, "astype", [self.ctx.spell(_CASTS[name])])
+        if name == "type_as" and len(args) == 1 and args[0].keyword is None and not args[0].star:
+            return _method(recv, "astype", [cst.Attribute(args[0].value, cst.Name("dtype"))])
+        if name == "to" and len(args) == 1 and args[0].keyword is None and not args[0].star:
+            other = original.args[0].value
+            if isinstance(other, cst.Name) and other.value in self.dtype_names \
+                    or isinstance(other, cst.Attribute) and other.attr.value == "dtype":
+                return _method(recv, "astype", [args[0].value])  # x.to(dtype), dtype = y.dtype: a cast, per element
+            if self.is_batched(other) or self.rank_of(other) is not None:
+                # x.to(y), y an array: y's dtype (and device, which JAX places itself); a cast of each element
+                return _method(recv, "astype", [cst.Attribute(args[0].value, cst.Name("dtype"))])
+            self.error(original, f"{code(original)}: fwport cannot tell whether {code(other)} is a dtype, a device or a "
+                       f"tensor (whose dtype .to takes); write .astype({code(other)}) for a dtype, .astype("
+                       f"{code(other)}.dtype) for a tensor's, or drop the call for a device", "unsupported-construct")
+            return updated
         from fwport.packs.torch2jax.inplace import METHODS, OPERATORS
         if (name in METHODS or name in OPERATORS) and id(original) in self.statements and isinstance(recv, cst.Name):
             # (the in-place planner rebinds it where recv is the sole holder of its memory: here it may not be)

@@ -7,12 +7,11 @@ would make the translated code read the file's value.
   file does not bind: the file's own ``import numpy as onp`` where it has one, else ``numpy``, else ``np_``...;
 - the others, which every rule writes: an error finding at the file's binding (rename it in the source).
 
-The bindings are read from the source with stdlib ``ast``: module-level statements (and their blocks: ifs,
-loops, with, try) and names a function declares ``global``; a function's local names do not reach the
-helpers, which are module-level."""
+The bindings are read from the parsed source by the shared binding walker (fwport/core/bindings.py): module-level
+statements (and their blocks: ifs, loops, with, try) and names a function declares ``global``; a function's
+local names do not reach the helpers, which are module-level."""
 from __future__ import annotations
 
-import ast
 import re
 
 import libcst as cst
@@ -21,111 +20,64 @@ from fwport.core.bindings import BindingWalker
 from fwport.core.engine import comment_text
 from fwport.core.finding import Finding, Severity
 from fwport.core.names import scan
+from fwport.core.position import node_positions
 
 KEY = "torch2jax.module-bindings"  # ctx.analyses: name → [(line, column, the module an import binds or None)]
 
 
-def _imported(alias: ast.alias, module: str | None) -> tuple[str, str]:
-    """(the name an import binds, the module or object it binds to it)."""
-    if module is None:  # import a.b.c [as x]
-        return (alias.asname, alias.name) if alias.asname else (alias.name.split(".")[0], alias.name.split(".")[0])
-    return alias.asname or alias.name, f"{module}.{alias.name}"
+class _Module(BindingWalker):
+    """The module-level bindings (the shared walker's: statements at the top and in their blocks), and the names a
+    function or class body declares ``global`` (their bodies walked only for that, where the source says
+    ``global``); each binding's node, where a finding would stand, and the module an import binds."""
 
+    def __init__(self, globals_: bool) -> None:
+        super().__init__(lambdas=False)
+        self.globals, self.depth, self.at = globals_, 0, None
+        self.bound_nodes: list[tuple[str, cst.CSTNode, str | None]] = []
 
-class _Module(ast.NodeVisitor):
-    def __init__(self) -> None:
-        self.bound: dict[str, list[tuple[int, int, str | None]]] = {}
+    def enter_scope(self, node) -> bool:
+        if isinstance(node, cst.Lambda) or not self.globals:
+            return False
+        self.depth += 1  # (left in leave_FunctionDef / leave_ClassDef)
+        return True
 
-    def _add(self, name: str, node: ast.AST, module: str | None = None) -> None:
-        self.bound.setdefault(name, []).append((node.lineno, node.col_offset + 1, module))
+    def leave_FunctionDef(self, original_node) -> None:
+        self.depth -= self.globals
 
-    def _targets(self, t: ast.AST) -> None:
-        if isinstance(t, ast.Name):
-            self._add(t.id, t)
-        elif isinstance(t, (ast.Tuple, ast.List)):
-            for e in t.elts:
-                self._targets(e)
-        elif isinstance(t, ast.Starred):
-            self._targets(t.value)
+    leave_ClassDef = leave_FunctionDef  # type: ignore[assignment]
 
-    def visit_Import(self, node: ast.Import) -> None:
-        for a in node.names:
-            name, full = _imported(a, None)
-            self._add(name, node, full)
+    def visit_Import(self, node) -> bool:
+        self.at = node
+        return super().visit_Import(node)
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        for a in node.names:
-            if a.name != "*":
-                name, full = _imported(a, ("." * node.level) + (node.module or ""))
-                self._add(name, node, full)
+    def visit_ImportFrom(self, node) -> bool:
+        self.at = node
+        return super().visit_ImportFrom(node)
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for t in node.targets:
-            self._targets(t)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._targets(node.target)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._targets(node.target)
-        self.generic_visit(node)
-
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        self._targets(node.target)
-        self.generic_visit(node)
-
-    def visit_For(self, node: ast.For) -> None:
-        self._targets(node.target)
-        self.generic_visit(node)
-
-    visit_AsyncFor = visit_For
-
-    def visit_withitem(self, node: ast.withitem) -> None:
-        if node.optional_vars is not None:
-            self._targets(node.optional_vars)
-        self.generic_visit(node)
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if node.name:
-            self._add(node.name, node)
-        self.generic_visit(node)
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._add(node.name, node)
-        for g in ast.walk(node):  # its body is a scope of its own, but `global x` binds the module's x
-            if isinstance(g, ast.Global):
-                for n in g.names:
-                    self._add(n, g)
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._add(node.name, node)  # (its body binds class attributes, not globals; its methods may say global)
-        for g in ast.walk(node):
-            if isinstance(g, ast.Global):
-                for n in g.names:
-                    self._add(n, g)
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        return None
-
-    def visit_comprehension(self, node: ast.comprehension) -> None:
-        self.generic_visit(node)  # (its target is the comprehension's own, left out; a := inside binds the module's)
+    def bound(self, target, how, value) -> None:
+        if not isinstance(target, cst.Name) or how == "del" or (self.depth and how != "global"):
+            return  # (a depth counts the enclosing function or class, entered by enter_scope)
+        if how == "import":
+            self.bound_nodes.append((target.value, self.at, self.imported))
+        else:
+            self.bound_nodes.append((target.value, target, None))
 
 
 def module_bindings(ctx) -> dict[str, list[tuple[int, int, str | None]]]:
     """Every module-level binding of the source, by name (computed once per file)."""
     found = ctx.analyses.get(KEY)
     if found is None:
+        found = ctx.analyses[KEY] = {}
         parsed = ctx.analyses.get("parsed")
-        walker = _Module()
-        try:
-            walker.visit(ast.parse(parsed[1]))
-        except (SyntaxError, TypeError, ValueError):
-            pass
-        found = ctx.analyses[KEY] = walker.bound
+        if parsed is None:
+            return found
+        tree, source = parsed
+        walker = _Module(globals_=re.search(r"\bglobal\b", source) is not None)
+        scan(tree, walker)
+        where = node_positions(tree, [n for _, n, _ in walker.bound_nodes])
+        for name, node, module in walker.bound_nodes:
+            line, col = where.get(id(node), (0, 0))
+            found.setdefault(name, []).append((line, col, module))
     return found
 
 

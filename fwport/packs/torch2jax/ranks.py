@@ -28,6 +28,8 @@ REARRANGE = "einops.layers.torch.Rearrange"
 #: einops layers whose output rank their pattern gives (Reduce's reduction comes second)
 PATTERNED = frozenset({REARRANGE, "einops.layers.torch.Reduce"})
 HELPER = "PerVector"
+#: analyses key: the ids of the source calls of the layers wrapped as PerVector (modules.py; batch.py warns of no other)
+WRAPPED = "torch2jax.ranks.per-vector"
 #: ctx.analyses: (class, __init__ parameter) → what the file's calls of the class give it (given_classes)
 GIVEN = "torch2jax.given-classes"
 
@@ -66,11 +68,17 @@ class ClassRanks:
     def sequence_out(self, attr: str, rank: int | None) -> int | None:
         return through(self.sequences[attr], rank)[0]
 
-    def wraps(self) -> list[cst.Call]:
-        """The source calls of per-vector layers inside Sequentials that get more than one axis."""
+    def wraps(self) -> list[tuple[cst.Call, bool]]:
+        """The source calls of per-vector layers inside Sequentials that get more than one axis, and, in a module
+        another module of the file feeds a value of unknown rank (``blind``), those whose input rank is not known:
+        PerVector maps the layer over however many leading axes it gets (none for a vector), exact at any rank, as
+        a plain Linear's jnp.vectorize is (batch.Forward.any_rank). Each with whether its rank is unknown."""
         out = []
         for attr, seq in self.sequences.items():
-            out += through(seq, _agreed([r[0] if r else None for r in self.sequence_inputs.get(attr, [])]))[1]
+            blind: list | None = [] if self.blind else None
+            out += [(c, False) for c in through(seq, _agreed([r[0] if r else None
+                                                              for r in self.sequence_inputs.get(attr, [])]), blind)[1]]
+            out += [(c, True) for c in blind or ()]
         return out
 
 

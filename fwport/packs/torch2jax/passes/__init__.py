@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import backends, clashes, data, features, groups, inplace, keys, modes, tensor_methods, types, x64
+from fwport.packs.torch2jax import backends, clashes, data, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -18,6 +18,9 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("unroll", re.compile(r"Sequential\(\s*\*"), unroll.run),
     # class M(nn.Transformer) with its own forward → an nn.Module building nn.Transformer's encoder (before modules)
     Planner("transformer-subclass", re.compile(r"\bTransformer\s*\)"), layers.transformer_subclasses),
+    # in-place updates of a model's parameters outside the classes (`for p in model.parameters(): p.data.clamp_(..)`,
+    # `model.fc.weight.data.mul_(2)`) → the model rebuilt (jax.tree_util.tree_map / eqx.tree_at; params.py)
+    Planner("parameter-updates", params.TRIGGER, params.run),
     # y.add_(x) / h.relu_() as a statement on a tensor nothing else holds → y = y + x / h = h.relu() (inplace.py)
     Planner("in-place", re.compile(inplace.TRIGGER), inplace.rebind),
     # self.training read in a module's methods → `not self.inference`, a field set False in __init__ (modes.py),

@@ -134,7 +134,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
              and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(s))}
     table = ranks.analyse(module, ctx, classes, whole)
     outside["ranks"] = table
-    wraps = {id(c) for t in table.values() for c in t.wraps()}
+    wraps = ctx.analyses[ranks.WRAPPED] = {id(c): blind for t in table.values() for c, blind in t.wraps()}
     if wraps:
         module = rewrite(module, _PerVector(ctx, wraps))
     builders = _builders(module, ctx)
@@ -260,16 +260,18 @@ class _PerVector(cst.CSTTransformer):
     """``nn.Linear(...)`` inside a Sequential that gives it more than one axis → ``PerVector(nn.Linear(...))``
     (ranks.py chose the calls; layers.py writes the helper)."""
 
-    def __init__(self, ctx, calls: set[int]):
+    def __init__(self, ctx, calls: dict[int, bool]):
         super().__init__()
         self.ctx, self.calls = ctx, calls
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) not in self.calls:
             return updated
+        gets = ("a value whose per-example rank fwport cannot infer (another module of the file feeds this one)"
+                if self.calls[id(original)] else "more axes (tokens)")
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{dotted_text(original.func)}: Equinox's layer takes one "
-                        "vector and this one gets more axes (tokens): wrapped as PerVector(layer), which maps it over "
-                        "them as PyTorch's does", original)
+                        f"vector and this one gets {gets}: wrapped as PerVector(layer), which maps it over the leading "
+                        "axes as PyTorch's does (none for a vector)", original)
         return cst.Call(cst.Name(layers.use(self.ctx, ranks.HELPER)), [cst.Arg(updated)])
 
 
