@@ -98,7 +98,7 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
     does not depend on: none binds a name it or a statement it depends on reads (walked backwards). A plain
     assignment binds its names anew: the statements above it that bind them (a notebook's earlier cell
     trying `inputs = keras.Input(...)` and layers on it, with no model) are not the model's."""
-    needed = _names_in(stmts[model])
+    needed = _reads(stmts[model])  # (`model = keras.Model(...)` binds model: an earlier `model = ...` is not its)
     outside = set()
     for i in range(model - 1, lo - 1, -1):
         st = stmts[i]
