@@ -50,3 +50,82 @@ def test_a_name_the_model_statement_binds_anew_is_not_read_by_it(tmp_path):
     assert "model = nn.Sequential(nn.Linear(6, 2))" in out and "model = Model()" in out
     assert "keras" not in out.replace("# fwport", "")
     _verify(tmp_path, REBOUND, out, "model", ["float32[4,6]"])
+
+
+# keras-io's create_ffn (gnn_citations, perceiver_image_classification, tabtransformer): a Sequential factory that
+# appends its layers to a list, in a for statement over a list it is given, and returns keras.Sequential(list).
+# gnn_citations gives the builder the module constant `hidden_units = [32, 32]`: pinned as that list.
+FFN = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+hidden_units = [8, 6]
+dropout_rate = 0.5
+
+
+def create_ffn(hidden_units, dropout_rate, name=None):
+    fnn_layers = []
+    for units in hidden_units:
+        fnn_layers.append(layers.BatchNormalization())
+        fnn_layers.append(layers.Dropout(dropout_rate))
+        fnn_layers.append(layers.Dense(units, activation=tf.nn.gelu))
+    return keras.Sequential(fnn_layers, name=name)
+
+
+def create_baseline_model(hidden_units, num_classes, dropout_rate=0.2):
+    inputs = layers.Input(shape=(5,), name="input_features")
+    x = create_ffn([6, 6], dropout_rate, name=f"ffn_block1")(inputs)
+    for block_idx in range(2):
+        x1 = create_ffn(hidden_units, dropout_rate, name=f"ffn_block{block_idx + 2}")(x)
+        x = layers.Add(name=f"skip_connection{block_idx + 2}")([x, x1])
+    logits = layers.Dense(num_classes, name="logits")(x)
+    return keras.Model(inputs=inputs, outputs=logits, name="baseline")
+
+
+baseline_model = create_baseline_model(hidden_units, 3, dropout_rate)
+
+
+def create_head(hidden_units, dropout_rate):
+    ffn_layers = []
+    for units in hidden_units[:-1]:
+        ffn_layers.append(layers.Dense(units, activation=tf.nn.gelu))
+
+    ffn_layers.append(layers.Dense(units=hidden_units[-1]))
+    ffn_layers.append(layers.Dropout(dropout_rate))
+
+    ffn = keras.Sequential(ffn_layers)
+    return ffn
+
+
+def build_head():
+    inputs = layers.Input(shape=(4, 6))
+    x = layers.LayerNormalization(epsilon=1e-6)(inputs)
+    ffn = create_head(hidden_units=[12, 6], dropout_rate=0.1)
+    x = ffn(x)
+    outputs = layers.Add()([x, inputs])
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_a_sequential_factory_of_appended_layers_is_written_out_per_call():
+    r = _tx(FFN)
+    assert not _errors(r), _errors(r)
+    out = r.output
+    assert "if list(hidden_units) != [8, 6]:" in out
+    assert ("self.ffn1 = nn.Sequential(nn.BatchNorm1d(5, momentum=0.01, eps=0.001), nn.Dropout(0.5), nn.Linear(5, 6), "
+            "nn.GELU(), nn.BatchNorm1d(6, momentum=0.01, eps=0.001), nn.Dropout(0.5), nn.Linear(6, 6), nn.GELU())") in out
+    assert out.count("nn.Linear(6, 8), nn.GELU(), nn.BatchNorm1d(8, momentum=0.01, eps=0.001)") == 2
+    # hidden_units[:-1] stepped through, hidden_units[-1] written as its value
+    assert "self.ffn = nn.Sequential(nn.Linear(6, 12), nn.GELU(), nn.Linear(12, 6), nn.Dropout(0.1))" in out
+    assert "def create_ffn" not in out and "def create_head" not in out and "keras" not in out
+    # a loop over a value not known where the model is built stays an error that says so
+    bad = FFN.replace("for units in hidden_units[:-1]:", "for units in hidden_units[: len(str(dropout_rate))]:")
+    assert any("is not a list of values known where the model is built" in e or "cannot be decided" in e
+               for e in _errors(_tx(bad))), _errors(_tx(bad))
+
+
+def test_a_sequential_factory_of_appended_layers_computes_what_keras_does(tmp_path):
+    out = _tx(FFN).output
+    _verify(tmp_path, FFN, out, "baseline_model", ["float32[4,5]"])
+    _verify(tmp_path, FFN, out, "build_head", ["float32[4,4,6]"])

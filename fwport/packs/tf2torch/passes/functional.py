@@ -649,7 +649,7 @@ def _deciding_names(fn: cst.FunctionDef, helpers: set[str]) -> set[str]:
 
 
 def _plain_value(v) -> bool:
-    if isinstance(v, tuple):
+    if isinstance(v, (tuple, _PinnedList)):
         return all(_plain_value(x) for x in v)
     if isinstance(v, str):  # written into __init__'s check and its message as it is
         return v.isprintable() and not set(v) & set("\"'{}\\")
@@ -702,6 +702,7 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
     for st in fn.body.body:
         rebound |= _names_bound_in(st) | set(_assigned(st)) | _stepped_names(st)
     consts = _module_assignments(ctx)
+    methods = {n.value.value for n in _attribute_reads(fn.body) if isinstance(n.value, cst.Name)}
     values: dict[str, set] = {}
     first: dict[str, object] = {}
     from fwport.core.bind import bind_def
@@ -713,6 +714,8 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
             name = p.name.value
             node = bound.get(name)
             v = _constant_value(node, consts) if node is not None else NOT_LITERAL
+            if isinstance(v, list) and all(_plain_value(x) for x in v) and name not in methods:
+                v = _PinnedList(v)  # (gnn_citations' hidden_units = [32, 32], a list its helpers step through)
             if v is NOT_LITERAL or not _plain_value(v):
                 values.setdefault(name, set()).add(None)
                 values[name].add(object())  # (never one value)
@@ -724,10 +727,30 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
             and n in deciding}
 
 
+class _PinnedList(list):
+    """A list every call of a builder gives one of its parameters (module constants such as ``hidden_units =
+    [32, 32]``): pinned as the tuple of its items would be, written back as a list (:func:`_guard`)."""
+
+
+class _AttributeReads(cst.CSTVisitor):
+    def __init__(self):
+        self.out: list[cst.Attribute] = []
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        self.out.append(n)
+
+
+def _attribute_reads(node) -> list[cst.Attribute]:
+    v = _AttributeReads()
+    scan(node, v)
+    return v.out
+
+
 def _guard(name: str, value) -> str:
     """``__init__``'s first lines in a class translated for ``name=value`` only."""
     shown = f'"{value}"' if isinstance(value, str) else repr(value)
     test = f"{name} is not {value!r}" if value is None or isinstance(value, bool) else (
+        f"list({name}) != {shown}" if isinstance(value, _PinnedList) else
         f"tuple({name}) != {shown}" if isinstance(value, tuple) else f"{name} != {shown}")
     return (f"if {test}:\n    raise ValueError(f\"translated for {name}={value!r} only (the value this file builds "
             f"it with), got {{{name}!r}}\")\n")
@@ -1518,13 +1541,16 @@ class _Builder:
             subst[p.name.value] = written(v) if p.name.value in given else written(p.default)
         for n, v in values.items():  # initializer = keras.initializers.GlorotNormal(): in place where its layers use it
             subst[n] = written(v)
-        elements: list[cst.BaseExpression] = []
+        elements: list[tuple] = []  # (a layer's expression, the names it reads written in place)
         keep = []
+        listed = any(isinstance(a.value, cst.Name) and a.value.value == seq for a in ctor.args[:1])
         for i, a in enumerate(ctor.args):
             kw = a.keyword.value if a.keyword else ("layers" if i == 0 else None)
             if kw == "layers" and not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and not any(
                     isinstance(e, cst.StarredElement) for e in a.value.elements):
-                elements += [e.value for e in a.value.elements]
+                elements += [(e.value, subst) for e in a.value.elements]
+            elif kw == "layers" and listed:
+                pass  # keras.Sequential(ffn_layers): the layers its append calls give
             elif kw == "name":
                 keep.append(a)
             else:
@@ -1551,24 +1577,44 @@ class _Builder:
                             walk(branch.orelse.body.body)
                         break
                     continue
+                if isinstance(st, cst.For) and listed:
+                    if st.orelse or st.asynchronous or not isinstance(st.target, cst.Name) \
+                            or not isinstance(st.body, cst.IndentedBlock):
+                        raise _Refused(node, f"in {name}(...): `for {code(st.target)} in {code(st.iter)}`: fwport "
+                                             "follows a for statement of one name over values known where the model "
+                                             "is built")
+                    try:
+                        passes = self._known_sequence(self._copy(st.iter, _Substitute(subst)))
+                    except _Refused as r:
+                        raise _Refused(node, f"in {name}(...): {r.message}")
+                    var, before = st.target.value, subst.get(st.target.value)
+                    for v in passes:
+                        subst[var] = _literal_node(v)
+                        walk(st.body.body)
+                    if before is None:
+                        subst.pop(var, None)
+                    else:
+                        subst[var] = before
+                    continue
                 if isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(
                         small.value, (cst.SimpleString, cst.ConcatenatedString))):
                     continue
                 call = small.value if isinstance(small, cst.Expr) else None
                 if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                         and isinstance(call.func.value, cst.Name) and call.func.value.value == seq \
-                        and call.func.attr.value == "add" and len(call.args) == 1 and call.args[0].keyword is None \
-                        and not call.args[0].star:
-                    elements.append(call.args[0].value)
+                        and call.func.attr.value == ("append" if listed else "add") and len(call.args) == 1 \
+                        and call.args[0].keyword is None and not call.args[0].star:
+                    elements.append((call.args[0].value, dict(subst)))
                     continue
+                what = f"{seq}.append(layer) calls, for statements over known values" if listed else \
+                    f"after keras.Sequential() are {seq}.add(layer) calls"
                 raise _Refused(node, f"in {name}(...): `{code(st).strip()}`: fwport follows a Sequential factory "
-                                     f"whose statements after keras.Sequential() are {seq}.add(layer) calls and if "
-                                     "statements on its arguments")
+                                     f"whose statements {what} and if statements on its arguments")
 
         walk(body)
         if not elements:
             raise _Refused(node, f"{name}(...) builds a keras.Sequential with no layers")
-        els = [self._copy(e, _Substitute(subst)) for e in elements]
+        els = [self._copy(e, _SubstituteIndexed(given_subst)) for e, given_subst in elements]
         synth = ctor.with_changes(args=[cst.Arg(cst.List([cst.Element(e) for e in els])), *keep])
         self.origin[id(synth)] = (synth, site)
         calls = self.ctx.analyses.setdefault("functional_calls", {})
@@ -1987,6 +2033,42 @@ class _Builder:
                     return int(d)
         raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
                              "if statements on literal arguments and known sizes (x.shape[-1])")
+
+    def _known_sequence(self, node: cst.BaseExpression) -> list:
+        """The values a Sequential factory's ``for`` statement steps through, known where the model is built: a
+        literal list or tuple, a module constant bound once to one, a slice or item of those (``hidden_units[:-1]``),
+        or ``range`` of known ints; a refusal otherwise."""
+        value = self._known_value(node)
+        if isinstance(value, range):
+            value = list(value)
+        if not isinstance(value, (list, tuple)) or not all(_plain_value(v) for v in value):
+            raise _Refused(node, f"`{code(node)}` is not a list of values known where the model is built: fwport "
+                                 "writes a Sequential factory's for statement out over literal lists, module constants "
+                                 "and range(known ints)")
+        return list(value)
+
+    def _known_value(self, node: cst.BaseExpression):
+        lit = literal_value(node, NOT_LITERAL)
+        if lit is not NOT_LITERAL:
+            return lit
+        if isinstance(node, cst.Name) and node.value not in self.local and node.value not in self.env \
+                and node.value in self.constants[1]:
+            value = _module_assignments(self.ctx).get(node.value)
+            v = literal_value(value, NOT_LITERAL) if value is not None else NOT_LITERAL
+            if v is not NOT_LITERAL:
+                return v
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+            seq, one = self._known_value(node.value), node.slice[0].slice
+            if isinstance(seq, (list, tuple)):
+                if isinstance(one, cst.Index):
+                    return seq[self._static(one.value, {})]
+                if isinstance(one, cst.Slice):
+                    ends = [None if e is None else self._static(e, {}) for e in (one.lower, one.upper, one.step)]
+                    return seq[slice(*ends)]
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range" \
+                and "range" not in self.local and not any(a.keyword or a.star for a in node.args):
+            return range(*(self._static(a.value, {}) for a in node.args))
+        return self._static(node, {})
 
     def _source_value(self, v: cst.BaseExpression) -> bool:
         """``tf.tanh`` / ``keras.activations.gelu``: a name of the source framework (not a call)."""
@@ -4895,6 +4977,11 @@ def _seq_factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
     values: dict[str, cst.BaseExpression] = {}
     for k, st in enumerate(stmts):
         small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if not fn.decorators and isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.List) \
+                and not small.value.elements and small.targets[0].target.value not in values:
+            found = _list_seq_factory(ctx, values, small.targets[0].target.value, stmts[k + 1:])
+            break
         if not (isinstance(small, cst.Assign) and len(small.targets) == 1
                 and isinstance(small.targets[0].target, cst.Name)):
             break
@@ -4911,6 +4998,32 @@ def _seq_factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
         values[name] = small.value
     cache[id(fn)] = (fn, found)
     return found
+
+
+def _list_seq_factory(ctx: FileContext, values: dict, listed: str, stmts: list) -> tuple | None:
+    """The list form of a Sequential factory (keras-io's create_ffn: ``ffn_layers = []``, then
+    ``ffn_layers.append(layer)`` statements, ``for`` statements over values known where the model is built and
+    ``if`` statements of them, then ``return keras.Sequential(ffn_layers, name=name)`` or ``ffn =
+    keras.Sequential(ffn_layers)`` and ``return ffn``): (values, constructor, the list's name, the statements
+    between), as :func:`_seq_factory`; None when ``stmts`` (those after ``listed = []``) are not that."""
+    def sequential(node) -> cst.Call | None:
+        ok = isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == "keras.Sequential" and node.args \
+            and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == listed \
+            and (node.args[0].keyword is None or node.args[0].keyword.value == "layers") and not node.args[0].star
+        return node if ok else None
+
+    def small(st):
+        return st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+
+    last = small(stmts[-1]) if stmts else None
+    if isinstance(last, cst.Return) and sequential(last.value) is not None:
+        return values, last.value, listed, stmts[:-1]
+    made = small(stmts[-2]) if len(stmts) >= 2 else None
+    if isinstance(last, cst.Return) and isinstance(last.value, cst.Name) and isinstance(made, cst.Assign) \
+            and len(made.targets) == 1 and isinstance(made.targets[0].target, cst.Name) \
+            and made.targets[0].target.value == last.value.value and sequential(made.value) is not None:
+        return values, made.value, listed, stmts[:-2]
+    return None
 
 
 def _helper_body_calls(fn: cst.FunctionDef) -> list[cst.Call]:
@@ -5104,6 +5217,19 @@ class _Substitute(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> bool:
         return False
+
+
+class _SubstituteIndexed(_Substitute):
+    """:class:`_Substitute`, and an item of a literal list or tuple taken by a literal index written as that item
+    (``units=hidden_units[-1]`` with ``[32, 16]`` given: ``units=16``)."""
+
+    def leave_Subscript(self, original_node, updated_node):
+        seq = literal_value(updated_node.value, NOT_LITERAL)
+        one = updated_node.slice[0].slice if len(updated_node.slice) == 1 else None
+        i = literal_value(one.value, NOT_LITERAL) if isinstance(one, cst.Index) else NOT_LITERAL
+        if isinstance(seq, (list, tuple)) and is_int(i) and -len(seq) <= i < len(seq) and _plain_value(seq[i]):
+            return _literal_node(seq[i])
+        return updated_node
 
 
 class _FoldIfExp(cst.CSTTransformer):
