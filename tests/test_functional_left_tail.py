@@ -121,8 +121,9 @@ def test_a_sequential_factory_of_appended_layers_is_written_out_per_call():
     assert "def create_ffn" not in out and "def create_head" not in out and "keras" not in out
     # a loop over a value not known where the model is built stays an error that says so
     bad = FFN.replace("for units in hidden_units[:-1]:", "for units in hidden_units[: len(str(dropout_rate))]:")
-    assert any("is not a list of values known where the model is built" in e or "cannot be decided" in e
-               for e in _errors(_tx(bad))), _errors(_tx(bad))
+    errors = _errors(_tx(bad))
+    assert any("in create_head(...): `for ... in hidden_units[: len(str(dropout_rate))]`: not a list of values known "
+               "where the model is built" in e for e in errors), errors
 
 
 def test_a_sequential_factory_of_appended_layers_computes_what_keras_does(tmp_path):

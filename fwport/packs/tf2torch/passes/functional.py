@@ -1584,7 +1584,7 @@ class _Builder:
                                              "follows a for statement of one name over values known where the model "
                                              "is built")
                     try:
-                        passes = self._known_sequence(self._copy(st.iter, _Substitute(subst)))
+                        passes = self._known_sequence(self._copy(st.iter, _Substitute(subst)), st.iter)
                     except _Refused as r:
                         raise _Refused(node, f"in {name}(...): {r.message}")
                     var, before = st.target.value, subst.get(st.target.value)
@@ -2034,17 +2034,22 @@ class _Builder:
         raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
                              "if statements on literal arguments and known sizes (x.shape[-1])")
 
-    def _known_sequence(self, node: cst.BaseExpression) -> list:
+    def _known_sequence(self, node: cst.BaseExpression, shown: cst.BaseExpression) -> list:
         """The values a Sequential factory's ``for`` statement steps through, known where the model is built: a
         literal list or tuple, a module constant bound once to one, a slice or item of those (``hidden_units[:-1]``),
         or ``range`` of known ints; a refusal otherwise."""
-        value = self._known_value(node)
+        try:
+            value = self._known_value(node)
+        except (_Refused, TypeError, ValueError, IndexError, ZeroDivisionError):
+            value = None
         if isinstance(value, range):
             value = list(value)
         if not isinstance(value, (list, tuple)) or not all(_plain_value(v) for v in value):
-            raise _Refused(node, f"`{code(node)}` is not a list of values known where the model is built: fwport "
-                                 "writes a Sequential factory's for statement out over literal lists, module constants "
-                                 "and range(known ints)")
+            raise _Refused(node, f"`for ... in {code(shown)}`: not a list of values known where the model is built "
+                                 "(its layers are created in __init__): fwport writes a Sequential factory's for "
+                                 "statement out over literal lists, module constants, the builder's values pinned by "
+                                 "its calls and range(known ints); give the factory such a list, or translate it by "
+                                 "hand")
         return list(value)
 
     def _known_value(self, node: cst.BaseExpression):
