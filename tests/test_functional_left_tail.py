@@ -130,3 +130,67 @@ def test_a_sequential_factory_of_appended_layers_computes_what_keras_does(tmp_pa
     out = _tx(FFN).output
     _verify(tmp_path, FFN, out, "baseline_model", ["float32[4,5]"])
     _verify(tmp_path, FFN, out, "build_head", ["float32[4,4,6]"])
+
+
+# keras-io's transfer learning builders freeze a layer object of the graph (`base.trainable = False`, which the idiom
+# rule writes as base.requires_grad_(False)) between its creation and its call; sample_size_estimate then rebinds
+# `model` to keras.Model(...): the model below is the new one, not the frozen layer.
+FROZEN = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    inputs = keras.Input(shape=(4,))
+    model = keras.Sequential([layers.Dense(6, activation="relu"), layers.Dense(5)], name="trunk")
+    model.trainable = False
+    head = layers.Dense(3)
+    x = head(model(inputs))
+    head.trainable = True
+    model = keras.Model(inputs, x)
+    return model
+'''
+
+
+def test_a_layer_frozen_in_the_builder_is_frozen_in_init(tmp_path):
+    r = _tx(FROZEN)
+    assert not _errors(r), _errors(r)
+    out = r.output
+    assert ("        self.model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 5))\n"
+            "        self.model.requires_grad_(False)\n") in out
+    assert "self.head.requires_grad_(True)" in out and "trainable" not in out and "keras" not in out
+    ns: dict = {}
+    exec(compile(out, "t.py", "exec"), ns)
+    m = ns["build_model"]()
+    assert sorted(n for n, p in m.named_parameters() if p.requires_grad) == ["head.bias", "head.weight"]
+    # a flag that is not a literal stays an error
+    errors = _errors(_tx(FROZEN.replace("def build_model():", "def build_model(tune=False):").replace(
+        "model.trainable = False", "model.trainable = tune")))
+    assert any("fwport freezes a layer object of the model with a literal True / False" in e for e in errors), errors
+    _verify(tmp_path, FROZEN, out, "build_model", ["float32[4,4]"], checks=("forward", "grad", "step"))
+
+
+# sequential_model.py (a keras-io guide): `layer = layers.Dense(3)` in one cell, and a later model whose outputs are
+# `[layer.output for layer in initial_model.layers]`: the comprehension's `layer` is its own, so the cell is not
+# pulled into that model (whose own refusal stays), and the statements reading it are not refused.
+COMPREHENSION = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+layer = layers.Dense(3)
+layer.build((None, 4))
+
+initial_model = keras.Sequential([keras.Input(shape=(8,)), layers.Dense(4), layers.Dense(2)])
+feature_extractor = keras.Model(
+    inputs=initial_model.inputs,
+    outputs=[layer.output for layer in initial_model.layers],
+)
+'''
+
+
+def test_a_comprehension_variable_of_the_model_statement_is_not_an_earlier_cells_name():
+    r = _tx(COMPREHENSION)
+    errors = _errors(r)
+    assert not any("layer: a tensor or layer of the functional model" in e for e in errors), errors
+    assert any(e.startswith("initial_model.inputs: a model made of layers of initial_model") for e in errors), errors
+    assert "layer = nn.LazyLinear(3)" in r.output or "layer = nn.Linear(" in r.output, r.output

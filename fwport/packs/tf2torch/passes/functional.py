@@ -98,7 +98,9 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
     does not depend on: none binds a name it or a statement it depends on reads (walked backwards). A plain
     assignment binds its names anew: the statements above it that bind them (a notebook's earlier cell
     trying `inputs = keras.Input(...)` and layers on it, with no model) are not the model's."""
-    needed = _reads(stmts[model])  # (`model = keras.Model(...)` binds model: an earlier `model = ...` is not its)
+    # (`model = keras.Model(...)` binds model: an earlier `model = ...` is not its; nor is an earlier `layer = ...`
+    # the `layer` of `[layer.output for layer in base.layers]`)
+    needed = _reads(stmts[model]) - _comprehension_targets(stmts[model])
     outside = set()
     for i in range(model - 1, lo - 1, -1):
         st = stmts[i]
@@ -107,12 +109,27 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
         bound = _names_bound_in(st) | set(_assigned(st))
         if bound & needed:
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign):
-                needed = (needed - bound) | _reads(st)  # (`x = f(x)` reads x again)
+                needed = (needed - bound) | (_reads(st) - _comprehension_targets(st))  # (`x = f(x)` reads x again)
             else:
                 needed |= _names_in(st)
         else:
             outside.add(i)
     return outside
+
+
+class _CompTargets(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_CompFor(self, n: cst.CompFor) -> None:
+        self.out |= _names_in(n.target)
+
+
+def _comprehension_targets(stmt: cst.CSTNode) -> set[str]:
+    """The names the comprehensions of ``stmt`` bind (their own, in Python 3: not the enclosing scope's)."""
+    v = _CompTargets()
+    scan(stmt, v)
+    return v.out
 
 
 def _module_assignments(ctx: FileContext) -> dict[str, cst.BaseExpression]:
@@ -332,6 +349,7 @@ class _Layer:
     prefix: str = ""  # "block1." for a layer of a helper's module
     in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
     site: cst.CSTNode | None = None  # a Sequential factory's call: where the findings on its (copied) layers go
+    frozen: bool | None = None  # `layer.trainable = False` in the builder: requires_grad_(frozen) in __init__
     masked: bool | None = None  # called on a tensor that carries Keras's mask, its module called with it
 
 
@@ -1129,6 +1147,7 @@ class _Builder:
         self.errors = 0
         self.layout = "keep"
         self.pending_init: list[str] = []  # init lines created while following the current statement
+        self.frozen_layers: list[_Layer] = []  # layers a `.trainable = False` statement of the builder flags
         self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
         self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
         self.user_layers: list[tuple[str, str, str]] = []  # (class, its Keras path, attribute)
@@ -2259,8 +2278,9 @@ class _Builder:
                 continue
             if i > m_index:
                 roles[i] = "keep"
-                if gone is None:
-                    gone = set(self.env) | set(self.inputs)
+                if gone is None:  # (less what keras.Model(...)'s statement binds: `model = keras.Model(...)` after
+                    # `model = keras.applications.X(...)` in the graph, the model below is the new one)
+                    gone = (set(self.env) | set(self.inputs)) - set(_assigned(stmts[m_index]))
                 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     continue  # their names are their own
                 used = _read_before_bound(stmt, gone)
@@ -2305,6 +2325,9 @@ class _Builder:
         if self.pending_init:  # layers first called in keras.Model(...) itself
             init_lines[m_index] = self.pending_init
             self.pending_init = []
+        self._freeze_lines(init_lines, model_call)
+        if self.errors:
+            return self._give_up(stmts, model_call)
         self._check_reachable(out_tensors, model_call)
         if self.errors:
             return self._give_up(stmts, model_call)
@@ -2806,6 +2829,42 @@ class _Builder:
             self.loop_ints.update(ints)
         return out
 
+    def _frozen(self, small) -> str | None:
+        """``base.trainable = False`` (``base.requires_grad_(False)`` once the idiom rule has rewritten it) on a layer
+        object of the model (a nested keras.Sequential, a layer class of the file, a rule layer), keras-io's transfer
+        learning: the statement leaves forward, and ``self.<attr>.requires_grad_(False)`` follows the module's
+        creation in ``__init__`` (:meth:`_freeze_lines`), as Keras's flag holds for every call of the layer. The
+        idiom rule's warning stays: Keras also runs a frozen layer's BatchNormalization in inference mode."""
+        call = small.value if isinstance(small, cst.Expr) else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "requires_grad_" and isinstance(call.func.value, cst.Name)
+                and isinstance(self.env.get(call.func.value.value), _Layer)):
+            return None
+        layer = self.env[call.func.value.value]
+        flag = literal_value(call.args[0].value, NOT_LITERAL) if len(call.args) == 1 and call.args[0].keyword is None \
+            and not call.args[0].star else (True if not call.args else NOT_LITERAL)
+        if not isinstance(flag, bool) or layer.in_loop or self.helper_call is not None:
+            self.error(call, f"{code(call)}: fwport freezes a layer object of the model with a literal True / False "
+                             "(the flag written in __init__ after the layer is created); translate this by hand")
+            return "forward"
+        layer.frozen = flag
+        self.frozen_layers.append(layer)
+        return "input"
+
+    def _freeze_lines(self, init_lines: dict, model_call) -> None:
+        """``self.<attr>.requires_grad_(flag)`` after the line creating each layer :meth:`_frozen` flagged; an error
+        where the model never creates it (a layer not called on a tensor)."""
+        for layer in self.frozen_layers:
+            head = f"self.{layer.attr} = " if layer.attr else None
+            spot = next(((i, k) for i, lines in init_lines.items() for k, ln in enumerate(lines)
+                         if head is not None and ln.startswith(head) and "\n" not in ln), None)
+            if spot is None:
+                self.error(model_call, f"{layer.var or code(layer.call.func)}: a layer frozen with .trainable that "
+                                       "fwport does not create as a module of its own here; translate this model by hand")
+                continue
+            i, k = spot
+            init_lines[i].insert(k + 1, f"self.{layer.attr}.requires_grad_({layer.frozen})")
+
     def _decided(self, st: cst.If) -> list:
         """The statements of the branch an ``if`` takes where the model is built (its test on known values)."""
         branch = st
@@ -2894,6 +2953,9 @@ class _Builder:
                 return "forward"
             return self._config(stmt)
         small = stmt.body[0]
+        frozen = self._frozen(small)
+        if frozen is not None:
+            return frozen
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             target = small.targets[0].target.value
             value = small.value
