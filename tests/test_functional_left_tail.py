@@ -194,3 +194,34 @@ def test_a_comprehension_variable_of_the_model_statement_is_not_an_earlier_cells
     assert not any("layer: a tensor or layer of the functional model" in e for e in errors), errors
     assert any(e.startswith("initial_model.inputs: a model made of layers of initial_model") for e in errors), errors
     assert "layer = nn.LazyLinear(3)" in r.output or "layer = nn.Linear(" in r.output, r.output
+
+
+# sample_size_estimate / efficientnet fine-tuning build a keras.applications model on a tensor of the graph
+# (input_tensor=x) and read model.output: one error that says so and how fwport follows an application, not a
+# refusal of each statement reading it.
+APP_ON_TENSOR = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model(num_classes=3, img_size=32):
+    inputs = layers.Input(shape=(img_size, img_size, 3))
+    x = layers.Rescaling(scale=1.0 / 127.5, offset=-1)(inputs)
+    model = keras.applications.MobileNetV2(include_top=False, weights=None, input_tensor=x)
+    model.trainable = False
+    x = layers.GlobalAveragePooling2D(name="avg_pool")(model.output)
+    outputs = layers.Dense(num_classes, activation="softmax")(x)
+    model = keras.Model(inputs, outputs)
+    return model
+'''
+
+
+def test_an_application_built_on_a_tensor_of_the_model_is_one_precise_error():
+    r = _tx(APP_ON_TENSOR)
+    errors = [(f.line, f.message) for f in r.findings if f.severity.name == "ERROR"]
+    mine = [e for e in errors if e[1].startswith("MobileNetV2(..., input_tensor=...): a Keras application built on a "
+                                                 "tensor of the model")]
+    assert [line for line, _ in mine] == [9], errors
+    assert "`base = keras.applications.X(include_top=False, input_shape=...)`, then `x = base(x)`" in mine[0][1]
+    # no error for the statements reading it (model.trainable, model.output) nor for `return model` below
+    assert not [e for e in errors if e[0] in (10, 11, 14)], errors

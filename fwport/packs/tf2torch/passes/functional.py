@@ -1148,6 +1148,7 @@ class _Builder:
         self.layout = "keep"
         self.pending_init: list[str] = []  # init lines created while following the current statement
         self.frozen_layers: list[_Layer] = []  # layers a `.trainable = False` statement of the builder flags
+        self.built_on: set[str] = set()  # names bound to a keras.applications model built with input_tensor=
         self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
         self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
         self.user_layers: list[tuple[str, str, str]] = []  # (class, its Keras path, attribute)
@@ -2829,6 +2830,24 @@ class _Builder:
             self.loop_ints.update(ints)
         return out
 
+    def _built_on_tensor(self, value) -> bool:
+        """``model = keras.applications.MobileNetV2(include_top=False, input_tensor=x)`` (sample_size_estimate,
+        efficientnet fine-tuning): an application built on a tensor of the model, its layers joining the graph and
+        ``model.output`` its output: one error that says how fwport follows an application instead (the statements
+        reading that object are left to it, :attr:`built_on`)."""
+        if not (isinstance(value, cst.Call) and any(a.keyword is not None and a.keyword.value == "input_tensor"
+                                                    and _names_in(a.value) & set(self.env) for a in value.args)):
+            return False
+        q = self.ctx.imports.resolve(value.func) or ""
+        if not q.startswith("keras.applications."):
+            return False
+        self.error(value, f"{q.rsplit('.', 1)[-1]}(..., input_tensor=...): a Keras application built on a tensor of "
+                          "the model (its layers join this graph, .output is its output) is not followed: fwport "
+                          "follows an application called as a layer (`base = keras.applications.X(include_top=False, "
+                          "input_shape=...)`, then `x = base(x)` and `base.output` written as that x); write it so, or "
+                          "translate this model by hand")
+        return True
+
     def _frozen(self, small) -> str | None:
         """``base.trainable = False`` (``base.requires_grad_(False)`` once the idiom rule has rewritten it) on a layer
         object of the model (a nested keras.Sequential, a layer class of the file, a rule layer), keras-io's transfer
@@ -2956,6 +2975,12 @@ class _Builder:
         frozen = self._frozen(small)
         if frozen is not None:
             return frozen
+        if names & self.built_on:
+            return "forward"  # (the application's error says it: its object and .output are not followed)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and self._built_on_tensor(small.value):
+            self.built_on.add(small.targets[0].target.value)
+            return "forward"
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             target = small.targets[0].target.value
             value = small.value
