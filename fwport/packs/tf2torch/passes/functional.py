@@ -2975,8 +2975,9 @@ class _Builder:
         frozen = self._frozen(small)
         if frozen is not None:
             return frozen
-        if names & self.built_on:
-            return "forward"  # (the application's error says it: its object and .output are not followed)
+        if names & self.built_on:  # (the application's error says it: its object and .output are not followed,
+            self.built_on.update(_assigned(stmt))  # nor what is computed from them)
+            return "forward"
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                 and self._built_on_tensor(small.value):
             self.built_on.add(small.targets[0].target.value)
@@ -4650,6 +4651,8 @@ class _Builder:
         returns, tensors = [], []
         self.generating = True
         for it in out_items:
+            if _names_in(it) & self.built_on:
+                return None  # (computed from an application built on a tensor: its error says why)
             try:
                 t = self._tensor(it)
             except _Refused as r:
