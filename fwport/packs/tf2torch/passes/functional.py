@@ -98,7 +98,9 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
     does not depend on: none binds a name it or a statement it depends on reads (walked backwards). A plain
     assignment binds its names anew: the statements above it that bind them (a notebook's earlier cell
     trying `inputs = keras.Input(...)` and layers on it, with no model) are not the model's."""
-    needed = _names_in(stmts[model])
+    # (`model = keras.Model(...)` binds model: an earlier `model = ...` is not its; nor is an earlier `layer = ...`
+    # the `layer` of `[layer.output for layer in base.layers]`)
+    needed = _reads(stmts[model]) - _comprehension_targets(stmts[model])
     outside = set()
     for i in range(model - 1, lo - 1, -1):
         st = stmts[i]
@@ -107,12 +109,27 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
         bound = _names_bound_in(st) | set(_assigned(st))
         if bound & needed:
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign):
-                needed = (needed - bound) | _reads(st)  # (`x = f(x)` reads x again)
+                needed = (needed - bound) | (_reads(st) - _comprehension_targets(st))  # (`x = f(x)` reads x again)
             else:
                 needed |= _names_in(st)
         else:
             outside.add(i)
     return outside
+
+
+class _CompTargets(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_CompFor(self, n: cst.CompFor) -> None:
+        self.out |= _names_in(n.target)
+
+
+def _comprehension_targets(stmt: cst.CSTNode) -> set[str]:
+    """The names the comprehensions of ``stmt`` bind (their own, in Python 3: not the enclosing scope's)."""
+    v = _CompTargets()
+    scan(stmt, v)
+    return v.out
 
 
 def _module_assignments(ctx: FileContext) -> dict[str, cst.BaseExpression]:
@@ -332,6 +349,7 @@ class _Layer:
     prefix: str = ""  # "block1." for a layer of a helper's module
     in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
     site: cst.CSTNode | None = None  # a Sequential factory's call: where the findings on its (copied) layers go
+    frozen: bool | None = None  # `layer.trainable = False` in the builder: requires_grad_(frozen) in __init__
     masked: bool | None = None  # called on a tensor that carries Keras's mask, its module called with it
 
 
@@ -679,7 +697,7 @@ def _deciding_names(fn: cst.FunctionDef, helpers: set[str]) -> set[str]:
 
 
 def _plain_value(v) -> bool:
-    if isinstance(v, tuple):
+    if isinstance(v, (tuple, _PinnedList)):
         return all(_plain_value(x) for x in v)
     if isinstance(v, str):  # written into __init__'s check and its message as it is
         return v.isprintable() and not set(v) & set("\"'{}\\")
@@ -732,6 +750,7 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
     for st in fn.body.body:
         rebound |= _names_bound_in(st) | set(_assigned(st)) | _stepped_names(st)
     consts = _module_assignments(ctx)
+    methods = {n.value.value for n in _attribute_reads(fn.body) if isinstance(n.value, cst.Name)}
     values: dict[str, set] = {}
     first: dict[str, object] = {}
     from fwport.core.bind import bind_def
@@ -743,6 +762,8 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
             name = p.name.value
             node = bound.get(name)
             v = _constant_value(node, consts) if node is not None else NOT_LITERAL
+            if isinstance(v, list) and all(_plain_value(x) for x in v) and name not in methods:
+                v = _PinnedList(v)  # (gnn_citations' hidden_units = [32, 32], a list its helpers step through)
             if v is NOT_LITERAL or not _plain_value(v):
                 values.setdefault(name, set()).add(None)
                 values[name].add(object())  # (never one value)
@@ -754,10 +775,30 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
             and n in deciding}
 
 
+class _PinnedList(list):
+    """A list every call of a builder gives one of its parameters (module constants such as ``hidden_units =
+    [32, 32]``): pinned as the tuple of its items would be, written back as a list (:func:`_guard`)."""
+
+
+class _AttributeReads(cst.CSTVisitor):
+    def __init__(self):
+        self.out: list[cst.Attribute] = []
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        self.out.append(n)
+
+
+def _attribute_reads(node) -> list[cst.Attribute]:
+    v = _AttributeReads()
+    scan(node, v)
+    return v.out
+
+
 def _guard(name: str, value) -> str:
     """``__init__``'s first lines in a class translated for ``name=value`` only."""
     shown = f'"{value}"' if isinstance(value, str) else repr(value)
     test = f"{name} is not {value!r}" if value is None or isinstance(value, bool) else (
+        f"list({name}) != {shown}" if isinstance(value, _PinnedList) else
         f"tuple({name}) != {shown}" if isinstance(value, tuple) else f"{name} != {shown}")
     return (f"if {test}:\n    raise ValueError(f\"translated for {name}={value!r} only (the value this file builds "
             f"it with), got {{{name}!r}}\")\n")
@@ -1172,6 +1213,8 @@ class _Builder:
         self.errors = 0
         self.layout = "keep"
         self.pending_init: list[str] = []  # init lines created while following the current statement
+        self.frozen_layers: list[_Layer] = []  # layers a `.trainable = False` statement of the builder flags
+        self.built_on: set[str] = set()  # names bound to a keras.applications model built with input_tensor=
         self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
         self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
         self.user_layers: list[tuple[str, str, str]] = []  # (class, its Keras path, attribute)
@@ -1586,13 +1629,16 @@ class _Builder:
             subst[p.name.value] = written(v) if p.name.value in given else written(p.default)
         for n, v in values.items():  # initializer = keras.initializers.GlorotNormal(): in place where its layers use it
             subst[n] = written(v)
-        elements: list[cst.BaseExpression] = []
+        elements: list[tuple] = []  # (a layer's expression, the names it reads written in place)
         keep = []
+        listed = any(isinstance(a.value, cst.Name) and a.value.value == seq for a in ctor.args[:1])
         for i, a in enumerate(ctor.args):
             kw = a.keyword.value if a.keyword else ("layers" if i == 0 else None)
             if kw == "layers" and not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and not any(
                     isinstance(e, cst.StarredElement) for e in a.value.elements):
-                elements += [e.value for e in a.value.elements]
+                elements += [(e.value, subst) for e in a.value.elements]
+            elif kw == "layers" and listed:
+                pass  # keras.Sequential(ffn_layers): the layers its append calls give
             elif kw == "name":
                 keep.append(a)
             else:
@@ -1619,24 +1665,44 @@ class _Builder:
                             walk(branch.orelse.body.body)
                         break
                     continue
+                if isinstance(st, cst.For) and listed:
+                    if st.orelse or st.asynchronous or not isinstance(st.target, cst.Name) \
+                            or not isinstance(st.body, cst.IndentedBlock):
+                        raise _Refused(node, f"in {name}(...): `for {code(st.target)} in {code(st.iter)}`: fwport "
+                                             "follows a for statement of one name over values known where the model "
+                                             "is built")
+                    try:
+                        passes = self._known_sequence(self._copy(st.iter, _Substitute(subst)), st.iter)
+                    except _Refused as r:
+                        raise _Refused(node, f"in {name}(...): {r.message}")
+                    var, before = st.target.value, subst.get(st.target.value)
+                    for v in passes:
+                        subst[var] = _literal_node(v)
+                        walk(st.body.body)
+                    if before is None:
+                        subst.pop(var, None)
+                    else:
+                        subst[var] = before
+                    continue
                 if isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(
                         small.value, (cst.SimpleString, cst.ConcatenatedString))):
                     continue
                 call = small.value if isinstance(small, cst.Expr) else None
                 if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
                         and isinstance(call.func.value, cst.Name) and call.func.value.value == seq \
-                        and call.func.attr.value == "add" and len(call.args) == 1 and call.args[0].keyword is None \
-                        and not call.args[0].star:
-                    elements.append(call.args[0].value)
+                        and call.func.attr.value == ("append" if listed else "add") and len(call.args) == 1 \
+                        and call.args[0].keyword is None and not call.args[0].star:
+                    elements.append((call.args[0].value, dict(subst)))
                     continue
+                what = f"{seq}.append(layer) calls, for statements over known values" if listed else \
+                    f"after keras.Sequential() are {seq}.add(layer) calls"
                 raise _Refused(node, f"in {name}(...): `{code(st).strip()}`: fwport follows a Sequential factory "
-                                     f"whose statements after keras.Sequential() are {seq}.add(layer) calls and if "
-                                     "statements on its arguments")
+                                     f"whose statements {what} and if statements on its arguments")
 
         walk(body)
         if not elements:
             raise _Refused(node, f"{name}(...) builds a keras.Sequential with no layers")
-        els = [self._copy(e, _Substitute(subst)) for e in elements]
+        els = [self._copy(e, _SubstituteIndexed(given_subst)) for e, given_subst in elements]
         synth = ctor.with_changes(args=[cst.Arg(cst.List([cst.Element(e) for e in els])), *keep])
         self.origin[id(synth)] = (synth, site)
         calls = self.ctx.analyses.setdefault("functional_calls", {})
@@ -2056,6 +2122,47 @@ class _Builder:
         raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
                              "if statements on literal arguments and known sizes (x.shape[-1])")
 
+    def _known_sequence(self, node: cst.BaseExpression, shown: cst.BaseExpression) -> list:
+        """The values a Sequential factory's ``for`` statement steps through, known where the model is built: a
+        literal list or tuple, a module constant bound once to one, a slice or item of those (``hidden_units[:-1]``),
+        or ``range`` of known ints; a refusal otherwise."""
+        try:
+            value = self._known_value(node)
+        except (_Refused, TypeError, ValueError, IndexError, ZeroDivisionError):
+            value = None
+        if isinstance(value, range):
+            value = list(value)
+        if not isinstance(value, (list, tuple)) or not all(_plain_value(v) for v in value):
+            raise _Refused(node, f"`for ... in {code(shown)}`: not a list of values known where the model is built "
+                                 "(its layers are created in __init__): fwport writes a Sequential factory's for "
+                                 "statement out over literal lists, module constants, the builder's values pinned by "
+                                 "its calls and range(known ints); give the factory such a list, or translate it by "
+                                 "hand")
+        return list(value)
+
+    def _known_value(self, node: cst.BaseExpression):
+        lit = literal_value(node, NOT_LITERAL)
+        if lit is not NOT_LITERAL:
+            return lit
+        if isinstance(node, cst.Name) and node.value not in self.local and node.value not in self.env \
+                and node.value in self.constants[1]:
+            value = _module_assignments(self.ctx).get(node.value)
+            v = literal_value(value, NOT_LITERAL) if value is not None else NOT_LITERAL
+            if v is not NOT_LITERAL:
+                return v
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+            seq, one = self._known_value(node.value), node.slice[0].slice
+            if isinstance(seq, (list, tuple)):
+                if isinstance(one, cst.Index):
+                    return seq[self._static(one.value, {})]
+                if isinstance(one, cst.Slice):
+                    ends = [None if e is None else self._static(e, {}) for e in (one.lower, one.upper, one.step)]
+                    return seq[slice(*ends)]
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range" \
+                and "range" not in self.local and not any(a.keyword or a.star for a in node.args):
+            return range(*(self._static(a.value, {}) for a in node.args))
+        return self._static(node, {})
+
     def _source_value(self, v: cst.BaseExpression) -> bool:
         """``tf.tanh`` / ``keras.activations.gelu``: a name of the source framework (not a call)."""
         if not isinstance(v, (cst.Name, cst.Attribute)):
@@ -2270,8 +2377,9 @@ class _Builder:
                 continue
             if i > m_index:
                 roles[i] = "keep"
-                if gone is None:
-                    gone = set(self.env) | set(self.inputs)
+                if gone is None:  # (less what keras.Model(...)'s statement binds: `model = keras.Model(...)` after
+                    # `model = keras.applications.X(...)` in the graph, the model below is the new one)
+                    gone = (set(self.env) | set(self.inputs)) - set(_assigned(stmts[m_index]))
                 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     continue  # their names are their own
                 used = _read_before_bound(stmt, gone)
@@ -2316,6 +2424,9 @@ class _Builder:
         if self.pending_init:  # layers first called in keras.Model(...) itself
             init_lines[m_index] = self.pending_init
             self.pending_init = []
+        self._freeze_lines(init_lines, model_call)
+        if self.errors:
+            return self._give_up(stmts, model_call)
         self._check_reachable(out_tensors, model_call)
         if self.errors:
             return self._give_up(stmts, model_call)
@@ -2817,6 +2928,60 @@ class _Builder:
             self.loop_ints.update(ints)
         return out
 
+    def _built_on_tensor(self, value) -> bool:
+        """``model = keras.applications.MobileNetV2(include_top=False, input_tensor=x)`` (sample_size_estimate,
+        efficientnet fine-tuning): an application built on a tensor of the model, its layers joining the graph and
+        ``model.output`` its output: one error that says how fwport follows an application instead (the statements
+        reading that object are left to it, :attr:`built_on`)."""
+        if not (isinstance(value, cst.Call) and any(a.keyword is not None and a.keyword.value == "input_tensor"
+                                                    and _names_in(a.value) & set(self.env) for a in value.args)):
+            return False
+        q = self.ctx.imports.resolve(value.func) or ""
+        if not q.startswith("keras.applications."):
+            return False
+        self.error(value, f"{q.rsplit('.', 1)[-1]}(..., input_tensor=...): a Keras application built on a tensor of "
+                          "the model (its layers join this graph, .output is its output) is not followed: fwport "
+                          "follows an application called as a layer (`base = keras.applications.X(include_top=False, "
+                          "input_shape=...)`, then `x = base(x)` and `base.output` written as that x); write it so, or "
+                          "translate this model by hand")
+        return True
+
+    def _frozen(self, small) -> str | None:
+        """``base.trainable = False`` (``base.requires_grad_(False)`` once the idiom rule has rewritten it) on a layer
+        object of the model (a nested keras.Sequential, a layer class of the file, a rule layer), keras-io's transfer
+        learning: the statement leaves forward, and ``self.<attr>.requires_grad_(False)`` follows the module's
+        creation in ``__init__`` (:meth:`_freeze_lines`), as Keras's flag holds for every call of the layer. The
+        idiom rule's warning stays: Keras also runs a frozen layer's BatchNormalization in inference mode."""
+        call = small.value if isinstance(small, cst.Expr) else None
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "requires_grad_" and isinstance(call.func.value, cst.Name)
+                and isinstance(self.env.get(call.func.value.value), _Layer)):
+            return None
+        layer = self.env[call.func.value.value]
+        flag = literal_value(call.args[0].value, NOT_LITERAL) if len(call.args) == 1 and call.args[0].keyword is None \
+            and not call.args[0].star else (True if not call.args else NOT_LITERAL)
+        if not isinstance(flag, bool) or layer.in_loop or self.helper_call is not None:
+            self.error(call, f"{code(call)}: fwport freezes a layer object of the model with a literal True / False "
+                             "(the flag written in __init__ after the layer is created); translate this by hand")
+            return "forward"
+        layer.frozen = flag
+        self.frozen_layers.append(layer)
+        return "input"
+
+    def _freeze_lines(self, init_lines: dict, model_call) -> None:
+        """``self.<attr>.requires_grad_(flag)`` after the line creating each layer :meth:`_frozen` flagged; an error
+        where the model never creates it (a layer not called on a tensor)."""
+        for layer in self.frozen_layers:
+            head = f"self.{layer.attr} = " if layer.attr else None
+            spot = next(((i, k) for i, lines in init_lines.items() for k, ln in enumerate(lines)
+                         if head is not None and ln.startswith(head) and "\n" not in ln), None)
+            if spot is None:
+                self.error(model_call, f"{layer.var or code(layer.call.func)}: a layer frozen with .trainable that "
+                                       "fwport does not create as a module of its own here; translate this model by hand")
+                continue
+            i, k = spot
+            init_lines[i].insert(k + 1, f"self.{layer.attr}.requires_grad_({layer.frozen})")
+
     def _decided(self, st: cst.If) -> list:
         """The statements of the branch an ``if`` takes where the model is built (its test on known values)."""
         branch = st
@@ -2905,6 +3070,16 @@ class _Builder:
                 return "forward"
             return self._config(stmt)
         small = stmt.body[0]
+        frozen = self._frozen(small)
+        if frozen is not None:
+            return frozen
+        if names & self.built_on:  # (the application's error says it: its object and .output are not followed,
+            self.built_on.update(_assigned(stmt))  # nor what is computed from them)
+            return "forward"
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and self._built_on_tensor(small.value):
+            self.built_on.add(small.targets[0].target.value)
+            return "forward"
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             target = small.targets[0].target.value
             value = small.value
@@ -4574,6 +4749,8 @@ class _Builder:
         returns, tensors = [], []
         self.generating = True
         for it in out_items:
+            if _names_in(it) & self.built_on:
+                return None  # (computed from an application built on a tensor: its error says why)
             try:
                 t = self._tensor(it)
             except _Refused as r:
@@ -4995,6 +5172,11 @@ def _seq_factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
     values: dict[str, cst.BaseExpression] = {}
     for k, st in enumerate(stmts):
         small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if not fn.decorators and isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.List) \
+                and not small.value.elements and small.targets[0].target.value not in values:
+            found = _list_seq_factory(ctx, values, small.targets[0].target.value, stmts[k + 1:])
+            break
         if not (isinstance(small, cst.Assign) and len(small.targets) == 1
                 and isinstance(small.targets[0].target, cst.Name)):
             break
@@ -5011,6 +5193,32 @@ def _seq_factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
         values[name] = small.value
     cache[id(fn)] = (fn, found)
     return found
+
+
+def _list_seq_factory(ctx: FileContext, values: dict, listed: str, stmts: list) -> tuple | None:
+    """The list form of a Sequential factory (keras-io's create_ffn: ``ffn_layers = []``, then
+    ``ffn_layers.append(layer)`` statements, ``for`` statements over values known where the model is built and
+    ``if`` statements of them, then ``return keras.Sequential(ffn_layers, name=name)`` or ``ffn =
+    keras.Sequential(ffn_layers)`` and ``return ffn``): (values, constructor, the list's name, the statements
+    between), as :func:`_seq_factory`; None when ``stmts`` (those after ``listed = []``) are not that."""
+    def sequential(node) -> cst.Call | None:
+        ok = isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == "keras.Sequential" and node.args \
+            and isinstance(node.args[0].value, cst.Name) and node.args[0].value.value == listed \
+            and (node.args[0].keyword is None or node.args[0].keyword.value == "layers") and not node.args[0].star
+        return node if ok else None
+
+    def small(st):
+        return st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+
+    last = small(stmts[-1]) if stmts else None
+    if isinstance(last, cst.Return) and sequential(last.value) is not None:
+        return values, last.value, listed, stmts[:-1]
+    made = small(stmts[-2]) if len(stmts) >= 2 else None
+    if isinstance(last, cst.Return) and isinstance(last.value, cst.Name) and isinstance(made, cst.Assign) \
+            and len(made.targets) == 1 and isinstance(made.targets[0].target, cst.Name) \
+            and made.targets[0].target.value == last.value.value and sequential(made.value) is not None:
+        return values, made.value, listed, stmts[:-2]
+    return None
 
 
 def _helper_body_calls(fn: cst.FunctionDef) -> list[cst.Call]:
@@ -5215,6 +5423,19 @@ class _Substitute(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> bool:
         return False
+
+
+class _SubstituteIndexed(_Substitute):
+    """:class:`_Substitute`, and an item of a literal list or tuple taken by a literal index written as that item
+    (``units=hidden_units[-1]`` with ``[32, 16]`` given: ``units=16``)."""
+
+    def leave_Subscript(self, original_node, updated_node):
+        seq = literal_value(updated_node.value, NOT_LITERAL)
+        one = updated_node.slice[0].slice if len(updated_node.slice) == 1 else None
+        i = literal_value(one.value, NOT_LITERAL) if isinstance(one, cst.Index) else NOT_LITERAL
+        if isinstance(seq, (list, tuple)) and is_int(i) and -len(seq) <= i < len(seq) and _plain_value(seq[i]):
+            return _literal_node(seq[i])
+        return updated_node
 
 
 class _FoldIfExp(cst.CSTTransformer):
