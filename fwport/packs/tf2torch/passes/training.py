@@ -1225,8 +1225,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             args["class_weight"], NOT_LITERAL) is not None
         # sample_weight= of an evaluate / test_on_batch / train_on_batch: each sample's loss times its weight, where
         # the loss is a torch loss module whose values per element the loop can weigh (as class_weight's)
-        sample_weighted = method in ("evaluate", "train_on_batch") and args is not None and "sample_weight" in args \
-            and literal_value(args["sample_weight"], NOT_LITERAL) is not None
+        # (and of a fit of arrays: the training loss weighed likewise, validation_split's held-out weights weigh
+        # val_loss; not the distributed fit's)
+        sample_weighted = method in ("evaluate", "train_on_batch", "fit") and args is not None \
+            and "sample_weight" in args and literal_value(args["sample_weight"], NOT_LITERAL) is not None \
+            and not (method == "fit" and self.ctx.options.get(runtime.DISTRIBUTED))
         for k, v in (args or {}).items():
             if k == "class_weight" and weighted and self._weighs_classes(c):
                 continue
@@ -1244,9 +1247,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
                     "MAE or Huber)" if k == "class_weight" else
-                    " (the generated evaluate / train_on_batch weigh the samples of a model of one output whose loss "
-                    "compile gives as a Keras cross-entropy, MSE, MAE or Huber)" if k == "sample_weight" and method in (
-                        "evaluate", "train_on_batch") else "")
+                    " (the generated fit / evaluate / train_on_batch weigh the samples of a model of one output whose "
+                    "loss compile gives as a Keras cross-entropy, MSE, MAE or Huber" + (
+                        "; not in a distributed fit" if method == "fit" else "") + ")"
+                    if k == "sample_weight" and method in ("evaluate", "train_on_batch", "fit") else "")
+        if bad is None and method == "fit" and weighted and sample_weighted:
+            bad = ("class_weight= with sample_weight=: Keras 3 refuses them together (ValueError: You cannot "
+                   "`class_weight` and `sample_weight` at the same time), Keras 2 multiplies each sample's two weights: "
+                   "give one sample_weight, the product, as the program means it")
         rebound = self._rebound(original_node, c) if bad is None and given is None and method in (
             "fit", "train_on_batch") else None
         if rebound is not None:
@@ -1314,7 +1322,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if weighted:
             c.class_weight = True
         if sample_weighted:
-            c.sample_weight = True
+            c.sample_weight = True  # (a fit's: its validation's evaluate takes the held-out weights)
+            c.fit_sample_weight = c.fit_sample_weight or method == "fit"
         dict_result = method in ("evaluate", "train_on_batch") and "return_dict" in args and literal_value(args["return_dict"],
                                                                                        NOT_LITERAL) is not False
         if dict_result and method == "evaluate":
@@ -1436,11 +1445,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """The value ``model`` is bound to after the compile ``c`` (not a model factory's) that ``model.fit(...)``
         uses and before the call, in the call's scope: ``model = keras.models.load_model(path)`` or another
         model after ``model.compile(...)``. The optimizer written for that compile holds the compiled model's
-        parameters, which the model now bound does not share. None where there is none."""
-        if c.factory:
-            return None
+        parameters, which the model now bound does not share. None where there is none. A model factory's compile
+        (``model = make_model()``, the compile inside it): the binding of ``model`` before the call in its scope, where
+        it is not a call of that factory (another model, a loaded one: the factory's optimizer does not train it)."""
         model = call.func.value.value
         at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+        if c.factory:
+            before = [value for order, where, value in self.plan.values.get(model, []) if where == scope and order < at]
+            last = before[-1] if before else None
+            made = isinstance(last, cst.Call) and isinstance(last.func, cst.Name) and last.func.value == c.factory
+            return None if last is None or made or (isinstance(last, cst.Name) and last.value == model) else last
         since = c.order if c.scope == scope else -1  # (a module compile seen from a function: any local binding)
         for order, where, value in self.plan.values.get(model, []):
             if where == scope and since < order < at and not (isinstance(value, cst.Name) and value.value == model):
@@ -1586,9 +1600,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return c
 
     # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
-    def _train_step_model(self, name: str) -> bool:
+    def _train_step_model(self, name: str, call: cst.Call | None = None) -> bool:
+        made = _made_class(self.plan, self.models, name, call) if call is not None else None
+        if made is not None:  # the binding the call sees (a factory's model too)
+            return made in self.plan.train_step_classes
         classes = self.plan.instances.get(name)
         return bool(classes) and classes <= self.plan.train_step_classes
+
+    def _classes_at(self, name: str, call: cst.Call) -> set[str]:
+        """The classes of the file ``name`` may be an instance of where ``call`` reads it: the one the binding it
+        sees makes (:func:`_made_class`), else every class the name is bound to an instance of."""
+        made = _made_class(self.plan, self.models, name, call)
+        return {made} if made else self.plan.instances.get(name, set())
 
     def _custom_compile_of(self, name: str) -> bool:
         """Whether the model's class defines its own compile (whose parameters mean what it says)."""
@@ -1603,7 +1626,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method not in ("compile", "fit", "evaluate", "predict"):
             return None
         name = original_node.func.value.value
-        if not self._train_step_model(name):
+        if not self._train_step_model(name, original_node):
             if method != "compile" or name in self.plan.bound_at or name in self.plan.train_step_classes:
                 return None
             if any(c.call is original_node for c in self.compiled):
@@ -1612,7 +1635,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
                 return None
         out = updated_node
-        classes = self.plan.instances.get(name, set())
+        classes = self._classes_at(name, original_node)
         # Keras 2's own test_step (the compiled loss and metrics), which TrainStepModule writes where they are kept
         tested = classes <= self.plan.test_step_classes or (
             len(classes) == 1 and "compiled_loss" in self.plan.compiled_uses.get(next(iter(classes)), set())
@@ -1679,7 +1702,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         ``self.loss_fn`` and calls it in train_step): ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``,
         called in Keras's order wherever the class calls it (another use of it fails loudly: a lambda has no
         attributes and takes no sample_weight)."""
-        classes = self.plan.instances.get(call.func.value.value, set())
+        classes = self._classes_at(call.func.value.value, call)
         cls = next((s for s in self.module.body if isinstance(s, cst.ClassDef) and {s.name.value} == classes), None)
         compile_fn = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "compile"),
                           None) if cls is not None else None
@@ -1701,7 +1724,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """A compile of a model whose train_step reads Keras 2's compiled loss / metrics: its loss as
         ``lambda y_true, y_pred: <torch loss>(<y_pred>, <y_true>)`` (Keras's order, torch's loss) and its
         metrics as ``{name: metric}`` (Keras's names, which the written metric classes do not keep)."""
-        classes = self.plan.instances.get(call.func.value.value, set())
+        classes = self._classes_at(call.func.value.value, call)
         if len(classes) != 1:
             return args
         cls = next(iter(classes))
@@ -1982,12 +2005,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         some compile is of a name bound to such an instance and to other things (which fwport cannot follow)."""
         calls, unsure = [], False
         for name, call, _ in self.plan.compiles:
+            made = self._compiled_class(name, call)
+            if made is not None:  # the binding the compile sees makes one class's instance (or no class's)
+                if made == cls:
+                    calls.append(call)
+                continue
             classes = self.plan.instances.get(name, set())
             if classes == {cls}:
                 calls.append(call)
             elif cls in classes:
                 unsure = True
         return calls, unsure
+
+    def _compiled_class(self, name: str, call: cst.Call) -> str | None:
+        return _made_class(self.plan, self.models, name, call)
 
     def _compiled_refusal(self, cls: str) -> str | None:
         """Why the compiles of ``cls``'s instances cannot give its train_step what Keras 2's compile gives it
@@ -3522,7 +3553,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         # outputs fwport no longer reads as a Keras model's)
         return refuse("")
     classes = plan.instances.get(model)
-    if classes and classes <= plan.train_step_classes:
+    made = _made_class(plan, models, model, call)
+    if (classes and classes <= plan.train_step_classes) if made is None else made in plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
     left = _left_keras(plan, model, call, scope) if plan.left_keras else None
     if left is not None:
@@ -3744,6 +3776,49 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     return c
 
 
+def _made_class(plan: _Plan, models, name: str, call: cst.Call) -> str | None:
+    """The class of the file whose instance ``name`` is where ``call`` (its compile, fit...) reads it, by the binding
+    of ``name`` the call sees: the last one before it in its scope, ``name = Cls(...)`` or ``name = factory(...)`` of
+    a module function every return of which is ``Cls(...)`` (or a name its body binds only to ``Cls(...)``), Cls a
+    class with its own train_step; "" for a binding to something else that is no class of the file
+    (``keras.Model(...)``, ``load_model(...)``); None where it is not known (no binding in its scope, a name, a
+    function of other returns: the names' bindings over the file decide, plan.instances)."""
+    at, scope = plan.call_order.get(id(call), 0), plan.call_scope.get(id(call), 0)
+    before = [v for order, where, v in plan.values.get(name, []) if where == scope and order < at]
+    if before:
+        return _value_class(plan, models, before[-1])
+    fn = getattr(models, "functions", {}).get(scope) if scope and models is not None else None
+    if fn is None or name in {p.name.value for p in find_all(fn.params, cst.Param)}:
+        return None
+    # a function's call of a module-level model it does not bind: the class every module binding makes
+    made = {_value_class(plan, models, v) for order, where, v in plan.values.get(name, []) if where == 0}
+    return made.pop() if len(made) == 1 else None
+
+
+def _value_class(plan: _Plan, models, value: cst.BaseExpression) -> str | None:
+    """:func:`_made_class` of one bound value."""
+    if not isinstance(value, cst.Call):
+        return None
+    classes = plan.train_step_classes
+    if not isinstance(value.func, cst.Name):
+        return ""
+    if value.func.value in classes:
+        return value.func.value
+    fn = getattr(models, "top_functions", {}).get(value.func.value) if models is not None else None
+    if fn is None:
+        return None
+    made: set = set()
+    for r in (r.value for r in find_all(fn, cst.Return)):
+        if isinstance(r, cst.Name):  # `model = Cls(...)` ... `return model`: each binding of it in the body
+            bound = [a.value for a in find_all(fn, cst.Assign)
+                     if any(isinstance(t.target, cst.Name) and t.target.value == r.value for t in a.targets)]
+            made |= {b.func.value if isinstance(b, cst.Call) and isinstance(b.func, cst.Name) else None
+                     for b in bound} if bound else {None}
+        else:
+            made.add(r.func.value if isinstance(r, cst.Call) and isinstance(r.func, cst.Name) else None)
+    return made.pop() if len(made) == 1 and None not in made and next(iter(made)) in classes else None
+
+
 def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
     """``optimizer = keras.optimizers.SGD(...)`` before each ``model.compile(optimizer=optimizer)``, all at the
     module's top level (a notebook trying one setting after another): the binding that reaches this compile, which
@@ -3875,6 +3950,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
         rep.sample_weight = any(c.sample_weight for c in members)
+        rep.fit_sample_weight = any(c.fit_sample_weight for c in members)
         rep.return_dict = any(c.return_dict for c in members)
         rep.train_batch = any(c.train_batch for c in members)
         for c in members:
