@@ -486,6 +486,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.call_fn[id(node)] = self._scopes[-1] if self._scopes else None
             self.call_order.setdefault(id(node), self.order)  # (`compile_and_fit(model)`: where it compiles model)
             self.call_scope.setdefault(id(node), self._scope_id())
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "exclude_from_weight_decay":
+            self.call_order.setdefault(id(node), self.order)  # (`model.optimizer.exclude_...`: the compile before)
+            self.call_scope.setdefault(id(node), self._scope_id())
         if (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
                 and node.func.attr.value in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse")):
             self.changed.add(node.func.value.value)
@@ -1356,6 +1359,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         parameters whose Keras variable name matches into a group with weight_decay 0 (as Keras matches them: each
         name a regular expression searched in Variable.name); where the model or the names are unknown, an error."""
         func = original_node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "exclude_from_weight_decay"
+                and isinstance(func.value, cst.Attribute) and func.value.attr.value == "optimizer"
+                and isinstance(func.value.value, cst.Name)):
+            return self._compiled_exclusion(original_node, updated_node, func.value.value.value)
         if not (isinstance(func, cst.Attribute) and func.attr.value == "exclude_from_weight_decay"
                 and isinstance(func.value, cst.Name) and func.value.value in self.plan.optimizers):
             return None
@@ -1391,6 +1398,51 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         original_node)
         helper = helpers.use(self.ctx, "exclude_from_weight_decay")
         return cst.Call(cst.Name(helper), [cst.Arg(cst.Name(name)), cst.Arg(cst.parse_expression(model)),
+                                           cst.Arg(args["var_names"], keyword=cst.Name("var_names"), equal=_EQ)])
+
+    def _compiled_exclusion(self, original_node: cst.Call, updated_node: cst.Call, model: str) -> cst.BaseExpression | None:
+        """``model.optimizer.exclude_from_weight_decay(var_names=[...])``: the optimizer of the model's compile before
+        the call in its scope, which the pass created over ``model.parameters()`` under its own name →
+        ``exclude_from_weight_decay(optimizer, model, var_names=[...])``; Keras heeds it only before the first fit (its
+        traced train function decays as configured then): a fit, a rebinding or another compile between, an error.
+        None for a model fwport does not know (another pass says what it is)."""
+        at, scope = self.plan.call_order.get(id(original_node), 0), self.plan.call_scope.get(id(original_node), 0)
+        mine = [c for c in self.compiled if c.model == model and not c.factory and c.scope in (0, scope)]
+        if not mine and not any(m == model for m, _, _ in self.plan.compiles):
+            return None
+        before = sorted((c for c in mine if c.scope == scope and c.order < at), key=lambda c: c.order) or sorted(
+            (c for c in mine if c.scope == 0 and (c.order < at or scope != 0)), key=lambda c: c.order)
+        c = before[-1] if before else None
+        why = None
+        if c is None or c.optimizer is None:
+            why = f"fwport does not follow a compile of {model} before it that gives {model} its optimizer"
+        elif any(m == model and c.order < self.plan.call_order.get(id(k), 0) < at and s == c.scope
+                 for m, k, s in self.plan.compiles if k is not c.call):
+            why = f"{model} is compiled again before it"
+        elif any(c.order < order < at for order, where, _ in self.plan.values.get(model, []) if where == c.scope):
+            why = f"{model} is bound again after its compile"
+        elif any(c.order < order < at for order, where in self.plan.fit_orders.get(model, [])):
+            why = (f"{model}.fit(...) ran before it: Keras (3, TensorFlow) then keeps decaying the names, as the train "
+                   "function the first fit traced does (checked): exclude them before the first fit, or drop the call")
+        args = fitloop.bind(updated_node, ("var_list", "var_names"))
+        if why is None and (args is None or "var_names" not in args or literal_value(
+                args.get("var_list", cst.Name("None")), NOT_LITERAL) is not None):
+            why = "only var_names= given alone (names bound statically) is translated"
+        if why is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {why}; the translated {model} is an nn.Module, which has no "
+                            "optimizer: a torch optimizer excludes parameters from its weight decay by parameter groups: "
+                            "[{'params': decayed}, {'params': excluded, 'weight_decay': 0.0}]", original_node)
+            self.ctx.settle(original_node)
+            return updated_node
+        opt = c.names["optimizer"]
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} → exclude_from_weight_decay({opt}, {model}, var_names=...), written "
+                        f"into the file: {opt} is the optimizer {model}'s compile gives it; the parameters of {model} "
+                        "whose Keras variable name (kernel, bias, gamma, beta, embeddings, by their module) matches go "
+                        "to a parameter group with weight_decay 0", original_node)
+        helper = helpers.use(self.ctx, "exclude_from_weight_decay")
+        return cst.Call(cst.Name(helper), [cst.Arg(cst.Name(opt)), cst.Arg(cst.Name(model)),
                                            cst.Arg(args["var_names"], keyword=cst.Name("var_names"), equal=_EQ)])
 
     def _inputs_listed(self, model: str, x: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | str:
@@ -3208,7 +3260,8 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _loop_method(node) in ("compile", *fitloop.FUNCTIONS) or _method_of(node) == "exclude_from_weight_decay":
+        if _loop_method(node) in ("compile", *fitloop.FUNCTIONS) or _method_of(node) == "exclude_from_weight_decay" or (
+                isinstance(node.func, cst.Attribute) and node.func.attr.value == "exclude_from_weight_decay"):
             self.found = True
         elif isinstance(node.func, (cst.Name, cst.Attribute)) and any(
                 a.keyword is not None and a.keyword.value == "training" for a in node.args):
