@@ -27,8 +27,9 @@ indices, and called ``model(*xb)``. A functional model of several outputs compil
 dict by the outputs' names, or one loss for all; ``loss_weights`` a literal list or dict) gets ``loss_fn = {output:
 torch loss}`` and loops of arrays of their own (:func:`multi_helpers`, ``Compiled.outputs``) that sum each output's
 loss times its factor and write Keras's History keys (``<output>_loss``, ``<output>_<metric>``; a dict of outputs
-keyed by its keys). ``sample_weight=`` of evaluate / test_on_batch / train_on_batch weighs each sample's loss as
-Keras does. Only what the loop reproduces is translated: fit's sample weights, class weights of other losses, a loss
+keyed by its keys). ``sample_weight=`` of fit / evaluate / test_on_batch / train_on_batch weighs each sample's loss
+as Keras does (fit's: :func:`_sample_weighed`, the held-out weights weigh val_loss). Only what the loop reproduces is
+translated: sample weights of other losses, class weights of other losses, a loss
 for only some outputs, metrics without a written class are left to model_api's errors (the whole compile then stays
 Keras).
 
