@@ -567,10 +567,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         ]
     elif general:
         lines += [
-            "        if y is not None:  # arrays: batches of samples",
+            "        if y is not None:  # arrays: batches of samples (the first steps_per_epoch of them, as Keras's one epoch)",
             f"            order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
-            f"            batches = (({take('x', 'b')}, y[b]) for b in (order[i:i + batch_size] for i in range(0, "
-            f"{samples('x')}, batch_size)))",
+            f"            batches = {islice}((({take('x', 'b')}, y[b]) for b in (order[i:i + batch_size] for i in range(0, "
+            f"{samples('x')}, batch_size))), steps_per_epoch)",
             *(["            if sample_weight is not None:  # each batch's samples' weights, in the batches' order",
                "                weights = iter(sample_weight[order].split(batch_size))"] if fit_sw else []),
         ]
@@ -734,8 +734,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    batch_size = batch_size or 32",
             "    if y is not None:",
             f"        x, y = {conv('x')}, {n['tensor']}(y)",
-            f"        batches = (({take('x', 'i:i + batch_size')}, y[i:i + batch_size]) for i in range(0, {samples('x')}, "
-            "batch_size))",
+            f"        batches = {islice}((({take('x', 'i:i + batch_size')}, y[i:i + batch_size]) for i in range(0, "
+            f"{samples('x')}, batch_size)), steps)  # (the first steps batches, as Keras reads arrays)",
             "    else:",
             f"        batches = {islice}(iter(x), steps)",
             *device_line,

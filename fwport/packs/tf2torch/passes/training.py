@@ -1254,6 +1254,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     "loss compile gives as a Keras cross-entropy, MSE, MAE or Huber" + (
                         "; not in a distributed fit" if method == "fit" else "") + ")"
                     if k == "sample_weight" and method in ("evaluate", "train_on_batch", "fit") else "")
+        if bad is None and method == "fit" and "y" in args and literal_value(
+                args.get("steps_per_epoch", cst.Name("None")), NOT_LITERAL) is not None and literal_value(
+                args.get("epochs", cst.Integer("1")), NOT_LITERAL) != 1:
+            # (checked: 4 batches, steps_per_epoch=3, 3 epochs: Keras 3 runs batches 0-2, 3, 0-2; Keras 2 0-2, 3 0 1,
+            # 2 3 0; the written loop takes each epoch's first steps_per_epoch batches, exact for one epoch)
+            bad = ("steps_per_epoch= with arrays over several epochs: Keras 3 runs on through one pass of the samples "
+                   "across epochs and ends an epoch early where the pass runs out, Keras 2 cycles through the samples; "
+                   "the written fit takes each epoch's first steps_per_epoch batches: give epochs=1 per call, or a "
+                   "DataLoader's batches")
         if bad is None and method == "fit" and weighted and sample_weighted:
             bad = ("class_weight= with sample_weight=: Keras 3 refuses them together (ValueError: You cannot "
                    "`class_weight` and `sample_weight` at the same time), Keras 2 multiplies each sample's two weights: "
