@@ -494,9 +494,10 @@ def test_compiled_accuracy_without_a_compiled_loss_is_picked_by_shapes_as_keras2
     assert 0 < min(keras_out["history"]["accuracy"]) < 1  # a value the three accuracies can disagree on
 
 
-# keras-io's edsr / debugging_tips: the train_step model made by a factory (`model = make_model()`), compiled
-# after it; the name also bound to another model before (a Keras model the file does not subclass): the
-# binding the compile and the fit see decides which class they compile and train
+# the train_step model made by a factory (`trainer = make_trainer(...)`, as keras-io's edsr / debugging_tips make
+# theirs, there with Keras's functional constructor), compiled after it; the name also bound to another model
+# before (a Keras model the file does not subclass): the binding the compile and the fit see decides which class
+# they compile and train
 FACTORY = TRAINER.replace(
     "trainer = MyTrainer(model_a)\ntrainer.compile(",
     "def make_trainer(inner):\n    made = MyTrainer(inner)\n    return made\n\n\n"

@@ -350,6 +350,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.compiled_uses: dict[str, set[str]] = {}
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
         self.class_methods: dict[str, set[str]] = {}  # class of the file → the methods it defines
+        self.star_inits: set[str] = set()  # classes of the file whose __init__ takes *args or **kwargs
         self.loss_classes: set[str] = set()  # the file's keras.losses.Loss subclasses (KerasLoss in the output)
         # name → (the call of such a class it is bound to, its scope, its statement) of each binding to one
         self.loss_objects: dict[str, list[tuple[cst.Call, int, int]]] = {}
@@ -372,6 +373,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.loss_classes.add(node.name.value)
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
         self.class_methods[node.name.value] = methods
+        if any(isinstance(s, cst.FunctionDef) and s.name.value == "__init__" and (
+                isinstance(s.params.star_arg, cst.Param) or s.params.star_kwarg is not None) for s in node.body.body):
+            self.star_inits.add(node.name.value)  # (its *args may be Keras's functional constructor's: _value_class)
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
@@ -3865,14 +3869,24 @@ def _made_class(plan: _Plan, models, name: str, call: cst.Call) -> str | None:
 
 
 def _value_class(plan: _Plan, models, value: cst.BaseExpression) -> str | None:
-    """:func:`_made_class` of one bound value."""
+    """:func:`_made_class` of one bound value. A class without its own ``__init__`` called with arguments is Keras's
+    functional constructor (``MyModel(inputs, outputs)``), which fwport may leave Keras: not known here (None: the
+    names' bindings decide, as before)."""
     if not isinstance(value, cst.Call):
         return None
     classes = plan.train_step_classes
+
+    def made_by(call) -> str | None:
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in classes):
+            return None
+        functional = bool(call.args) and ("__init__" not in plan.class_methods.get(call.func.value, set())
+                                          or call.func.value in plan.star_inits)
+        return None if functional else call.func.value
+
     if not isinstance(value.func, cst.Name):
         return ""
     if value.func.value in classes:
-        return value.func.value
+        return made_by(value)
     fn = getattr(models, "top_functions", {}).get(value.func.value) if models is not None else None
     if fn is None:
         return None
@@ -3881,11 +3895,10 @@ def _value_class(plan: _Plan, models, value: cst.BaseExpression) -> str | None:
         if isinstance(r, cst.Name):  # `model = Cls(...)` ... `return model`: each binding of it in the body
             bound = [a.value for a in find_all(fn, cst.Assign)
                      if any(isinstance(t.target, cst.Name) and t.target.value == r.value for t in a.targets)]
-            made |= {b.func.value if isinstance(b, cst.Call) and isinstance(b.func, cst.Name) else None
-                     for b in bound} if bound else {None}
+            made |= {made_by(b) for b in bound} if bound else {None}
         else:
-            made.add(r.func.value if isinstance(r, cst.Call) and isinstance(r.func, cst.Name) else None)
-    return made.pop() if len(made) == 1 and None not in made and next(iter(made)) in classes else None
+            made.add(made_by(r))
+    return made.pop() if len(made) == 1 and None not in made else None
 
 
 def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
