@@ -137,3 +137,31 @@ def test_a_conv_that_may_be_a_depthwise_or_pointwise_kernel_is_refused_where_the
     optimizer = torch.optim.AdamW(conv.parameters(), weight_decay=0.1)
     ns["exclude_from_weight_decay"](optimizer, conv, var_names=["depthwise"])
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1]
+
+
+# the optimizer compile creates, excluded through model.optimizer before the first fit (after one, Keras 3 keeps
+# decaying them: the train function the first fit traced decays as configured then)
+COMPILED = SRC.replace(
+    'optimizer = keras.optimizers.AdamW(learning_rate=0.05, weight_decay=0.5, epsilon=1e-12)\n'
+    'optimizer.exclude_from_weight_decay(var_names=["bias", "gamma"])\n'
+    'model.compile(optimizer=optimizer, loss="mse")\n',
+    'model.compile(optimizer=keras.optimizers.AdamW(learning_rate=0.05, weight_decay=0.5, epsilon=1e-12), loss="mse")\n'
+    'model.optimizer.exclude_from_weight_decay(var_names=["bias", "gamma"])\n')
+
+
+def test_the_compiled_optimizer_excluded_through_model_optimizer_trains_as_keras(tmp_path):
+    assert COMPILED != SRC
+    r = tx(COMPILED)
+    assert errors(r) == [], errors(r)
+    assert 'exclude_from_weight_decay(optimizer, model, var_names=["bias", "gamma"])' in r.output
+    assert "model.optimizer" not in r.output
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(COMPILED), r.output, DRIVER)
+    _compare(keras_out, torch_out)
+
+
+def test_model_optimizer_excluded_after_a_fit_is_an_error():
+    src = COMPILED.replace('model.optimizer.exclude_from_weight_decay(var_names=["bias", "gamma"])\n',
+                           'model.fit(np.zeros((4, 6)), np.zeros((4, 3)), verbose=0)\n'
+                           'model.optimizer.exclude_from_weight_decay(var_names=["bias", "gamma"])\n')
+    errs = errors(tx(src))
+    assert len(errs) == 1 and "exclude them before the first fit" in errs[0][1], errs

@@ -46,3 +46,33 @@ def test_a_compile_after_the_binding_translates():
 def test_predict_and_evaluate_of_the_loaded_model_translate():
     r = translate_source(HEAD + "model.evaluate(x, y)\nmodel.predict(x)\n", "t.py")
     assert not any("bound again" in m for m in error_messages(r))
+
+
+FACTORY = '''import numpy as np
+from tensorflow import keras
+
+
+def make_model():
+    m = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    return m
+
+
+x = np.ones((8, 4), "float32"); y = np.ones((8, 1), "float32")
+model = make_model()
+model.fit(x, y, epochs=1)
+'''
+
+
+def test_a_rebound_after_a_model_factory_s_compile_is_an_error():
+    # the factory's optimizer and loss are bound beside the model it returns; a model bound after that is not it
+    for again, line in (("model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])", 15),
+                        ('model = keras.models.load_model("m.keras")', 15)):
+        r = translate_source(FACTORY + again + "\nmodel.fit(x, y, epochs=1)\n", "t.py")
+        msgs = error_messages(r)
+        assert len(msgs) == 1 and "model is bound again after the compile before this call" in msgs[0], msgs
+        assert [f.line for f in r.findings if "bound again" in f.message] == [line]
+    # a new model from the factory: its own optimizer, translated
+    r = translate_source(FACTORY + "model = make_model()\nmodel.fit(x, y, epochs=1)\n", "t.py")
+    assert error_messages(r) == [], error_messages(r)
+    assert r.output.count("model, model_optimizer, model_loss_fn = make_model()") == 2

@@ -95,7 +95,7 @@ def test_sample_weight_of_a_loss_the_loop_cannot_weigh_is_an_error_naming_the_ca
                                                                  "    return (y_true - y_pred) ** 4\n\n\ndef train(x, y):")
     src = src.replace("model.train_on_batch(x[:32], onehot[:32])", "model.train_on_batch(x[:32], onehot[:32], sample_weight=w)")
     errs = errors(tx(src))
-    assert any("sample_weight= is not translated (the generated evaluate / train_on_batch weigh" in m for _, m in errs), errs
+    assert any("sample_weight= is not translated (the generated fit / evaluate / train_on_batch weigh" in m for _, m in errs), errs
 
 
 # sample_weight= in train_on_batch / test_on_batch / evaluate: measured (Keras 3.15 and tf_keras 2.21) each sample's
@@ -165,11 +165,16 @@ model.test_on_batch(x, [ya, yb])
 
 def test_train_on_batch_of_a_model_of_several_outputs_is_an_error():
     """The loss-per-output loops write fit / evaluate / predict only: a train_on_batch there is refused at its
-    line (it had become a call of a function the file did not define); test_on_batch is the written evaluate."""
+    line (it had become a call of a function the file did not define); test_on_batch is the written evaluate in Keras 2
+    (each output's loss averaged by samples), an error in Keras 3 (the one batch's per-output losses, where the written
+    evaluate averages them over batches of 32: test_fit_multi_output)."""
     r = tx(SEVERAL_OUTPUTS)
-    line = SEVERAL_OUTPUTS.lstrip("\n").splitlines().index("model.train_on_batch(x, [ya, yb])") + 1
+    lines = SEVERAL_OUTPUTS.lstrip("\n").splitlines()
+    line = lines.index("model.train_on_batch(x, [ya, yb])") + 1
     said = [f for f in r.findings if f.severity == "error"]
-    assert said and {f.line for f in said} == {line}
-    assert any("several outputs" in f.message for f in said)
+    assert said and {f.line for f in said} == {line, line + 1}
+    assert all("several outputs" in f.message for f in said)
     assert "def train_on_batch" not in r.output
+    r = tx("# fwport: keras=2\n" + SEVERAL_OUTPUTS.lstrip("\n"))
+    assert [f.line for f in r.findings if f.severity == "error"] == [line + 1]
     assert "evaluate(model, loss_fn, x, [ya, yb], verbose=0)" in r.output

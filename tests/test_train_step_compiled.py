@@ -492,3 +492,40 @@ def test_compiled_accuracy_without_a_compiled_loss_is_picked_by_shapes_as_keras2
         "fit": "h = run(x, y)\nextra = None"})
     _same(keras_out, torch_out, ["accuracy", "student_loss"])
     assert 0 < min(keras_out["history"]["accuracy"]) < 1  # a value the three accuracies can disagree on
+
+
+# the train_step model made by a factory (`trainer = make_trainer(...)`, as keras-io's edsr / debugging_tips make
+# theirs, there with Keras's functional constructor), compiled after it; the name also bound to another model
+# before (a Keras model the file does not subclass): the binding the compile and the fit see decides which class
+# they compile and train
+FACTORY = TRAINER.replace(
+    "trainer = MyTrainer(model_a)\ntrainer.compile(",
+    "def make_trainer(inner):\n    made = MyTrainer(inner)\n    return made\n\n\n"
+    "trainer = make_trainer(model_a)\ntrainer.compile(").replace(
+    "def run(x, y):\n    return trainer.fit(",
+    "def run(x, y):\n    trainer = keras.Sequential([layers.Dense(3)])\n    trainer = make_trainer(model_a)\n"
+    "    trainer.compile(keras.optimizers.SGD(learning_rate=0.5), loss=\"sparse_categorical_crossentropy\", "
+    "metrics=[\"accuracy\"])\n    return trainer.fit(")
+
+
+def test_a_trainer_made_by_a_factory_keeps_its_compiled_loss_and_train_step_as_keras2(tmp_path):
+    assert FACTORY.count("make_trainer(model_a)") == 2
+    out = tx(FACTORY).output
+    assert "class MyTrainer(TrainStepModule):" in out and "return trainer.fit(x, y" in out
+    assert "def fit(model, optimizer" not in out  # (not the written loop of a plain model: the class's train_step)
+    keras_out, torch_out = _run_keras2(tmp_path, FACTORY, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 12, "width": 4, "x_map": LABELS, "models": "(model_a,)",
+        "fit": "h = run(x, y)\nextra = None"})
+    _same(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
+
+
+def test_a_compile_of_a_name_also_bound_to_another_model_there_stays_an_error():
+    # the module-level name bound to a Keras model and to the factory's: a function's fit cannot tell which
+    src = FACTORY.replace("trainer = make_trainer(model_a)\ntrainer.compile(",
+                          "trainer = model_a\ntrainer = make_trainer(model_a)\ntrainer.compile(").replace(
+        "    trainer = keras.Sequential([layers.Dense(3)])\n    trainer = make_trainer(model_a)\n    trainer.compile("
+        "keras.optimizers.SGD(learning_rate=0.5), loss=\"sparse_categorical_crossentropy\", metrics=[\"accuracy\"])\n",
+        "")
+    msgs = _messages(src)
+    assert any(m.startswith("trainer.fit(...) is a Keras model method") for m in msgs), msgs

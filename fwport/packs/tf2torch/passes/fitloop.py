@@ -27,8 +27,9 @@ indices, and called ``model(*xb)``. A functional model of several outputs compil
 dict by the outputs' names, or one loss for all; ``loss_weights`` a literal list or dict) gets ``loss_fn = {output:
 torch loss}`` and loops of arrays of their own (:func:`multi_helpers`, ``Compiled.outputs``) that sum each output's
 loss times its factor and write Keras's History keys (``<output>_loss``, ``<output>_<metric>``; a dict of outputs
-keyed by its keys). ``sample_weight=`` of evaluate / test_on_batch / train_on_batch weighs each sample's loss as
-Keras does. Only what the loop reproduces is translated: fit's sample weights, class weights of other losses, a loss
+keyed by its keys). ``sample_weight=`` of fit / evaluate / test_on_batch / train_on_batch weighs each sample's loss
+as Keras does (fit's: :func:`_sample_weighed`, the held-out weights weigh val_loss). Only what the loop reproduces is
+translated: sample weights of other losses, class weights of other losses, a loss
 for only some outputs, metrics without a written class are left to model_api's errors (the whole compile then stays
 Keras).
 
@@ -137,6 +138,9 @@ class Compiled:
     # compile's metrics were given as weighted_metrics=: the loop's metrics, which no sample weights reach (a fit /
     # evaluate given sample_weight= or class_weight= is refused: Keras would weigh these metrics by them)
     weighted_metrics: bool = False
+    # a fit takes sample_weight= (its arrays' samples' weights: each training sample's loss times its weight, the sum
+    # over the batch size; validation_split holds out the weights too, which weigh the validation loss)
+    fit_sample_weight: bool = False
     return_dict: bool = False  # an evaluate takes return_dict= (its result as {Keras's name: value})
     train_batch: bool = False  # the file calls train_on_batch: its function is written beside fit
     # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
@@ -459,15 +463,17 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     head = ("model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn") + (
         ", metrics" if ms else "")
     weighted = c.class_weight
+    fit_sw = c.fit_sample_weight and not distributed  # (training.py refuses it where the fit is distributed)
     if weighted and not class_weights_written:
         lines += _class_weight_helper(n, spell)
-    if not general and not cbs and not weighted:
+    if not general and not cbs and not weighted and not fit_sw:
         lines += [
             f"def {n['fit']}({head}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
             "        validation_data=None, shuffle=True):",
         ]
     else:
         extra = (", callbacks=None" if cbs else "") + (", class_weight=None" if weighted else "") + (
+            ", sample_weight=None" if fit_sw else "") + (
             ", steps_per_epoch=None,\n        validation_steps=None" if general else "")
         lines += [
             f"def {n['fit']}({head}, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
@@ -507,11 +513,31 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    a label not in it) and the batch's sum divided by its size, as Keras weighs them (not the metrics', nor",
             '    validation\'s)."""',
         ]
+    if fit_sw:
+        lines[-1] = lines[-1].removesuffix('"""')
+        lines += [
+            "    sample_weight: one weight per sample of x; each training sample's loss (the mean over its values) is",
+            "    multiplied by its weight and the batch's sum divided by its size, as Keras weighs them (not the",
+            "    metrics); validation_split holds out the last samples' weights too, which weigh the validation loss,",
+            '    as do the weights of a validation_data (x, y, sample_weight)."""',
+        ]
+        lines += [
+            "    if sample_weight is not None:",
+            *(["        if y is None:",
+               '            raise ValueError("sample_weight= with a dataset of batches: Keras refuses it too")']
+              if general else []),
+            f"        sample_weight = {n['tensor']}(sample_weight).reshape(len(y))",
+        ]
     lines += [
         "    if validation_split and validation_data is None:",
         f"        split = int({samples('x')} * (1 - validation_split))",
         f"        x, y, validation_data = {take('x', ':split')}, y[:split], ({take('x', 'split:')}, y[split:])",
     ]
+    if fit_sw:
+        lines += [
+            "        if sample_weight is not None:  # Keras holds out the same samples' weights, which weigh val_loss",
+            "            sample_weight, validation_data = sample_weight[:split], (*validation_data, sample_weight[split:])",
+        ]
     if general:
         lines += ["    if y is not None:", f"        x, y = {conv('x')}, {n['tensor']}(y)"]
     else:
@@ -532,9 +558,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             lines[at:at] = [
                 "    if rank > 0:  # under torchrun: the callbacks that write files write from the first process only",
                 f"        callbacks = [c for c in callbacks if type(c).__name__ not in {FILE_CALLBACKS!r}]"]
-    if weighted:
+    if weighted or fit_sw:
+        given = " or ".join(["class_weight is not None"] * weighted + ["sample_weight is not None"] * fit_sw)
         lines += [
-            "    if class_weight is not None:  # the same loss, one value per element, which the class weights scale",
+            f"    if {given}:  # the same loss, one value per element, which the weights scale",
             f"        per_sample = {spell('copy.copy')}(loss_fn)",
             '        per_sample.reduction = "none"',
         ]
@@ -563,10 +590,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         ]
     elif general:
         lines += [
-            "        if y is not None:  # arrays: batches of samples",
+            "        if y is not None:  # arrays: batches of samples (the first steps_per_epoch of them, as Keras's one epoch)",
             f"            order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
-            f"            batches = (({take('x', 'b')}, y[b]) for b in (order[i:i + batch_size] for i in range(0, "
-            f"{samples('x')}, batch_size)))",
+            f"            batches = {islice}((({take('x', 'b')}, y[b]) for b in (order[i:i + batch_size] for i in range(0, "
+            f"{samples('x')}, batch_size))), steps_per_epoch)",
+            *(["            if sample_weight is not None:  # each batch's samples' weights, in the batches' order",
+               "                weights = iter(sample_weight[order].split(batch_size))"] if fit_sw else []),
         ]
     if general:
         lines += [
@@ -618,7 +647,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
            "            else:  # each sample's loss (the mean over its values) times its label's weight, over the batch",
            f"                losses = {batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
            f"                loss = (losses * {n['class_weights']}(yb, class_weight)).mean()"]
-          if weighted else [f"            loss = {batch_loss}"]),
+          if weighted and not fit_sw else _sample_weighed(batch_loss, n, weighted, general)
+          if fit_sw else [f"            loss = {batch_loss}"]),
         *([f"            loss = loss + {penalty}  # the layers' regularizers: Keras adds them (model.losses)"]
           if penalty else []),
         *(["            # the terms the layers gave add_loss in this forward: Keras adds them to the loss",
@@ -657,7 +687,16 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
                   "            history[name].append(float(metric.result()))"]
     with_metrics = ", metrics" if ms else ""
     lines += ["        if validation_data is not None:"]
-    if general:
+    if fit_sw:  # a third element of validation_data: its samples' weights, which weigh the validation loss
+        data = "data" if general else "validation_data"
+        lines += [
+            *(["            data = validation_data if isinstance(validation_data, tuple) else (validation_data, None)"]
+              if general else []),
+            f"            val = {n['evaluate']}(model, loss_fn{with_metrics}, *{data}[:2], batch_size=batch_size, verbose=0"
+            + (", steps=validation_steps" if general else "") + ",",
+            f"                   {' ' * len(n['evaluate'])}sample_weight={data}[2] if len({data}) > 2 else None)",
+        ]
+    elif general:
         lines += [
             "            data = validation_data if isinstance(validation_data, tuple) else (validation_data, None)",
             f"            val = {n['evaluate']}(model, loss_fn{with_metrics}, *data, batch_size=batch_size, verbose=0, "
@@ -722,8 +761,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    batch_size = batch_size or 32",
             "    if y is not None:",
             f"        x, y = {conv('x')}, {n['tensor']}(y)",
-            f"        batches = (({take('x', 'i:i + batch_size')}, y[i:i + batch_size]) for i in range(0, {samples('x')}, "
-            "batch_size))",
+            f"        batches = {islice}((({take('x', 'i:i + batch_size')}, y[i:i + batch_size]) for i in range(0, "
+            f"{samples('x')}, batch_size)), steps)  # (the first steps batches, as Keras reads arrays)",
             "    else:",
             f"        batches = {islice}(iter(x), steps)",
             *device_line,
@@ -1114,6 +1153,24 @@ def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, mu
           if multi else
           [f"        return {spell('torch.cat')}([model({batch('x[start:start + batch_size]')}){back} for start in range(0, len(x), "
            "batch_size)]).detach().numpy()"]),
+    ]
+
+
+def _sample_weighed(batch_loss: str, n: dict, weighted: bool, general: bool) -> list[str]:
+    """fit's loss of a batch where it takes sample_weight (and class_weight): each sample's loss (the mean of its
+    values) times its weight (and its label's weight: Keras multiplies the two), the batch's sum over its size."""
+    none = "sample_weight is None" + (" and class_weight is None" if weighted else "")
+    weights = "next(weights)" if general else "sample_weight[batch]"
+    return [
+        f"            if {none}:",
+        f"                loss = {batch_loss}",
+        "            else:  # each sample's loss (the mean over its values) times its weight, over the batch",
+        f"                losses = {batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
+        *([f"                if class_weight is not None:",
+           f"                    losses = losses * {n['class_weights']}(yb, class_weight)",
+           "                if sample_weight is not None:",
+           f"                    losses = losses * {weights}",
+           "                loss = losses.mean()"] if weighted else [f"                loss = (losses * {weights}).mean()"]),
     ]
 
 

@@ -972,6 +972,8 @@ class _ModelApiPass(cst.CSTTransformer):
         return cst.parse_expression(out)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if self.ctx.is_settled(original_node):
+            return original_node  # an earlier pass (training: a fit it refuses) said why: one finding per cause
         if id(original_node) in self.ctx.analyses.get("train_step_calls", ()):
             return updated_node  # compile / fit of a model with its own train_step: methods it keeps
         method = self._model_method(original_node) or self._said_before(original_node)

@@ -350,6 +350,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.compiled_uses: dict[str, set[str]] = {}
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
         self.class_methods: dict[str, set[str]] = {}  # class of the file → the methods it defines
+        self.star_inits: set[str] = set()  # classes of the file whose __init__ takes *args or **kwargs
         self.loss_classes: set[str] = set()  # the file's keras.losses.Loss subclasses (KerasLoss in the output)
         # name → (the call of such a class it is bound to, its scope, its statement) of each binding to one
         self.loss_objects: dict[str, list[tuple[cst.Call, int, int]]] = {}
@@ -372,6 +373,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.loss_classes.add(node.name.value)
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
         self.class_methods[node.name.value] = methods
+        if any(isinstance(s, cst.FunctionDef) and s.name.value == "__init__" and (
+                isinstance(s.params.star_arg, cst.Param) or s.params.star_kwarg is not None) for s in node.body.body):
+            self.star_inits.add(node.name.value)  # (its *args may be Keras's functional constructor's: _value_class)
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
@@ -485,6 +489,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.calls_of.setdefault(node.func.value, []).append(node)
             self.call_fn[id(node)] = self._scopes[-1] if self._scopes else None
             self.call_order.setdefault(id(node), self.order)  # (`compile_and_fit(model)`: where it compiles model)
+            self.call_scope.setdefault(id(node), self._scope_id())
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "exclude_from_weight_decay":
+            self.call_order.setdefault(id(node), self.order)  # (`model.optimizer.exclude_...`: the compile before)
             self.call_scope.setdefault(id(node), self._scope_id())
         if (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
                 and node.func.attr.value in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse")):
@@ -1225,8 +1232,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             args["class_weight"], NOT_LITERAL) is not None
         # sample_weight= of an evaluate / test_on_batch / train_on_batch: each sample's loss times its weight, where
         # the loss is a torch loss module whose values per element the loop can weigh (as class_weight's)
-        sample_weighted = method in ("evaluate", "train_on_batch") and args is not None and "sample_weight" in args \
-            and literal_value(args["sample_weight"], NOT_LITERAL) is not None
+        # (and of a fit of arrays: the training loss weighed likewise, validation_split's held-out weights weigh
+        # val_loss; not the distributed fit's)
+        sample_weighted = method in ("evaluate", "train_on_batch", "fit") and args is not None \
+            and "sample_weight" in args and literal_value(args["sample_weight"], NOT_LITERAL) is not None \
+            and not (method == "fit" and self.ctx.options.get(runtime.DISTRIBUTED))
         for k, v in (args or {}).items():
             if k in ("class_weight", "sample_weight") and c.weighted_metrics and literal_value(v, NOT_LITERAL) is not None:
                 bad = (f"{k}= with compile's weighted_metrics is not translated (Keras weighs those metrics by these "
@@ -1248,9 +1258,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
                     "MAE or Huber)" if k == "class_weight" else
-                    " (the generated evaluate / train_on_batch weigh the samples of a model of one output whose loss "
-                    "compile gives as a Keras cross-entropy, MSE, MAE or Huber)" if k == "sample_weight" and method in (
-                        "evaluate", "train_on_batch") else "")
+                    " (the generated fit / evaluate / train_on_batch weigh the samples of a model of one output whose "
+                    "loss compile gives as a Keras cross-entropy, MSE, MAE or Huber" + (
+                        "; not in a distributed fit" if method == "fit" else "") + ")"
+                    if k == "sample_weight" and method in ("evaluate", "train_on_batch", "fit") else "")
+        if bad is None and method == "fit" and "y" in args and literal_value(
+                args.get("steps_per_epoch", cst.Name("None")), NOT_LITERAL) is not None and literal_value(
+                args.get("epochs", cst.Integer("1")), NOT_LITERAL) != 1:
+            # (checked: 4 batches, steps_per_epoch=3, 3 epochs: Keras 3 runs batches 0-2, 3, 0-2; Keras 2 0-2, 3 0 1,
+            # 2 3 0; the written loop takes each epoch's first steps_per_epoch batches, exact for one epoch)
+            bad = ("steps_per_epoch= with arrays over several epochs: Keras 3 runs on through one pass of the samples "
+                   "across epochs and ends an epoch early where the pass runs out, Keras 2 cycles through the samples; "
+                   "the written fit takes each epoch's first steps_per_epoch batches: give epochs=1 per call, or a "
+                   "DataLoader's batches")
+        if bad is None and method == "fit" and weighted and sample_weighted:
+            bad = ("class_weight= with sample_weight=: Keras 3 refuses them together (ValueError: You cannot "
+                   "`class_weight` and `sample_weight` at the same time), Keras 2 multiplies each sample's two weights: "
+                   "give one sample_weight, the product, as the program means it")
         rebound = self._rebound(original_node, c) if bad is None and given is None and method in (
             "fit", "train_on_batch") else None
         if rebound is not None:
@@ -1284,6 +1308,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None}
             if method == "train_on_batch":
                 bad = "train_on_batch of a model of several outputs is not written yet (fit of arrays is)"
+            elif _method_of(original_node) == "test_on_batch" and not c.keras2:
+                # (checked: 40 samples, Keras 3 gives out_b_loss 7.12 for the one batch, the batches of 32 8.56)
+                bad = ("test_on_batch of a model of several outputs: Keras 3 gives each output's loss of the one "
+                       "batch, and the written evaluate averages each output's loss over its batches of 32 as Keras 3's "
+                       "evaluate does: call the written evaluate with batch_size= the number of samples")
             elif "y" not in args or steps:
                 bad = ("x is an iterable of batches or steps are counted, which the written loop of a model of several "
                        "outputs does not read yet: give x and y as arrays")
@@ -1318,7 +1347,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if weighted:
             c.class_weight = True
         if sample_weighted:
-            c.sample_weight = True
+            c.sample_weight = True  # (a fit's: its validation's evaluate takes the held-out weights)
+            c.fit_sample_weight = c.fit_sample_weight or method == "fit"
         dict_result = method in ("evaluate", "train_on_batch") and "return_dict" in args and literal_value(args["return_dict"],
                                                                                        NOT_LITERAL) is not False
         if dict_result and method == "evaluate":
@@ -1351,6 +1381,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         parameters whose Keras variable name matches into a group with weight_decay 0 (as Keras matches them: each
         name a regular expression searched in Variable.name); where the model or the names are unknown, an error."""
         func = original_node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "exclude_from_weight_decay"
+                and isinstance(func.value, cst.Attribute) and func.value.attr.value == "optimizer"
+                and isinstance(func.value.value, cst.Name)):
+            return self._compiled_exclusion(original_node, updated_node, func.value.value.value)
         if not (isinstance(func, cst.Attribute) and func.attr.value == "exclude_from_weight_decay"
                 and isinstance(func.value, cst.Name) and func.value.value in self.plan.optimizers):
             return None
@@ -1386,6 +1420,51 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         original_node)
         helper = helpers.use(self.ctx, "exclude_from_weight_decay")
         return cst.Call(cst.Name(helper), [cst.Arg(cst.Name(name)), cst.Arg(cst.parse_expression(model)),
+                                           cst.Arg(args["var_names"], keyword=cst.Name("var_names"), equal=_EQ)])
+
+    def _compiled_exclusion(self, original_node: cst.Call, updated_node: cst.Call, model: str) -> cst.BaseExpression | None:
+        """``model.optimizer.exclude_from_weight_decay(var_names=[...])``: the optimizer of the model's compile before
+        the call in its scope, which the pass created over ``model.parameters()`` under its own name →
+        ``exclude_from_weight_decay(optimizer, model, var_names=[...])``; Keras heeds it only before the first fit (its
+        traced train function decays as configured then): a fit, a rebinding or another compile between, an error.
+        None for a model fwport does not know (another pass says what it is)."""
+        at, scope = self.plan.call_order.get(id(original_node), 0), self.plan.call_scope.get(id(original_node), 0)
+        mine = [c for c in self.compiled if c.model == model and not c.factory and c.scope in (0, scope)]
+        if not mine and not any(m == model for m, _, _ in self.plan.compiles):
+            return None
+        before = sorted((c for c in mine if c.scope == scope and c.order < at), key=lambda c: c.order) or sorted(
+            (c for c in mine if c.scope == 0 and (c.order < at or scope != 0)), key=lambda c: c.order)
+        c = before[-1] if before else None
+        why = None
+        if c is None or c.optimizer is None:
+            why = f"fwport does not follow a compile of {model} before it that gives {model} its optimizer"
+        elif any(m == model and c.order < self.plan.call_order.get(id(k), 0) < at and s == c.scope
+                 for m, k, s in self.plan.compiles if k is not c.call):
+            why = f"{model} is compiled again before it"
+        elif any(c.order < order < at for order, where, _ in self.plan.values.get(model, []) if where == c.scope):
+            why = f"{model} is bound again after its compile"
+        elif any(c.order < order < at for order, where in self.plan.fit_orders.get(model, [])):
+            why = (f"{model}.fit(...) ran before it: Keras (3, TensorFlow) then keeps decaying the names, as the train "
+                   "function the first fit traced does (checked): exclude them before the first fit, or drop the call")
+        args = fitloop.bind(updated_node, ("var_list", "var_names"))
+        if why is None and (args is None or "var_names" not in args or literal_value(
+                args.get("var_list", cst.Name("None")), NOT_LITERAL) is not None):
+            why = "only var_names= given alone (names bound statically) is translated"
+        if why is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {why}; the translated {model} is an nn.Module, which has no "
+                            "optimizer: a torch optimizer excludes parameters from its weight decay by parameter groups: "
+                            "[{'params': decayed}, {'params': excluded, 'weight_decay': 0.0}]", original_node)
+            self.ctx.settle(original_node)
+            return updated_node
+        opt = c.names["optimizer"]
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} → exclude_from_weight_decay({opt}, {model}, var_names=...), written "
+                        f"into the file: {opt} is the optimizer {model}'s compile gives it; the parameters of {model} "
+                        "whose Keras variable name (kernel, bias, gamma, beta, embeddings, by their module) matches go "
+                        "to a parameter group with weight_decay 0", original_node)
+        helper = helpers.use(self.ctx, "exclude_from_weight_decay")
+        return cst.Call(cst.Name(helper), [cst.Arg(cst.Name(opt)), cst.Arg(cst.Name(model)),
                                            cst.Arg(args["var_names"], keyword=cst.Name("var_names"), equal=_EQ)])
 
     def _inputs_listed(self, model: str, x: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | str:
@@ -1440,11 +1519,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """The value ``model`` is bound to after the compile ``c`` (not a model factory's) that ``model.fit(...)``
         uses and before the call, in the call's scope: ``model = keras.models.load_model(path)`` or another
         model after ``model.compile(...)``. The optimizer written for that compile holds the compiled model's
-        parameters, which the model now bound does not share. None where there is none."""
-        if c.factory:
-            return None
+        parameters, which the model now bound does not share. None where there is none. A model factory's compile
+        (``model = make_model()``, the compile inside it): the binding of ``model`` before the call in its scope, where
+        it is not a call of that factory (another model, a loaded one: the factory's optimizer does not train it)."""
         model = call.func.value.value
         at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+        if c.factory:
+            before = [value for order, where, value in self.plan.values.get(model, []) if where == scope and order < at]
+            last = before[-1] if before else None
+            made = isinstance(last, cst.Call) and isinstance(last.func, cst.Name) and last.func.value == c.factory
+            return None if last is None or made or (isinstance(last, cst.Name) and last.value == model) else last
         since = c.order if c.scope == scope else -1  # (a module compile seen from a function: any local binding)
         for order, where, value in self.plan.values.get(model, []):
             if where == scope and since < order < at and not (isinstance(value, cst.Name) and value.value == model):
@@ -1590,9 +1674,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return c
 
     # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
-    def _train_step_model(self, name: str) -> bool:
+    def _train_step_model(self, name: str, call: cst.Call | None = None) -> bool:
+        made = _made_class(self.plan, self.models, name, call) if call is not None else None
+        if made is not None:  # the binding the call sees (a factory's model too; not one left Keras: model_api's)
+            return made in self.plan.train_step_classes and not (self.plan.left_keras and _left_keras(
+                self.plan, name, call, self.plan.call_scope.get(id(call), 0)))
         classes = self.plan.instances.get(name)
         return bool(classes) and classes <= self.plan.train_step_classes
+
+    def _classes_at(self, name: str, call: cst.Call) -> set[str]:
+        """The classes of the file ``name`` may be an instance of where ``call`` reads it: the one the binding it
+        sees makes (:func:`_made_class`), else every class the name is bound to an instance of."""
+        made = _made_class(self.plan, self.models, name, call)
+        return {made} if made else self.plan.instances.get(name, set())
 
     def _custom_compile_of(self, name: str) -> bool:
         """Whether the model's class defines its own compile (whose parameters mean what it says)."""
@@ -1607,7 +1701,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method not in ("compile", "fit", "evaluate", "predict"):
             return None
         name = original_node.func.value.value
-        if not self._train_step_model(name):
+        if not self._train_step_model(name, original_node):
             if method != "compile" or name in self.plan.bound_at or name in self.plan.train_step_classes:
                 return None
             if any(c.call is original_node for c in self.compiled):
@@ -1616,7 +1710,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
                 return None
         out = updated_node
-        classes = self.plan.instances.get(name, set())
+        classes = self._classes_at(name, original_node)
         # Keras 2's own test_step (the compiled loss and metrics), which TrainStepModule writes where they are kept
         tested = classes <= self.plan.test_step_classes or (
             len(classes) == 1 and "compiled_loss" in self.plan.compiled_uses.get(next(iter(classes)), set())
@@ -1683,7 +1777,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         ``self.loss_fn`` and calls it in train_step): ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``,
         called in Keras's order wherever the class calls it (another use of it fails loudly: a lambda has no
         attributes and takes no sample_weight)."""
-        classes = self.plan.instances.get(call.func.value.value, set())
+        classes = self._classes_at(call.func.value.value, call)
         cls = next((s for s in self.module.body if isinstance(s, cst.ClassDef) and {s.name.value} == classes), None)
         compile_fn = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "compile"),
                           None) if cls is not None else None
@@ -1705,7 +1799,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """A compile of a model whose train_step reads Keras 2's compiled loss / metrics: its loss as
         ``lambda y_true, y_pred: <torch loss>(<y_pred>, <y_true>)`` (Keras's order, torch's loss) and its
         metrics as ``{name: metric}`` (Keras's names, which the written metric classes do not keep)."""
-        classes = self.plan.instances.get(call.func.value.value, set())
+        classes = self._classes_at(call.func.value.value, call)
         if len(classes) != 1:
             return args
         cls = next(iter(classes))
@@ -1986,12 +2080,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         some compile is of a name bound to such an instance and to other things (which fwport cannot follow)."""
         calls, unsure = [], False
         for name, call, _ in self.plan.compiles:
+            made = self._compiled_class(name, call)
+            if made is not None:  # the binding the compile sees makes one class's instance (or no class's)
+                if made == cls:
+                    calls.append(call)
+                continue
             classes = self.plan.instances.get(name, set())
             if classes == {cls}:
                 calls.append(call)
             elif cls in classes:
                 unsure = True
         return calls, unsure
+
+    def _compiled_class(self, name: str, call: cst.Call) -> str | None:
+        return _made_class(self.plan, self.models, name, call)
 
     def _compiled_refusal(self, cls: str) -> str | None:
         """Why the compiles of ``cls``'s instances cannot give its train_step what Keras 2's compile gives it
@@ -3182,7 +3284,8 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _loop_method(node) in ("compile", *fitloop.FUNCTIONS) or _method_of(node) == "exclude_from_weight_decay":
+        if _loop_method(node) in ("compile", *fitloop.FUNCTIONS) or _method_of(node) == "exclude_from_weight_decay" or (
+                isinstance(node.func, cst.Attribute) and node.func.attr.value == "exclude_from_weight_decay"):
             self.found = True
         elif isinstance(node.func, (cst.Name, cst.Attribute)) and any(
                 a.keyword is not None and a.keyword.value == "training" for a in node.args):
@@ -3527,9 +3630,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         # outputs fwport no longer reads as a Keras model's)
         return refuse("")
     classes = plan.instances.get(model)
-    if classes and classes <= plan.train_step_classes:
-        return None  # its compile / fit are TrainStepModule's methods
+    made = _made_class(plan, models, model, call)
     left = _left_keras(plan, model, call, scope) if plan.left_keras else None
+    if (classes and classes <= plan.train_step_classes) if made is None else (made in plan.train_step_classes
+                                                                              and left is None):
+        return None  # its compile / fit are TrainStepModule's methods
     if left is not None:
         ctx.analyses.setdefault("left_keras_calls", set()).add(id(call))  # (model_api's error says it stays Keras)
         return refuse(left)
@@ -3759,6 +3864,58 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     return c
 
 
+def _made_class(plan: _Plan, models, name: str, call: cst.Call) -> str | None:
+    """The class of the file whose instance ``name`` is where ``call`` (its compile, fit...) reads it, by the binding
+    of ``name`` the call sees: the last one before it in its scope, ``name = Cls(...)`` or ``name = factory(...)`` of
+    a module function every return of which is ``Cls(...)`` (or a name its body binds only to ``Cls(...)``), Cls a
+    class with its own train_step; "" for a binding to something else that is no class of the file
+    (``keras.Model(...)``, ``load_model(...)``); None where it is not known (no binding in its scope, a name, a
+    function of other returns: the names' bindings over the file decide, plan.instances)."""
+    at, scope = plan.call_order.get(id(call), 0), plan.call_scope.get(id(call), 0)
+    before = [v for order, where, v in plan.values.get(name, []) if where == scope and order < at]
+    if before:
+        return _value_class(plan, models, before[-1])
+    fn = getattr(models, "functions", {}).get(scope) if scope and models is not None else None
+    if fn is None or name in {p.name.value for p in find_all(fn.params, cst.Param)}:
+        return None
+    # a function's call of a module-level model it does not bind: the class every module binding makes
+    made = {_value_class(plan, models, v) for order, where, v in plan.values.get(name, []) if where == 0}
+    return made.pop() if len(made) == 1 else None
+
+
+def _value_class(plan: _Plan, models, value: cst.BaseExpression) -> str | None:
+    """:func:`_made_class` of one bound value. A class without its own ``__init__`` called with arguments is Keras's
+    functional constructor (``MyModel(inputs, outputs)``), which fwport may leave Keras: not known here (None: the
+    names' bindings decide, as before)."""
+    if not isinstance(value, cst.Call):
+        return None
+    classes = plan.train_step_classes
+
+    def made_by(call) -> str | None:
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in classes):
+            return None
+        functional = bool(call.args) and ("__init__" not in plan.class_methods.get(call.func.value, set())
+                                          or call.func.value in plan.star_inits)
+        return None if functional else call.func.value
+
+    if not isinstance(value.func, cst.Name):
+        return ""
+    if value.func.value in classes:
+        return made_by(value)
+    fn = getattr(models, "top_functions", {}).get(value.func.value) if models is not None else None
+    if fn is None:
+        return None
+    made: set = set()
+    for r in (r.value for r in find_all(fn, cst.Return)):
+        if isinstance(r, cst.Name):  # `model = Cls(...)` ... `return model`: each binding of it in the body
+            bound = [a.value for a in find_all(fn, cst.Assign)
+                     if any(isinstance(t.target, cst.Name) and t.target.value == r.value for t in a.targets)]
+            made |= {made_by(b) for b in bound} if bound else {None}
+        else:
+            made.add(made_by(r))
+    return made.pop() if len(made) == 1 and None not in made else None
+
+
 def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
     """``optimizer = keras.optimizers.SGD(...)`` before each ``model.compile(optimizer=optimizer)``, all at the
     module's top level (a notebook trying one setting after another): the binding that reaches this compile, which
@@ -3896,6 +4053,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
         rep.sample_weight = any(c.sample_weight for c in members)
+        rep.fit_sample_weight = any(c.fit_sample_weight for c in members)
         rep.return_dict = any(c.return_dict for c in members)
         rep.train_batch = any(c.train_batch for c in members)
         for c in members:
