@@ -685,8 +685,19 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
                                              "but its Keras variable is not trainable"})
         for i, x in enumerate(xs):
             if f"gx{i}" in K:
-                r = compare(K[f"gx{i}"], to_source_layout(T[f"gx{i}"], layout), rtol, atol)
+                # (the same floor as the parameters': an input the outputs do not depend on in exact arithmetic,
+                # e.g. through a normalization that removes what the input changes, has a gradient of rounding noise)
+                r = compare(K[f"gx{i}"], to_source_layout(T[f"gx{i}"], layout), rtol, atol, GRAD_FLOOR * scale)
                 results["input_gradients"].append({"name": f"input {i}", **r})
+        near_zero = [r["name"] for r in results["gradients"] + results["input_gradients"]
+                     if not r["ok"] and r.get("scale") is not None and scale > 0 and r["scale"] <= GRAD_FLOOR * scale]
+        if near_zero and opts.dtype == "float32":
+            cert.setdefault("warnings", []).append(
+                f"the gradients of {', '.join(near_zero[:4])}{' ...' if len(near_zero) > 4 else ''} differ where they "
+                f"are below {GRAD_FLOOR:g} of the model's largest gradient on the Keras side: they may be zero in "
+                "exact arithmetic (a bias or shift just before a normalization that removes it, a layer whose output "
+                "the loss does not depend on), where float32 leaves only rounding noise; run again with "
+                "--dtype float64 to tell rounding from a bug")
         if results["gradients"] and scale == 0.0:
             cert.setdefault("warnings", []).append(
                 "every parameter gradient is exactly zero on the Keras side: the outputs saturate at these weights "
