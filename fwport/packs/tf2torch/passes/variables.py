@@ -23,7 +23,10 @@ when trainable and floating; see rules/tf2torch/variable.toml). This read-only p
   target network's soft update loops over ``model.variables``). Every other ``x.numpy()`` of the file
   becomes ``x.detach().numpy()`` too: a model's output, a loss or anything computed from a parameter or a
   variable requires grad, and torch refuses numpy() on it where TensorFlow's eager tensors always give
-  one (detach() changes nothing else, and costs nothing on a tensor that needs no grad). Any other method or attribute of a
+  one (detach() changes nothing else, and costs nothing on a tensor that needs no grad), except where x is the output
+  of a module-level Keras layer or model that stays Keras (``y = disc(x)`` with ``disc = layers.Discretization(...)``
+  refused, or a functional model left as written: a TensorFlow tensor, which has no detach()): decided in the rule
+  pass, once the constructor's own statement is settled or refused. Any other method or attribute of a
   name or attribute bound only to variables is an error (``unsupported-construct``): left as
   written, never silently kept. Names and attributes are matched by spelling across the file (a
   receiver also bound to something else gets its known methods translated and no error for the
@@ -38,7 +41,7 @@ import libcst as cst
 
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, find_all, scan
+from fwport.core.names import ScopedResolver, find_all, param_names, scan
 from fwport.core.position import render
 from fwport.packs.tf2torch.ops import IN_MODULE
 from fwport.packs.tf2torch.passes.model_api import plan_attribute
@@ -124,6 +127,7 @@ class _Methods(cst.CSTVisitor):
         self.detach_reported = False
         self.module: cst.Module | None = None  # the file (run sets it), for _own_attributes
         self.own: set[str] | None = None
+        self.bindings: tuple[dict, set[str]] | None = None  # _module_bindings
 
     def _receiver(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
         """(spelling, bound only to variables) when ``node`` reads a variable."""
@@ -143,7 +147,7 @@ class _Methods(cst.CSTVisitor):
         if recv is None:
             if func.attr.value == "numpy" and not node.args:
                 if not _detached_already(func.value):
-                    self._detached(node)
+                    self._detached(node, self._keras_sources(func.value))
                 return None
             if not (func.attr.value.startswith("assign") and func.attr.value in METHODS and len(node.args) == 1
                     and node.args[0].keyword is None and not node.args[0].star and not _on_self(func.value)):
@@ -190,9 +194,93 @@ class _Methods(cst.CSTVisitor):
             return cst.Call(cst.parse_expression(f"{receiver}{chain}"), args)
         self.ctx.plans.add(node, apply, by="variables")
 
-    def _detached(self, node: cst.Call) -> None:
+    def _module_bindings(self) -> tuple[dict[str, list[cst.BaseExpression]], set[str]]:
+        """The values the module's own statements bind to each plain name, and the names bound inside a
+        function or class (their uses may read something else)."""
+        if self.bindings is None:
+            top: dict[str, list[cst.BaseExpression]] = {}
+            for stmt in self.module.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.Assign):
+                            for t in small.targets:
+                                top.setdefault(t.target.value if isinstance(t.target, cst.Name) else "", []
+                                               ).append(small.value if isinstance(t.target, cst.Name) else None)
+                elif not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    for t in find_all(stmt, cst.AssignTarget):  # (under if / for / with: a value not followed)
+                        if isinstance(t.target, cst.Name):
+                            top.setdefault(t.target.value, []).append(None)
+            other = [*(f.target for f in find_all(self.module, cst.For)),
+                     *(w.asname.name for w in find_all(self.module, cst.WithItem) if w.asname is not None),
+                     *(a.target for k in (cst.AugAssign, cst.AnnAssign, cst.NamedExpr) for a in find_all(self.module, k)),
+                     *(a.asname.name if a.asname is not None else a.name for a in find_all(self.module, cst.ImportAlias))]
+            for t in other:  # any other binding: the value is not followed
+                for n in ([t] if isinstance(t, cst.Name) else find_all(t, cst.Name)):
+                    top.setdefault(n.value, []).append(None)
+            inner = {t.target.value for d in self.module.body if isinstance(d, (cst.FunctionDef, cst.ClassDef))
+                     for t in find_all(d, cst.AssignTarget) if isinstance(t.target, cst.Name)}
+            inner |= {p for d in find_all(self.module, cst.FunctionDef) for p in param_names(d)}
+            self.bindings = (top, inner)
+        return self.bindings
+
+    def _keras_sources(self, receiver: cst.BaseExpression, depth: int = 0) -> list[cst.Call] | None:
+        """The Keras constructor calls (``layers.X(...)``, ``keras.Model(...)``, ``keras.Sequential(...)``) at
+        module level whose objects give ``receiver`` its value (``N(x)``, ``y`` with ``y = N(x)``), where
+        every binding on the way is one; None where the value may come from anything else."""
+        top, inner = self._module_bindings()
+        if depth > 4:
+            return None
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Name):
+            name = receiver.func.value
+            values = top.get(name)
+            if not values or name in inner or any(v is None for v in values):
+                return None
+            out = []
+            for v in values:
+                q = self.ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
+                if not q or not q.startswith(("keras.layers.", "keras.Model", "keras.models.", "keras.Sequential")):
+                    return None
+                out.append(v)
+            return out
+        if isinstance(receiver, cst.Name):
+            values = top.get(receiver.value)
+            if not values or receiver.value in inner or any(v is None for v in values):
+                return None
+            out = []
+            for v in values:
+                got = self._keras_sources(v, depth + 1)
+                if got is None:
+                    return None
+                out += got
+            return out
+        return None
+
+    def _left_keras(self, calls: list[cst.Call]) -> bool:
+        """Whether every one of these constructor calls is left as written (settled, or refused with an error at
+        it) by the time the rule pass reaches a later statement."""
+        errors = {id(p.node) for p in self.ctx.pending if p.finding.severity is Severity.ERROR}
+        return all(self.ctx.is_settled(c) or id(c) in errors for c in calls)
+
+    def _detached(self, node: cst.Call, sources: list[cst.Call] | None = None) -> None:
         """``x.numpy()`` on any other receiver: ``x.detach().numpy()`` (x may be a model's output, a loss, or
-        computed from a variable, all of which require grad; detach() changes nothing else)."""
+        computed from a variable, all of which require grad; detach() changes nothing else). Where x is the
+        output of a module-level Keras layer or model that stays Keras (left as written), x is a TensorFlow
+        tensor, which has numpy() and no detach(): the call stays as it is."""
+        if sources:
+            def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+                if self._left_keras(sources):
+                    return upd
+                self._say_detached(orig)
+                return upd.with_changes(func=upd.func.with_changes(
+                    value=cst.Call(cst.Attribute(upd.func.value, cst.Name("detach")))))
+            self.ctx.plans.add(node, apply, by="variables")
+            return
+        self._say_detached(node)
+        # (built, not parsed from text: a receiver spread over lines inside parentheses renders with newlines)
+        self.ctx.plans.add(node, lambda orig, upd: upd.with_changes(func=upd.func.with_changes(
+            value=cst.Call(cst.Attribute(upd.func.value, cst.Name("detach"))))), by="variables")
+
+    def _say_detached(self, node: cst.Call) -> None:
         if not self.detach_reported:
             self.detach_reported = True
             self.ctx.report(Severity.INFO, "idiom-replaced",
@@ -200,9 +288,6 @@ class _Methods(cst.CSTVisitor):
                             "a loss, anything computed from a parameter) has no numpy(), where TensorFlow's eager "
                             "tensors always give one (detach() changes nothing else)",
                             node)
-        # (built, not parsed from text: a receiver spread over lines inside parentheses renders with newlines)
-        self.ctx.plans.add(node, lambda orig, upd: upd.with_changes(func=upd.func.with_changes(
-            value=cst.Call(cst.Attribute(upd.func.value, cst.Name("detach"))))), by="variables")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if id(node) in self.called:
