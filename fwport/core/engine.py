@@ -252,6 +252,11 @@ class LayerContext:
     flatten_of: tuple | None = None  # (H, W, C) when the input is a flattened channels-last map
 
 
+#: ctx.analyses: id(a layer's construction call bound to a name) → [(scope, source path, target path)]: the places a
+#: structural pass put that name as a model's member, where the rule pass records the layer it translates there
+NAMED_LAYER_RECORDS = "named-layer-records"
+
+
 @dataclass
 class LayerEmission:
     modules: list[cst.BaseExpression]  # in order; usually one
@@ -852,6 +857,10 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             em = translate_layer(updated_node, rule, self.ctx, LayerContext(), original_node)
             if em.failed:
                 return None
+            for scope, source, target in (self.ctx.analyses.get(NAMED_LAYER_RECORDS) or {}).get(id(original_node), ()):
+                if rule.weights:  # a layer held in a name and used as a model's member (a structural pass said where)
+                    at = target if len(em.modules) == 1 else f"{target}.{em.weight_module}"
+                    self.ctx.layers.append(LayerRecord(scope, source, at, rule.id, em.variant, dict(em.symbols)))
             if len(em.modules) == 1:
                 return em.modules[0]
             return cst.Call(self.ctx.spell("torch.nn.Sequential"), _with_commas([cst.Arg(e) for e in em.modules]))

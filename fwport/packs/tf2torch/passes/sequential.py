@@ -26,7 +26,7 @@ from fwport.core.rewrite import rewrite
 from fwport.core.bind import call_argument, literal_value
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
+from fwport.core.engine import NAMED_LAYER_RECORDS, LayerEmission, code, comment_error, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, marked, scan, skip_unmarked
 from fwport.packs.tf2torch import helpers
@@ -132,8 +132,39 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         return isinstance(node, cst.Call) and self.qualname(node.func) == SEQUENTIAL
 
     # --- finding the chains (top-down, so that a model's .add statements are known first) ----------
+    def _named_layer(self, el: cst.BaseExpression) -> cst.Call | None:
+        """The call ``layers.X(...)`` (a layer rule with weights) that a module-level name used as a Sequential
+        element is bound to, where the file binds that name nowhere else (no function parameter, loop, import or
+        other assignment of it)."""
+        module = getattr(self, "module_node", None)
+        if not isinstance(el, cst.Name) or module is None:
+            return None
+        found = []
+        for stmt in module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and any(
+                            isinstance(t.target, cst.Name) and t.target.value == el.value for t in small.targets):
+                        found.append(small.value if len(small.targets) == 1 else None)
+        if len(found) != 1 or not isinstance(found[0], cst.Call):
+            return None
+        others = [t.target for t in find_all(module, cst.AssignTarget)]
+        others += [f.target for f in find_all(module, cst.For)]
+        others += [k.target for kind in (cst.AugAssign, cst.AnnAssign, cst.NamedExpr) for k in find_all(module, kind)]
+        others += [w.asname.name for w in find_all(module, cst.WithItem) if w.asname is not None]
+        others += [a.asname.name if a.asname is not None else a.name for a in find_all(module, cst.ImportAlias)]
+        others += [p.name for p in find_all(module, cst.Param)]
+        count = sum(1 for t in others for n in ([t] if isinstance(t, cst.Name) else find_all(t, cst.Name))
+                    if n.value == el.value)
+        if count != 1:
+            return None
+        q = self.qualname(found[0].func)
+        rule = self.ctx.pack.by_name.get(q) if q else None
+        return found[0] if rule is not None and rule.kind == "layer" and rule.weights else None
+
     def visit_Module(self, node: cst.Module) -> None:
         self.module_sizes = module_scope(node, self.ctx)
+        self.module_node = node
         # the file's Keras subclasses (translated to nn.Modules that keep Keras's layout at their
         # boundary): what a list of layers built in a loop may hold
         self.keras_classes: set[str] = set()
@@ -371,6 +402,12 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 continue
             if rule is None:
                 producer = None
+                named = self._named_layer(el) if layout != "nchw" and id(el) not in chain.repeated else None
+                if named is not None:
+                    # `d = layers.Dense(3)` at module level, `Sequential([..., d, ...])`: the rule pass translates d
+                    # where it is built, and records its weights at this element (the verifier's weight map)
+                    ctx.analyses.setdefault(NAMED_LAYER_RECORDS, {}).setdefault(id(named), []).append(
+                        (scope, f"{prefix}layers[{k}]", f"{prefix}{index}"))
                 if layout == "nchw" and (shape is None or len(shape) > 1):
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{code(el.func) if isinstance(el, cst.Call) else code(el)} "
                                "inside a Sequential converted to channels-first would receive NCHW instead of "
