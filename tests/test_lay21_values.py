@@ -68,3 +68,57 @@ def test_numpy_of_a_translated_module_level_layer_is_detached():
     assert not [f for f in r.findings if f.severity.value == "error"]
     assert "y.detach().numpy()" in r.output
     assert any("x.numpy() → x.detach().numpy()" in f.message for f in r.findings)
+
+
+REGULARIZED = '''
+from tensorflow import keras
+from tensorflow.keras import layers, regularizers
+
+
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        weight_decay = 0.003
+        self.fc = layers.Dense(3, kernel_regularizer=regularizers.l2(weight_decay))
+        self.out = layers.Dense(2, bias_regularizer=regularizers.l1(weight_decay))
+
+    def call(self, x):
+        return self.out(self.fc(x))
+'''
+
+REG_DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import Net
+rng = np.random.default_rng(0)
+k1, b1 = rng.normal(size=(4, 3)), rng.normal(size=3)
+k2, b2 = rng.normal(size=(3, 2)), rng.normal(size=2)
+net = Net()
+if sys.argv[2] == "keras":
+    net(np.zeros((1, 4), "float32"))
+    net.fc.set_weights([k1, b1]); net.out.set_weights([k2, b2])
+    penalty = float(sum(net.losses))
+else:
+    import torch
+    net(torch.zeros(1, 4))
+    with torch.no_grad():
+        for m, k, b in ((net.fc, k1, b1), (net.out, k2, b2)):
+            m.weight.copy_(torch.as_tensor(k.T)); m.bias.copy_(torch.as_tensor(b))
+    penalty = float(net.regularization_loss())
+print("RESULT " + json.dumps({"penalty": penalty}))
+'''
+
+
+def test_regularizer_factor_from_a_local_constant(tmp_path):
+    """``weight_decay = 0.003`` in __init__ then ``l2(weight_decay)`` / ``l1(weight_decay)``: the penalty reads the
+    number (the method cannot read __init__'s local), and equals Keras's model.losses on the same weights."""
+    from runners import keras_and_torch
+
+    src = textwrap.dedent(REGULARIZED).lstrip("\n")
+    r = translate_source(src, "model.py")
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    assert "0.003 * self.fc.weight.square().sum()" in r.output and "0.003 * self.out.bias.abs().sum()" in r.output
+    want, got = keras_and_torch(tmp_path, src, r.output, REG_DRIVER)
+    assert want["penalty"] > 0.01
+    np.testing.assert_allclose(got["penalty"], want["penalty"], rtol=1e-5)

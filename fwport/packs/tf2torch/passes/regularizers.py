@@ -18,8 +18,9 @@ loops. Keras 3 sums the penalties of the trainable weights only (``Layer._get_re
 loss); Keras 2 keeps them all. ``X.trainable = False`` becomes ``X.requires_grad_(False)`` (training.py), so in
 a Keras 3 file that sets a ``trainable`` flag each term is counted under ``if <weight>.requires_grad:``, which
 is Keras 3's rule whichever layer is frozen at run time; a Keras 2 file (or one that freezes nothing) counts
-every term. Anything else (activity regularizers, a regularizer object built elsewhere, a factor computed in
-``__init__``) stays an error of the layer's rule.
+every term. A factor read from a local name of ``__init__`` bound there once to a number (``weight_decay = 1e-4``)
+is that number in the method. Anything else (activity regularizers, a regularizer object built elsewhere, a factor
+computed in ``__init__``) stays an error of the layer's rule.
 
 The subclass pass calls :func:`strip` when it translates a layer; :func:`finish` writes the methods
 once every finding is located (it adds lines).
@@ -32,7 +33,7 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import scan
+from fwport.core.names import find_all, scan
 from fwport.packs.tf2torch.passes import data_format
 
 FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = <not True>` of the file (training.py), as code
@@ -55,6 +56,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         return call, None
     params = {p.name.value for p in (*init_fn.params.params, *init_fn.params.kwonly_params)}
     reassigned = _assigned_names(init_fn)
+    constants = _literal_locals(init_fn, params)
     # (param, kind, factor code, init names it needs, what the source calls the weight: kernel, embeddings...)
     taken: list[tuple[str, str, str, set[str], str]] = []
     kept: list[cst.Arg] = []
@@ -63,7 +65,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         if kw not in _ARGS:
             kept.append(a)
             continue
-        term = _term(a.value, resolve, params, reassigned)
+        term = _term(a.value, resolve, params, reassigned, constants)
         if term is None:
             kept.append(a)  # the rule says why
             continue
@@ -99,9 +101,11 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     return new_call, record
 
 
-def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[str]):
+def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[str],
+          constants: dict[str, str] | None = None):
     """(kind, factor code, __init__ parameters it reads) for a regularizer fwport translates; "none"
-    for None; None for anything else."""
+    for None; None for anything else. A factor that reads a local name of ``__init__`` bound once to a number
+    (``weight_decay = 1e-4``, ``constants``) reads that number."""
     lit = literal_value(value, NOT_LITERAL)
     if lit is None:
         return "none"
@@ -119,7 +123,13 @@ def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[
         return None
     factor = arg.value
     names = {n for n in _free_names(factor) if not n.startswith("self.")}
-    if names & reassigned:
+    local = names & reassigned
+    if local and constants and local <= set(constants):
+        text = code(factor)
+        for n in sorted(local):
+            text = _rename(text, n, constants[n])
+        factor, names = cst.parse_expression(text), names - local
+    elif local:
         return None  # computed in __init__: the method cannot read it
     needs = names & params  # kept on the module; other names are module-level, readable anywhere
     return kind, code(factor), needs
@@ -159,6 +169,33 @@ class _AssignedNames(cst.CSTVisitor):
     def visit_AugAssign(self, n: cst.AugAssign) -> None:
         if isinstance(n.target, cst.Name):
             self.out.add(n.target.value)
+
+
+def _literal_locals(fn: cst.FunctionDef, params: set[str]) -> dict[str, str]:
+    """The local names of ``fn`` bound once, by a statement of its body's top level, to a number literal
+    (``weight_decay = 0.0005``), and nowhere else in it: name → the number's code."""
+    counts: dict[str, int] = {}
+    targets: list[cst.BaseExpression] = []
+    for kind, get in ((cst.AssignTarget, lambda n: n.target), (cst.AugAssign, lambda n: n.target),
+                      (cst.AnnAssign, lambda n: n.target), (cst.For, lambda n: n.target),
+                      (cst.NamedExpr, lambda n: n.target),
+                      (cst.WithItem, lambda n: n.asname.name if n.asname is not None else None)):
+        targets += [get(n) for n in find_all(fn.body, kind)]
+    for t in targets:
+        for n in ([t] if isinstance(t, cst.Name) else find_all(t, cst.Name) if t is not None else []):
+            counts[n.value] = counts.get(n.value, 0) + 1
+    out: dict[str, str] = {}
+    for stmt in fn.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(literal_value(small.value, NOT_LITERAL), (int, float))
+                    and not isinstance(literal_value(small.value, NOT_LITERAL), bool)):
+                name = small.targets[0].target.value
+                if counts.get(name) == 1 and name not in params:
+                    out[name] = code(small.value)
+    return out
 
 
 def _assigned_names(fn: cst.FunctionDef) -> set[str]:
