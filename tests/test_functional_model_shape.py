@@ -1,0 +1,89 @@
+"""``keras.Input(shape=M.output.shape[1:])``: a model's input shaped by another model of the file (keras-io's vq_vae:
+``keras.Input(shape=get_encoder(latent_dim).output.shape[1:])``; ``M.input_shape[1:]`` / ``M.output_shape[1:]``
+likewise). Where fwport translates ``M`` above it (a module-level model, or a builder called with literal ints or
+this builder's own parameters), the shape comes from that model's size propagation and the model translates; any
+other shape expression keeps the one shape-unknown error."""
+from __future__ import annotations
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+from helpers import error_messages as _errors
+
+BUILDERS = '''
+import keras
+from keras import layers
+
+
+def get_encoder(latent_dim=16):
+    encoder_inputs = keras.Input(shape=(12, 12, 1))
+    x = layers.Conv2D(8, 3, activation="relu", strides=2, padding="same")(encoder_inputs)
+    encoder_outputs = layers.Conv2D(latent_dim, 1, padding="same")(x)
+    return keras.Model(encoder_inputs, encoder_outputs, name="encoder")
+
+
+def get_decoder(latent_dim=16):
+    latent_inputs = keras.Input(shape=get_encoder(latent_dim).output.shape[1:])
+    x = layers.Conv2DTranspose(8, 3, activation="relu", strides=2, padding="same")(latent_inputs)
+    decoder_outputs = layers.Conv2DTranspose(1, 3, padding="same")(x)
+    return keras.Model(latent_inputs, decoder_outputs, name="decoder")
+'''
+
+MODULE = '''
+import keras
+from keras import layers
+
+inputs = keras.Input(shape=(10,))
+hidden = layers.Dense(6, activation="tanh")(inputs)
+body = keras.Model(inputs, hidden)
+
+head_inputs = keras.Input(shape=body.output_shape[1:])
+outputs = layers.Dense(3)(head_inputs)
+head = keras.Model(head_inputs, outputs)
+'''
+
+
+def _tx(src: str):
+    return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": 3})
+
+
+def _verify(tmp_path, src: str, out: str, model: str, shape: str):
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
+                          checks=("forward",), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def test_an_input_shaped_by_a_builders_model_called_with_this_builders_parameter(tmp_path):
+    r = _tx(BUILDERS)
+    assert not _errors(r), _errors(r)
+    out = r.output
+    assert "keras" not in out
+    # (6, 6, latent_dim): the encoder's output, its size named by the decoder's own parameter
+    assert "nn.ConvTranspose2d(latent_dim, 8, 3, stride=2)" in out
+    assert "# latent_inputs: (batch, 6, 6, latent_dim) channels-last" in out
+    _verify(tmp_path, BUILDERS, out, "get_decoder(5)", "float32[2,6,6,5]")
+
+
+def test_an_input_shaped_by_a_module_level_models_output_shape(tmp_path):
+    r = _tx(MODULE)
+    assert not _errors(r), _errors(r)
+    assert "nn.Linear(6, 3)" in r.output
+    _verify(tmp_path, MODULE, r.output, "head", "float32[2,6]")
+
+
+@pytest.mark.parametrize("shape", [
+    "get_encoder(latent_dim * 2).output.shape[1:]",  # a size computed from the parameter: not followed
+    "get_encoder(latent_dim).output.shape[2:]",  # not the shape without its batch
+    "unknown_model.output.shape[1:]",  # a model fwport does not translate here
+])
+def test_another_shape_of_a_model_keeps_one_shape_unknown_error(shape):
+    r = _tx(BUILDERS.replace("get_encoder(latent_dim).output.shape[1:]", shape))
+    errs = _errors(r)
+    assert any("keras.Input without a shape fwport can read" in e for e in errs), errs
+    assert sum("keras.Input without a shape" in e for e in errs) == 1, errs
