@@ -2,7 +2,9 @@
 ``keras.Input(shape=get_encoder(latent_dim).output.shape[1:])``; ``M.input_shape[1:]`` / ``M.output_shape[1:]``
 likewise). Where fwport translates ``M`` above it (a module-level model, or a builder called with literal ints or
 this builder's own parameters), the shape comes from that model's size propagation and the model translates; any
-other shape expression keeps the one shape-unknown error."""
+other shape expression keeps the one shape-unknown error. Likewise ``input_shape = (224, 224, 3)`` bound in the builder
+and then ``keras.Input(shape=input_shape)`` (tensorflow/examples' profiling resnet_model): the tuple of ints the name
+holds there, until a statement binds it again."""
 from __future__ import annotations
 
 import pytest
@@ -87,3 +89,39 @@ def test_another_shape_of_a_model_keeps_one_shape_unknown_error(shape):
     errs = _errors(r)
     assert any("keras.Input without a shape fwport can read" in e for e in errs), errs
     assert sum("keras.Input without a shape" in e for e in errs) == 1, errs
+
+
+LOCAL = '''
+import tensorflow as tf
+from tensorflow.keras import layers
+
+C = 3
+
+
+def build(batch_size=None):
+    input_shape = (10, 10, C)
+    img_input = layers.Input(shape=input_shape, batch_size=batch_size)
+    x = layers.Conv2D(4, 3, activation="relu")(img_input)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dense(2)(x)
+    return tf.keras.Model(img_input, x)
+'''
+
+
+def test_an_input_shaped_by_a_tuple_the_builder_binds(tmp_path):
+    r = _tx(LOCAL)
+    assert not _errors(r), _errors(r)
+    assert "nn.Conv2d(C, 4, 3)" in r.output and "nn.Linear(4, 2)" in r.output  # (C: the module constant)
+    assert "# img_input: (batch, 10, 10, C) channels-last" in r.output
+    _verify(tmp_path, LOCAL, r.output, "build()", "float32[2,10,10,3]")
+
+
+@pytest.mark.parametrize("rebind", [
+    "    input_shape = make_shape()\n",  # bound again to a value not known here
+    "    input_shape += (1,)\n",  # changed
+])
+def test_a_tuple_bound_again_before_the_input_keeps_one_shape_unknown_error(rebind):
+    src = LOCAL.replace("    img_input = ", rebind + "    img_input = ")
+    r = _tx(src)
+    errs = _errors(r)
+    assert sum("keras.Input without a shape fwport can read" in e for e in errs) == 1, errs

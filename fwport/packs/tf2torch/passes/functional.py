@@ -23,7 +23,8 @@ the module builds with a call) is kept as a module of the class (``self.encoder 
 object), called with Keras's layout; its output shape is unknown (lazy modules after it). At module
 level only the statements ``keras.Model(...)`` depends on are the model's; a model below that reads a
 ``keras.Input`` of a model above takes it as its own input; ``keras.Input(shape=M.output.shape[1:])`` (``.input``,
-``M.output_shape``) takes the shape of a model ``M`` translated above (:meth:`_Builder._model_shape`). A builder
+``M.output_shape``) takes the shape of a model ``M`` translated above (:meth:`_Builder._model_shape`), and
+``keras.Input(shape=input_shape)`` the tuple of ints ``input_shape`` is bound to in the builder. A builder
 refused as written is followed again
 for the values every call of it in the file gives the parameters its ``if`` / ``for`` statements and helpers
 depend on, its ``__init__`` raising ValueError for others (:func:`_pinned_params`); an ``if`` on parameters the
@@ -1251,6 +1252,7 @@ class _Builder:
         # "sigmoid"`, also in an if decided where the model is built): a rule layer's argument that is such a
         # name is given to the rule as that literal (`layers.Dense(units, activation=activation)`)
         self.known_literals: dict[str, object] = {}
+        self.known_shapes: dict[str, tuple] = {}  # builder names bound once here to a tuple of ints: `shape = (28, 28, 1)`
         # names of layers / models called with training= (a mode set in forward: _mode_prefixed), and the names
         # of layers / models called on tensors, by calls followed
         self.mode_calls: dict[str, _Layer | None] = {}
@@ -3362,6 +3364,12 @@ class _Builder:
             self.known_ints[step[0]] = step[1]
         for n in (bound if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
             self.known_literals.pop(n, None)
+            self.known_shapes.pop(n, None)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and isinstance(small.value, (cst.Tuple, cst.List)) and small.value.elements:
+            known = self.sizes.constant(small.value)  # (literal ints or module constants)
+            if isinstance(known, tuple) and all(is_int(d) for d in known):
+                self.known_shapes[small.targets[0].target.value] = known
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             v = literal_value(small.value, NOT_LITERAL)
             if v is None or isinstance(v, (str, bool, float)):
@@ -3515,6 +3523,10 @@ class _Builder:
                 self.error(a, f"keras.Input argument {code(a).strip().rstrip(',')} is not followed (shape, name, dtype, "
                               "batch_size only)", "unsupported-argument")
         shape, _ = _input_spec_shape(call, self.sizes)
+        if shape is None:
+            found = _shape_arg(call, "shape")
+            if found is not None and found[0] == "shape" and isinstance(found[1], cst.Name):
+                shape = self.known_shapes.get(found[1].value)  # input_shape = (224, 224, 3) in the builder
         if shape is None:
             shape = self._model_shape(call)
         name = _shape_parts(call, self.sizes) if shape is None else None
