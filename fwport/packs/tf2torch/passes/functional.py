@@ -4424,7 +4424,10 @@ class _Builder:
         layer.in_key = (t.shape, t.flat)
         if layer.kind in ("submodel", "builder"):
             info = self.prior_models[layer.rule] if layer.kind == "submodel" else self.builder_models[layer.rule]
-            if len(info["inputs"]) != 1 or not _fits(info["inputs"][0], t.shape, layer.kind == "builder" or info.get("from_builder", False)) \
+            # a tensor of unknown shape (a layer class's output) in a graph that keeps Keras's layout: the model's own
+            # input shape (nothing moves between layouts; a wrong shape fails in torch as in Keras)
+            unknown = t.shape is None and self.layout != "nchw" and len(info["inputs"]) == 1
+            if len(info["inputs"]) != 1 or not (unknown or _fits(info["inputs"][0], t.shape, layer.kind == "builder" or info.get("from_builder", False))) \
                     or t.flat is not None:
                 raise _Refused(layer.call, f"the model {layer.rule} called on a tensor of shape {t.shape}: fwport "
                                            f"follows a model used as a layer on one input of its own shape "
