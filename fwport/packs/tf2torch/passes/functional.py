@@ -22,7 +22,10 @@ on tensors (``features = encoder(inputs)`` with ``encoder`` a builder parameter 
 the module builds with a call) is kept as a module of the class (``self.encoder = encoder``, that very
 object), called with Keras's layout; its output shape is unknown (lazy modules after it). At module
 level only the statements ``keras.Model(...)`` depends on are the model's; a model below that reads a
-``keras.Input`` of a model above takes it as its own input. A builder refused as written is followed again
+``keras.Input`` of a model above takes it as its own input; ``keras.Input(shape=M.output.shape[1:])`` (``.input``,
+``M.output_shape``) takes the shape of a model ``M`` translated above (:meth:`_Builder._model_shape`), and
+``keras.Input(shape=input_shape)`` the tuple of ints ``input_shape`` is bound to in the builder. A builder
+refused as written is followed again
 for the values every call of it in the file gives the parameters its ``if`` / ``for`` statements and helpers
 depend on, its ``__init__`` raising ValueError for others (:func:`_pinned_params`); an ``if`` on parameters the
 file gives several values is kept in ``__init__`` and ``forward`` (:meth:`_Builder._runtime_if`). Weight
@@ -67,12 +70,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
+from fwport.core.bind import NOT_LITERAL, bind_def, call_argument, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call, statement,
                                 translate_layer)
 from fwport.core.finding import Severity
-from fwport.core.names import ValueVisitor, children, dotted_text, scan
+from fwport.core.names import ValueVisitor, children, dotted_text, param_names, scan
 from fwport.core.plan import Plans
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
@@ -80,7 +83,7 @@ from fwport.packs.tf2torch import masks
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
 from fwport.packs.tf2torch.passes.sequential import remember_layer
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
-                                                      converts_to_nchw, _input_spec_shape, _shape_parts,
+                                                      converts_to_nchw, _input_spec_shape, _shape_arg, _shape_parts,
                                                       symbolic_parts)
 from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
@@ -423,6 +426,7 @@ def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
     helpers = {stmt.name.value: stmt for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
                and i not in builders and isinstance(stmt.body, cst.IndentedBlock)}
     built: dict[str, dict] = {}  # builders translated above: their models can be layers of the next ones
+    built_defs: dict[str, cst.FunctionDef] = {}  # their functions (get_encoder(latent_dim).output.shape)
     seqs = _module_sequentials(module, ctx)
     for i, stmt in enumerate(module.body):
         if i in builders:
@@ -430,6 +434,7 @@ def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
             b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
             b.module_seqs = seqs
             b.builder_models = dict(built)
+            b.builder_defs = dict(built_defs)
             pinnable = _pinned_params(module, ctx, stmt, set(helpers))
             b.pinnable = set(pinnable)
             new = b.run()
@@ -440,6 +445,7 @@ def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
                 b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
                 b.module_seqs = seqs
                 b.builder_models = dict(built)
+                b.builder_defs = dict(built_defs)
                 b.pinned = pinned
                 new = b.run()
                 if new is None:  # refused again: the model as written, its findings and its statements settled
@@ -449,6 +455,7 @@ def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
                 changed = True
                 if b.model_summary is not None:
                     built[b.scope] = b.model_summary
+                    built_defs[b.scope] = stmt
         elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
             if _has_model_call(stmt, ctx):
                 # a plain class whose methods build the model (barlow_twins's ResNet34: helper methods called on
@@ -474,6 +481,7 @@ def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
         b.source_body = list(module.body)  # (the models above rewrite their statements in `body`)
         b.prior_models = dict(prior)
         b.builder_models = dict(built)  # encoder = make_encoder() at module level: the instance it returns
+        b.builder_defs = dict(built_defs)
         out = b.run_module(body, lo, hi)
         if out is not None:
             body = out
@@ -1230,6 +1238,7 @@ class _Builder:
         self.carried: dict[str, str] = {}  # builder value read in forward → its attribute
         self.prior_models: dict[str, dict] = {}  # module-level models built above this one
         self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
+        self.builder_defs: dict[str, cst.FunctionDef] = {}  # their functions, by name
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
         self.given: dict[str, _Layer] = {}  # builder values called on tensors (modules given to the model)
@@ -1243,6 +1252,7 @@ class _Builder:
         # "sigmoid"`, also in an if decided where the model is built): a rule layer's argument that is such a
         # name is given to the rule as that literal (`layers.Dense(units, activation=activation)`)
         self.known_literals: dict[str, object] = {}
+        self.known_shapes: dict[str, tuple] = {}  # builder names bound once here to a tuple of ints: `shape = (28, 28, 1)`
         # names of layers / models called with training= (a mode set in forward: _mode_prefixed), and the names
         # of layers / models called on tensors, by calls followed
         self.mode_calls: dict[str, _Layer | None] = {}
@@ -3354,6 +3364,12 @@ class _Builder:
             self.known_ints[step[0]] = step[1]
         for n in (bound if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
             self.known_literals.pop(n, None)
+            self.known_shapes.pop(n, None)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and isinstance(small.value, (cst.Tuple, cst.List)) and small.value.elements:
+            known = self.sizes.constant(small.value)  # (literal ints or module constants)
+            if isinstance(known, tuple) and all(is_int(d) for d in known):
+                self.known_shapes[small.targets[0].target.value] = known
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             v = literal_value(small.value, NOT_LITERAL)
             if v is None or isinstance(v, (str, bool, float)):
@@ -3507,6 +3523,12 @@ class _Builder:
                 self.error(a, f"keras.Input argument {code(a).strip().rstrip(',')} is not followed (shape, name, dtype, "
                               "batch_size only)", "unsupported-argument")
         shape, _ = _input_spec_shape(call, self.sizes)
+        if shape is None:
+            found = _shape_arg(call, "shape")
+            if found is not None and found[0] == "shape" and isinstance(found[1], cst.Name):
+                shape = self.known_shapes.get(found[1].value)  # input_shape = (224, 224, 3) in the builder
+        if shape is None:
+            shape = self._model_shape(call)
         name = _shape_parts(call, self.sizes) if shape is None else None
         if shape is None and name is None:
             self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
@@ -3518,6 +3540,55 @@ class _Builder:
         self.inputs[target] = t
         self.env[target] = t
         self.ctx.settle(call)
+
+    def _model_shape(self, call: cst.Call) -> tuple | None:
+        """keras.Input(shape=M.output.shape[1:]) (``M.input.shape``, ``M.output_shape``, ``M.input_shape``): the
+        shape of a model translated above (a module-level model, or a builder's called with arguments each a literal
+        int or a parameter of this builder), by its size propagation; None otherwise (the error stays)."""
+        found = _shape_arg(call, "shape")
+        if found is None or found[0] != "shape":
+            return None
+        node = found[1]
+        if not (isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice)):
+            return None
+        sl = node.slice[0].slice
+        if not (sl.upper is None and sl.step is None and isinstance(sl.lower, cst.Integer) and sl.lower.value == "1"):
+            return None
+        src = node.value
+        if isinstance(src, cst.Attribute) and src.attr.value in ("input_shape", "output_shape"):
+            which, model = src.attr.value.split("_")[0], src.value
+        elif (isinstance(src, cst.Attribute) and src.attr.value == "shape" and isinstance(src.value, cst.Attribute)
+              and src.value.attr.value in ("input", "output")):
+            which, model = src.value.attr.value, src.value.value
+        else:
+            return None
+        if isinstance(model, cst.Name) and model.value in self.prior_models and model.value not in self.local:
+            info, bound = self.prior_models[model.value], None
+        elif (isinstance(model, cst.Call) and isinstance(model.func, cst.Name) and model.func.value in self.builder_defs
+              and model.func.value in self.builder_models and model.func.value not in self.local):
+            info = self.builder_models[model.func.value]
+            bound = bind_def(model, self.builder_defs[model.func.value])
+            if bound is None:
+                return None
+        else:
+            return None
+        shapes = info.get(f"{which}s") or []
+        if len(shapes) != 1 or shapes[0] is None:
+            return None
+        own = set(param_names(self.fn)) if self.fn is not None else set()
+        out = []
+        for d in shapes[0]:
+            if is_int(d):
+                out.append(d)
+                continue
+            arg = bound.get(d) if bound is not None and isinstance(d, str) else None
+            if isinstance(arg, cst.Integer):
+                out.append(int(arg.value))
+            elif isinstance(arg, cst.Name) and arg.value in own:
+                out.append(arg.value)  # a size named by this builder's parameter
+            else:
+                return None
+        return tuple(out)
 
     # --- expressions ----------------------------------------------------------------------------------------
     def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None,
@@ -4353,7 +4424,10 @@ class _Builder:
         layer.in_key = (t.shape, t.flat)
         if layer.kind in ("submodel", "builder"):
             info = self.prior_models[layer.rule] if layer.kind == "submodel" else self.builder_models[layer.rule]
-            if len(info["inputs"]) != 1 or not _fits(info["inputs"][0], t.shape, layer.kind == "builder" or info.get("from_builder", False)) \
+            # a tensor of unknown shape (a layer class's output) in a graph that keeps Keras's layout: the model's own
+            # input shape (nothing moves between layouts; a wrong shape fails in torch as in Keras)
+            unknown = t.shape is None and self.layout != "nchw" and len(info["inputs"]) == 1
+            if len(info["inputs"]) != 1 or not (unknown or _fits(info["inputs"][0], t.shape, layer.kind == "builder" or info.get("from_builder", False))) \
                     or t.flat is not None:
                 raise _Refused(layer.call, f"the model {layer.rule} called on a tensor of shape {t.shape}: fwport "
                                            f"follows a model used as a layer on one input of its own shape "
