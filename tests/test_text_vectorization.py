@@ -18,7 +18,7 @@ from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 
 TEXTS = ["The cat sat.", "the dog, the cat!", "b a b a", "Héllo WÖRLD ¿qué? ‘quote’ a-b", "z y x",
-         "tabs\tand\nnew  lines", "no\u00a0break space", "", "don't (stop) [me] {now} ~ok~ 3.5%", "ÀÉ Åbc"]
+         "tabs\tand\nnew  lines", "no\u00a0break space", "", "don't (stop) [me] {now} ~ok~ 3.5%", "ÀÉ Åbc", "naïve-café x-y"]
 QUERIES = ["the cat sat on the unknown mat", "b a", "", "WÖRLD héllo a-b don't zz yy xx ww vv uu tt ss rr qq pp"]
 TOKENS = ["b", "a", "b", "c", "é", "z", "z", "a", "", "Q"]
 TOKEN_QUERIES = ["a", "b", "q", "", "é", "Q"]
@@ -88,6 +88,29 @@ CASES = {
     "integer-lookup-invert": LOOKUP_CASE.format(cls="IntegerLookup", args="vocabulary=[5, 3], invert=True",
                                                 adapt="", queries="[0, 1, 2, 9]"),
 }
+STANDARDIZE = '''
+import re
+import string
+
+import tensorflow as tf
+
+strip_chars = string.punctuation + "¿"
+strip_chars = strip_chars.replace("[", "").replace("]", "")
+
+
+def custom_standardization(input_string):
+    lowercase = tf.strings.lower(input_string)
+    return tf.strings.regex_replace(lowercase, f"[{re.escape(strip_chars)}]", "")
+
+
+def swap_around_dashes(input_string):
+    return tf.strings.regex_replace(input_string, r"(\\w+)-(\\w+)", r"\\2 \\0 \\1 \\\\")
+
+'''
+CASES["custom-standardize"] = STANDARDIZE + TEXT_CASE.format(
+    adapt="layer.adapt(texts)", args="standardize=custom_standardization, max_tokens=30, output_sequence_length=6")
+CASES["regex-groups"] = STANDARDIZE + TEXT_CASE.format(
+    adapt="layer.adapt(texts)", args="standardize=swap_around_dashes")
 DATA = {"texts": TEXTS, "queries": QUERIES, "tokens": TOKENS, "token_queries": TOKEN_QUERIES, "ints": INTS,
         "int_queries": INT_QUERIES}
 

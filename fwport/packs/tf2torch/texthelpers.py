@@ -281,7 +281,53 @@ class TextVectorization:
         return torch.from_numpy(out[0] if one else out)
 '''
 
+_STRINGS_LOWER = '''
+
+def strings_lower(input, encoding=""):
+    """tf.strings.lower on Python strings (a str, bytes, or a list / numpy array of them): TensorFlow lower-cases
+    the ASCII letters only (encoding ""), so "ÀB" becomes "Àb"."""
+    import numpy as np
+
+    def lower(text):
+        text = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+        return text.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"))
+
+    if isinstance(input, (str, bytes)):
+        return lower(input)
+    return np.vectorize(lower, otypes=[object])(np.asarray(input, dtype=object))
+'''
+
+_REGEX_REPLACE = '''
+
+def regex_replace(input, pattern, rewrite, replace_global=True):
+    """tf.strings.regex_replace on Python strings (a str, bytes, or a list / numpy array of them) with Python's re.
+    The rewrite is read as RE2 reads it (a backslash and a digit: that group, 0 the whole match; two backslashes:
+    one); the escapes w, d, s and b match ASCII only, as in RE2 (re.ASCII); the RE2 syntax Python's re reads
+    otherwise or not at all (POSIX classes such as [[:alpha:]], the escapes p, P, z, C and Q) is refused."""
+    import re
+
+    import numpy as np
+
+    if re.search(r"\\[:|\\\\[pPzCQ]", pattern):
+        raise NotImplementedError(f"regex_replace: {pattern!r} uses RE2 syntax that Python's re reads otherwise")
+    compiled = re.compile(pattern, re.ASCII)  # RE2's \\w, \\d, \\s and \\b are ASCII classes
+
+    def substitute(match):
+        return re.sub(r"\\\\(\\d|\\\\)", lambda r: "\\\\" if r.group(1) == "\\\\" else (match.group(int(r.group(1))) or ""),
+                      rewrite)
+
+    def replace(text):
+        text = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+        return compiled.sub(substitute, text, count=0 if replace_global else 1)
+
+    if isinstance(input, (str, bytes)):
+        return replace(input)
+    return np.vectorize(replace, otypes=[object])(np.asarray(input, dtype=object))
+'''
+
 TEXT_HELPERS: dict[str, str] = {
+    "strings_lower": _STRINGS_LOWER,
+    "regex_replace": _REGEX_REPLACE,
     "StringLookup": _STRING_LOOKUP,
     "IntegerLookup": _INTEGER_LOOKUP,
     "TextVectorization": _TEXT_VECTORIZATION,
