@@ -111,6 +111,18 @@ CASES["custom-standardize"] = STANDARDIZE + TEXT_CASE.format(
     adapt="layer.adapt(texts)", args="standardize=custom_standardization, max_tokens=30, output_sequence_length=6")
 CASES["regex-groups"] = STANDARDIZE + TEXT_CASE.format(
     adapt="layer.adapt(texts)", args="standardize=swap_around_dashes")
+DATASET = '''
+import tensorflow as tf
+
+labelled = tf.data.Dataset.from_tensor_slices((texts, list(range(len(texts)))))
+layer = layers.TextVectorization(output_sequence_length=5)
+layer.adapt(labelled.map(lambda text, label: text))
+batched = layers.TextVectorization(max_tokens=9)
+batched.adapt(tf.data.Dataset.from_tensor_slices(texts).batch(3))
+out = {"vocab": vocab(layer) + vocab(batched), "size": layer.vocabulary_size(),
+       "batch": norm(layer([[q] for q in queries])), "one": norm(batched(queries))}
+'''
+CASES["dataset-adapt"] = DATASET  # adapt on a (translated) tf.data pipeline of texts, unbatched and batched
 DATA = {"texts": TEXTS, "queries": QUERIES, "tokens": TOKENS, "token_queries": TOKEN_QUERIES, "ints": INTS,
         "int_queries": INT_QUERIES}
 
