@@ -246,3 +246,21 @@ def cardinality(m, ctx):
     if ds is None:
         return None
     return cst.parse_expression(f"{ctx.spell_text('torch.tensor')}({_atom_text(ds)}.cardinality())")
+
+
+@call_transform("vocabulary-layer")
+def vocabulary_layer(m, ctx):
+    """TextVectorization / StringLookup / IntegerLookup → the helper class of the same name (texthelpers.py).
+    Option ``values``: for each argument, the values the helper writes; another literal value, or one fwport
+    cannot read (a function, a variable), is refused with the argument named."""
+    for name, allowed in _options(m).get("values", {}).items():
+        if name not in m.kwargs:
+            continue
+        value = m.literal(name)
+        if value is NOT_LITERAL or value not in allowed:
+            m.fail(ctx, "unsupported-argument",
+                   f"{name}={m.written(name)}: the written {m.rule.emit['target']} takes "
+                   f"{' / '.join(repr(v) for v in allowed)} here (a value fwport can read): write the "
+                   "vocabulary code by hand for this one")
+            return None
+    return helper(m, ctx)

@@ -6,6 +6,8 @@ meanings), in plain numpy / torch / torchvision / PIL code. Placeholders: ``{tor
 """
 from __future__ import annotations
 
+from fwport.packs.tf2torch.texthelpers import TEXT_DEPS, TEXT_HELPERS
+
 _GET_FILE = '''
 
 def get_file(fname=None, origin=None, untar=False, extract=False, cache_dir=None, cache_subdir="datasets",
@@ -1013,7 +1015,10 @@ for _name, _modules in _IMPORTS.items():
     DATA_HELPERS[_name] = _with_local_imports(DATA_HELPERS[_name], _modules)
 
 #: the helpers that are functions importing what they use (written above their first use)
-LOCAL_HELPERS = frozenset(_IMPORTS) | {"Tokenizer"}  # (its one method using numpy imports it)
+DATA_HELPERS.update(TEXT_HELPERS)
+
+#: the helpers that are functions importing what they use (written above their first use)
+LOCAL_HELPERS = frozenset(_IMPORTS) | {"Tokenizer"} | frozenset(TEXT_HELPERS)  # (classes whose methods import)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {
@@ -1022,3 +1027,4 @@ DATA_DEPS: dict[str, tuple[str, ...]] = {
     "timeseries_dataset_from_array": ("DataPipeline",),
     "text_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
 }
+DATA_DEPS.update(TEXT_DEPS)
