@@ -2253,7 +2253,7 @@ class _Builder:
                     and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Call)):
                 continue
             kind = self._layer_kind(small.value.func)[0]
-            if kind not in ("rule", "norule", "user"):
+            if kind not in ("rule", "norule", "vocab", "user"):
                 continue
             name = small.targets[0].target.value
             uses = _MethodsOnly(name)
@@ -3444,6 +3444,8 @@ class _Builder:
         rule = self.ctx.pack.by_name.get(q)
         if rule is not None and rule.kind == "layer":
             return "rule", rule
+        if rule is not None and rule.emit.get("transform") == "vocabulary-layer":
+            return "vocab", q
         if q == "keras.Sequential":
             return "seq", None
         if q.startswith("keras.layers.") and q[len("keras.layers."):][:1].isupper():
@@ -3454,6 +3456,11 @@ class _Builder:
 
     def _new_layer(self, call: cst.Call, var: str | None = None) -> _Layer:
         kind, what = self._layer_kind(call.func)
+        if kind == "vocab":
+            raise _Refused(call, f"{what.rsplit('.', 1)[-1]} inside the model: a vocabulary layer maps strings to ids, and a "
+                                 "torch module takes tensors, never strings: apply the vocabulary (translated as a "
+                                 "plain-Python class) to the data before the model, and build the model from the ids",
+                           "unsupported-construct")
         if kind in ("norule", "model"):
             raise _Refused(call, f"{what} has no tf2torch rule yet, or is a functional model used as a layer, which "
                                  "fwport does not follow yet: translate it by hand", "no-rule")
