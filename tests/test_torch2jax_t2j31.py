@@ -142,3 +142,34 @@ def test_in_place_changes_fwport_cannot_rebind_are_errors(case):
     assert [f.line for f in e if "an Equinox module and its arrays are immutable" in f.message] == [at], \
         [(f.line, f.message) for f in e]
     assert "tree_at(lambda m: m.fc" not in r.output
+
+
+# --- a device unpacked beside a starred name goes with its value (it stayed: x.device fails on a traced example) --
+
+DEVICE_STARRED = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        n, *rest, device = 3, 2.0, 0.5, x.device
+        *scale, device2 = 1.5, x.device
+        pos = torch.arange(4, device=device).to(device2)
+        return self.fc(x) * scale[0] + pos * n + rest[0] - rest[1]
+'''
+
+
+def test_a_device_unpacked_beside_a_starred_name_goes(tmp_path):
+    import numpy as np
+    from test_torch2jax_t2j30 import _compare
+    r = _t(DEVICE_STARRED)
+    assert not _errors(r), [f.message for f in _errors(r)]
+    assert "        n, *rest = 3, 2.0, 0.5\n        *scale, = (1.5,)\n        pos = jnp.arange(4)\n" in r.output
+    assert ".device" not in r.output
+    fwd, grad = _compare(tmp_path, DEVICE_STARRED, "Net", np.random.default_rng(5).normal(size=(3, 4)).astype(np.float32))
+    assert fwd < 1e-5 and grad < 1e-4
