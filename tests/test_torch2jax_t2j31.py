@@ -173,3 +173,91 @@ def test_a_device_unpacked_beside_a_starred_name_goes(tmp_path):
     assert ".device" not in r.output
     fwd, grad = _compare(tmp_path, DEVICE_STARRED, "Net", np.random.default_rng(5).normal(size=(3, 4)).astype(np.float32))
     assert fwd < 1e-5 and grad < 1e-4
+
+
+# --- the parameters() loop maps every floating array of the model: fwport's own layers must hold no other -----------
+
+EVERY_LAYER = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+        self.lstm = nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(6, 3, batch_first=True)
+        self.rnn = nn.RNN(6, 3, batch_first=True)
+        self.cell = nn.RNNCell(6, 3)
+        self.attn = nn.MultiheadAttention(6, 2, batch_first=True)
+        self.enc = nn.TransformerEncoderLayer(6, 2, dim_feedforward=8, batch_first=True)
+        self.dec = nn.TransformerDecoderLayer(6, 2, dim_feedforward=8, batch_first=True)
+        self.emb = nn.Embedding.from_pretrained(torch.ones(5, 6))
+        self.emb2 = nn.Embedding.from_pretrained(torch.ones(5, 6), freeze=False)
+        self.bn = nn.BatchNorm1d(6)
+        self.ln = nn.LayerNorm(6)
+        self.gn = nn.GroupNorm(2, 6)
+        self.conv = nn.Conv1d(6, 4, 3)
+        self.up = nn.Upsample(scale_factor=2)
+        self.shuffle = nn.PixelShuffle(2)
+        self.pad = nn.ReflectionPad2d(1)
+        self.drop = nn.Dropout2d(0.3)
+        self.drop1 = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.ln(self.fc(x))
+
+
+model = Net()
+'''
+
+_LEAVES = '''
+import sys, json, runpy
+sys.modules["torch"] = None
+import jax, equinox as eqx
+m = runpy.run_path(sys.argv[1])["model"]
+out, states = {}, {}
+for path, leaf in jax.tree_util.tree_leaves_with_path(m, is_leaf=lambda x: isinstance(x, eqx.nn.StateIndex)):
+    top = path[0].name
+    if isinstance(leaf, eqx.nn.StateIndex):
+        states[top] = states.get(top, 0) + 1
+    elif eqx.is_inexact_array(leaf):
+        out.setdefault(top, []).append([jax.tree_util.keystr(path), int(leaf.size)])
+print(json.dumps([out, states]))
+'''
+
+
+def test_the_parameters_loop_maps_only_what_pytorch_calls_parameters(tmp_path):
+    """``for p in model.parameters(): p.data.mul_(2)`` becomes a tree_map over every floating array of the Equinox
+    model (a layer's state, eqx.nn.StateIndex, left whole). Exact only if the translated layers, Equinox's and the
+    ones fwport writes into the file (StackedLSTM, MultiheadAttentionWithWeights, TransformerEncoderLayer,
+    PretrainedEmbedding, Upsample, Pad, ChannelDropout...), hold no floating array PyTorch does not count among
+    parameters(): a buffer, a mask, a running statistic kept as a plain field would be changed too. Each layer's
+    floating arrays are counted against PyTorch's parameters (the recurrent layers sum PyTorch's two biases: one
+    bias, and GRU's bias_n of the hidden size)."""
+    import json
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("equinox")
+    src = EVERY_LAYER.lstrip("\n") + "for p in model.parameters():\n    p.data.mul_(2.0)\n"
+    r = _t(src)
+    assert not _errors(r), [f.message for f in _errors(r)]
+    assert "model = jax.tree_util.tree_map(lambda p: p * 2.0 if eqx.is_inexact_array(p) else p, model" in r.output
+    (tmp_path / "t.py").write_text(r.output)
+    p = subprocess.run([sys.executable, "-c", _LEAVES, str(tmp_path / "t.py")], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    arrays, states = json.loads(p.stdout.splitlines()[-1])
+    ns: dict = {}
+    exec(compile(src, "f.py", "exec"), ns)
+    for name, layer in ns["model"].named_children():
+        want = sum(q.numel() for k, q in layer.named_parameters() if not k.startswith("bias_hh"))
+        if name == "gru":
+            want += layer.hidden_size * layer.num_layers
+        got = arrays.get(name, [])
+        assert sum(n for _, n in got) == want, (name, got)
+        for path, _ in got:
+            assert path.rsplit(".", 1)[-1] in ("weight", "bias", "weight_ih", "weight_hh", "bias_n"), path
+    assert set(arrays) <= {n for n, _ in ns["model"].named_children()}
+    # BatchNorm's running statistics are a state, not a field the loop would change
+    assert states == {"bn": 2} and sum(b.numel() for b in ns["model"].buffers()) > 0
