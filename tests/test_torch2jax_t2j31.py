@@ -261,3 +261,12 @@ def test_the_parameters_loop_maps_only_what_pytorch_calls_parameters(tmp_path):
     assert set(arrays) <= {n for n, _ in ns["model"].named_children()}
     # BatchNorm's running statistics are a state, not a field the loop would change
     assert states == {"bn": 2} and sum(b.numel() for b in ns["model"].buffers()) > 0
+
+
+def test_a_global_model_the_function_rebinds_to_something_else_is_not_rewritten():
+    # `global model` then `model = make()`: which class the global holds at the change is not proven
+    src = _HEAD.lstrip("\n") + ("\n\ndef make():\n    return Net()\n\n\ndef bump(v):\n    global model\n"
+                                "    model = make()\n    model.fc.weight += v\n")
+    r = _t(src)
+    assert "tree_at(lambda m: m.fc" not in r.output
+    assert [f.line for f in _errors(r)] == [src.splitlines().index("    model.fc.weight += v") + 1]

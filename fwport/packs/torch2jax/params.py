@@ -355,8 +355,8 @@ def run(module: cst.Module, ctx) -> cst.Module:
             scope = _Scope(body, params, file)
             # a model of the module read as a global (declared so, or read and never bound nor aliased here): the
             # rewrite rebinds the global, as PyTorch's change is seen by every reader of the global name
-            free = {n: k for n, k in top.models.items() if n not in params and (n in scope.globals or (
-                n not in scope.other and n not in scope.models))}
+            free = {n: k for n, k in top.models.items()
+                    if n not in params and n not in scope.other and n not in scope.models}
             local = set(scope.models)
             scope.models = {**free, **scope.models}
         else:
