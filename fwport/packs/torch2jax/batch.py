@@ -302,7 +302,7 @@ class _DeviceUses(cst.CSTVisitor):
             self.bound.add(node.targets[0].target.value)
             self.skip.add(id(node.targets[0].target))
         elif _device_elements(node):  # `device, dtype = x.device, x.dtype`: device as above, the others bound otherwise
-            at = _device_elements(node)
+            at = {i for i, _ in _device_elements(node)}
             for i, e in enumerate(node.targets[0].target.elements):
                 if i in at:
                     self.bound.add(e.value.value)
@@ -333,17 +333,22 @@ class _DeviceUses(cst.CSTVisitor):
             self.other.add(node.value)
 
 
-def _device_elements(node: cst.Assign) -> list[int]:
-    """The positions of ``name = x.device`` pairs in ``a, name, ... = v, x.device, ...`` (a tuple of as many values,
-    none starred)."""
+def _device_elements(node: cst.Assign) -> list[tuple[int, int]]:
+    """The positions (in the names, in the values) of ``name = x.device`` pairs in ``a, name, ... = v, x.device, ...``
+    (a tuple of values, none starred, as many as the names; or, beside one starred name, as many as the others or
+    more: ``n, *rest, device = 3, a, b, x.device`` pairs the names after the star with the last values)."""
     if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
             or not isinstance(node.value, (cst.Tuple, cst.List)):
         return []
     ts, vs = node.targets[0].target.elements, node.value.elements
-    if len(ts) != len(vs) or any(isinstance(e, cst.StarredElement) for e in (*ts, *vs)):
+    stars = [i for i, t in enumerate(ts) if isinstance(t, cst.StarredElement)]
+    if any(isinstance(e, cst.StarredElement) for e in vs) or len(stars) > 1 \
+            or (len(vs) < len(ts) - 1 if stars else len(ts) != len(vs)):
         return []
-    return [i for i, (t, v) in enumerate(zip(ts, vs)) if isinstance(t.value, cst.Name)
-            and isinstance(v.value, cst.Attribute) and v.value.attr.value == "device"]
+    pairs = [(i, i if not stars or i < stars[0] else len(vs) - (len(ts) - i)) for i in range(len(ts))
+             if not stars or i != stars[0]]
+    return [(i, j) for i, j in pairs if isinstance(ts[i].value, cst.Name)
+            and isinstance(vs[j].value, cst.Attribute) and vs[j].value.attr.value == "device"]
 
 
 def _device_only(body: cst.CSTNode) -> set[str]:
@@ -641,7 +646,7 @@ class Forward(cst.CSTTransformer):
                 and original.targets[0].target.value in (self.device_names or ()) \
                 and isinstance(original.value, cst.Attribute) and original.value.attr.value == "device":
             return self.drop()  # `device = idx.device` read only as device=: JAX places arrays itself
-        devices = [i for i in _device_elements(original)
+        devices = [(i, j) for i, j in _device_elements(original)
                    if original.targets[0].target.elements[i].value.value in (self.device_names or ())]
         if devices:  # `device, dtype = x.device, x.dtype`: the device's pair goes, as above
             return self.without_elements(original, updated, devices)
@@ -736,16 +741,25 @@ class Forward(cst.CSTTransformer):
         self.batch_sizes.update(names)
         return out
 
-    def without_elements(self, original: cst.Assign, updated: cst.Assign, sizes: list[int]):
-        """A tuple assignment of as many values as names without the pairs at ``sizes`` (the rest translated)."""
+    def without_elements(self, original: cst.Assign, updated: cst.Assign, sizes: list):
+        """A tuple assignment without the pairs at ``sizes`` (positions, or (name's, value's) positions beside a
+        starred name: _device_elements), the rest translated."""
+        names = {p[0] if isinstance(p, tuple) else p for p in sizes}
+        values = {p[1] if isinstance(p, tuple) else p for p in sizes}
+
         def parts(a: cst.Assign):
-            ts = [e for i, e in enumerate(a.targets[0].target.elements) if i not in sizes]
-            vs = [e for i, e in enumerate(a.value.elements) if i not in sizes]
-            if len(ts) == 1:
+            ts = [e for i, e in enumerate(a.targets[0].target.elements) if i not in names]
+            vs = [e for i, e in enumerate(a.value.elements) if i not in values]
+            if len(ts) == 1 and not isinstance(ts[0], cst.StarredElement):
                 return ts[0].value, vs[0].value
-            ts[-1], vs[-1] = (e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in (ts[-1], vs[-1]))
-            return a.targets[0].target.with_changes(elements=ts), a.value.with_changes(elements=vs)
-        if len(sizes) == len(original.value.elements):
+            ts[-1] = ts[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            if vs:
+                vs[-1] = vs[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            # (`*rest, = v,`: a starred name alone keeps its tuple; libcst writes the comma of a one-element tuple)
+            return a.targets[0].target.with_changes(elements=ts), a.value.with_changes(
+                elements=vs, lpar=a.value.lpar or ([cst.LeftParen()] if len(vs) < 2 else []),
+                rpar=a.value.rpar or ([cst.RightParen()] if len(vs) < 2 else []))
+        if len(names) == len(original.targets[0].target.elements):
             return self.drop()
         (ot, ov), (ut, uv) = parts(original), parts(updated)
         return self.leave_Assign(original.with_changes(targets=[original.targets[0].with_changes(target=ot)], value=ov),

@@ -17,7 +17,11 @@ need a key per array); (an attribute path) each attribute of the path is a submo
 (``self.fc = nn.Linear(...)``), ending in a layer whose array Equinox lays out as PyTorch does (Linear, Embedding,
 LayerNorm, BatchNorm, a convolution's weight; a convolution's bias is (C, 1, 1) in Equinox: a fill alone). Anything else keeps
 the tensor-method pass's error; an augmented or ``.data`` assignment to a model's array (no method call, so no other
-pass's error) gets one here. Runs before the in-place and modules passes, on the PyTorch source."""
+pass's error) gets one here. A function that reads a model of the module as a global (declared ``global model``, or
+read and neither bound nor aliased there) rewrites it as the module does and declares ``global model`` where PyTorch's
+code did not: the global is rebound, as PyTorch's change is seen through it. Such an assignment nothing here rewrote
+(a model passed as a parameter, held by an object, ``self.fc.weight.data += v``, in a nested function) is an error:
+left as written it fails on a frozen Equinox module. Runs before the in-place and modules passes, on the PyTorch source."""
 from __future__ import annotations
 
 import re
@@ -160,6 +164,7 @@ class _Scope(BindingWalker):
         self.file = file
         self.models: dict[str, str] = {}
         self.other: set[str] = set(params)
+        self.globals: set[str] = set()  # the names a `global` statement declares (nonlocal ones are in other)
         for node in body:
             scan(node, self)
         for n in self.other:
@@ -172,6 +177,9 @@ class _Scope(BindingWalker):
             if isinstance(v, (cst.Name, cst.Attribute)):
                 self.other.add(_root(v) or "")
         super().visit_Assign(node)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.globals.update(n.name.value for n in node.names)
 
     def bound(self, target, how, value) -> None:
         if not isinstance(target, cst.Name):
@@ -191,6 +199,8 @@ class _Rewrite(cst.CSTTransformer):
         super().__init__()
         self.ctx, self.file, self.scope, self.top = ctx, file, scope, top
         self.changed = 0
+        self.rebound: set[str] = set()  # the model names a rewrite rebinds
+        self.seen: set[int] = set()  # the statements (ids of the originals) rewritten or given an error here
 
     def visit_FunctionDef(self, node) -> bool:
         return node is self.top
@@ -231,6 +241,7 @@ class _Rewrite(cst.CSTTransformer):
         if value == p:
             return updated
         self.changed += 1
+        self.rebound.add(model)
         self.ctx.report(Severity.INFO, "idiom-replaced", f"for {p} in {model}.parameters(): in-place changes of each "
                         f"parameter → {model} rebuilt with the same change of each floating array "
                         "(jax.tree_util.tree_map; a layer's state left whole): a JAX array is immutable", original)
@@ -261,6 +272,7 @@ class _Rewrite(cst.CSTTransformer):
                                        and path[-1] == "bias")
         spell = self.ctx.spell_text
         new = code(small.value) if assign else _change(what, found[1], spell) if exact else None
+        self.seen.add(id(original))
         if not exact or new is None:
             if assign or isinstance(small, cst.AugAssign):  # (no method call: no other pass says anything)
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(small.targets[0].target) if assign else what}"
@@ -271,10 +283,56 @@ class _Rewrite(cst.CSTTransformer):
                                 "<new value>)`", original)
             return updated
         self.changed += 1
+        self.rebound.add(model)
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{what} changed in place → {model} rebuilt with its new value "
                         f"(eqx.tree_at): a JAX array is immutable", original)
         text = f"{spell('equinox.tree_at')}(lambda m: m.{'.'.join(path)}, {model}, {new})"
         return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(model))], expr(text))])
+
+
+def _unprovable(small: cst.BaseSmallStatement) -> str | None:
+    """The target (text) of an assignment changing a parameter's values in place that no rewrite here translated:
+    ``a.b.weight += v`` / ``a.b.bias -= v`` (through two attributes or more), ``x.<attr>.data = v`` / ``... += v``;
+    else None."""
+    if isinstance(small, cst.AugAssign):
+        target = small.target
+    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target = small.targets[0].target
+        if not (isinstance(target, cst.Attribute) and target.attr.value == "data"):
+            return None
+    else:
+        return None
+    array = _array(target)
+    if not isinstance(array, cst.Attribute) or _root(array) is None:
+        return None
+    if array is not target or isinstance(array.value, cst.Attribute) and array.attr.value in ("weight", "bias"):
+        return code(target)
+    return None
+
+
+class _Leftovers(cst.CSTVisitor):
+    """The in-place changes of a model's arrays (_unprovable) anywhere in the file, nested functions and classes too,
+    that the rewrite neither translated nor refused (``seen``): a model read as a global by a function that also binds
+    or aliases it, a model passed as a parameter, one held by an object (``self.model.fc.weight += v``)."""
+
+    def __init__(self, ctx, seen: set[int]):
+        super().__init__()
+        self.ctx, self.seen = ctx, seen
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        if id(node) in self.seen:
+            return False
+        for small in node.body:
+            target = _unprovable(small)
+            if target is not None:
+                op = "=" if isinstance(small, cst.Assign) else code(small.operator).strip()
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{target} {op} ...: changes an array of a "
+                                "PyTorch module in place, wherever the module is held; an Equinox module and its arrays "
+                                "are immutable, and fwport translates this only on a model the same scope builds "
+                                "(`model = Net()`, or a global one the function reads and does not alias): rebuild the "
+                                "model where it is held, `model = eqx.tree_at(lambda m: m.<path>, model, <new value>)`, "
+                                "and return or pass on the new one", node)
+        return False
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
@@ -282,6 +340,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     file = _File(module, ctx)
     out = []
     changed = 0
+    seen: set[int] = set()
     top = _Scope(module.body, set(), file)
     for s in module.body:
         if isinstance(s, cst.ClassDef):
@@ -294,13 +353,26 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     params.add(star.name.value)
             body = s.body.body if isinstance(s.body, cst.IndentedBlock) else ()
             scope = _Scope(body, params, file)
+            # a model of the module read as a global (declared so, or read and never bound nor aliased here): the
+            # rewrite rebinds the global, as PyTorch's change is seen by every reader of the global name
+            free = {n: k for n, k in top.models.items()
+                    if n not in params and n not in scope.other and n not in scope.models}
+            local = set(scope.models)
+            scope.models = {**free, **scope.models}
         else:
-            scope = top
+            scope, local = top, set()
         if not scope.models:
             out.append(s)
             continue
         t = _Rewrite(ctx, file, scope, s)
         new = s.visit(t)
+        seen |= t.seen
         changed += t.changed
+        declare = sorted(n for n in t.rebound if isinstance(s, cst.FunctionDef) and n not in scope.globals
+                         and n not in local)
+        if declare and isinstance(new, cst.FunctionDef) and isinstance(new.body, cst.IndentedBlock):
+            line = cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name(n)) for n in declare])])
+            new = new.with_changes(body=new.body.with_changes(body=[line, *new.body.body]))
         out.append(new)
+    scan(module, _Leftovers(ctx, seen))
     return module.with_changes(body=out) if changed else module
