@@ -1369,6 +1369,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value(type(self).__name__, y_true, y_pred)
         positive, actual = y_pred > self.threshold, y_true.bool()
         self.true_positives += (positive & actual).sum().item()
         self.false_positives += (positive & ~actual).sum().item()
@@ -1395,6 +1396,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value(type(self).__name__, y_true, y_pred)
         self.count += self.counted(y_pred > self.threshold, y_true.bool()).sum().item()
 
     def result(self):
@@ -1452,6 +1454,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value("AUC", y_true, y_pred)
         y_pred = torch.sigmoid(y_pred.float()) if self.from_logits else y_pred.float()
         y_true = y_true.float().bool().float().reshape(-1)
         y_pred = y_pred.clamp(0.0, 1.0).reshape(-1)
@@ -1505,6 +1508,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value(type(self).__name__, y_true, y_pred)
         positive, actual = y_pred > self.threshold, y_true.bool()
         self.true_positives += (positive & actual).sum().item()
         self.false_negatives += (~positive & actual).sum().item()
@@ -1616,7 +1620,31 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
         y_pred = y_pred.squeeze(-1)
     return y_true, y_pred
 '''
+VALUE_BY_VALUE = '''def _value_by_value(name, y_true, y_pred):
+    """A confusion-matrix metric compares labels and outputs value by value: as many of each, or the
+    ValueError Keras's own metric stops with (integer labels against outputs of several classes)."""
+    if y_true.numel() != y_pred.numel():
+        raise ValueError(f"{name}: labels of shape {tuple(y_true.shape)} against outputs of shape "
+                         f"{tuple(y_pred.shape)}; Keras's {name} compares them value by value and fails here too "
+                         "(give one-hot labels, or the positive class's column y_pred[:, 1])")
+'''
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
+# the metrics that compare labels and outputs value by value (Keras's confusion-matrix metrics), and the losses
+# whose integer labels have fewer values than the outputs: Keras's fit fails on the two together
+CONFUSION_METRICS = {"AUC", "Precision", "Recall", *_COUNTS}
+SPARSE_LOSSES = {"keras.losses.SparseCategoricalCrossentropy", "keras.losses.sparse_categorical_crossentropy"}
+
+
+def sparse_confusion(confusion: list[str], loss: tuple) -> str | None:
+    """Why a compile's confusion-matrix metrics (``confusion``, their names) cannot meet its loss: Keras's own fit
+    fails on them beside a sparse categorical cross-entropy (integer labels, fewer values than the outputs); or None."""
+    if not confusion or _loss_name(loss) not in SPARSE_LOSSES:
+        return None
+    return (f"metrics {confusion} with a sparse categorical cross-entropy: these metrics compare "
+            "labels and outputs value by value, and integer labels of shape (n,) against outputs of shape "
+            "(n, classes) stop Keras's own fit with a ValueError (AUC: segment_ids and data differ in leading "
+            "dimension; Precision, Recall: dimensions must be equal; Keras 2: shapes are incompatible); give one-hot labels with "
+            "categorical_crossentropy, or compute the metric on the positive class's column y_pred[:, 1]")
 _ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
                         "CosineSimilarity",
                         "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
@@ -1637,6 +1665,8 @@ def metric_classes(names: set[str], spell) -> str:
         needed = [n for n in needed if n not in _COUNTS] + ["ConfusionCount"] + [n for n in needed if n in _COUNTS]
     spell("torch.as_tensor")  # noting the import
     texts = [METRIC_CLASSES[n] for n in needed]
+    if (CONFUSION_METRICS | {"ConfusionCount"}) & set(needed):
+        texts.insert(0, VALUE_BY_VALUE)
     if _ELEMENTWISE_METRICS & set(needed):
         texts.insert(0, SAME_RANK)
     return "\n\n".join(texts)

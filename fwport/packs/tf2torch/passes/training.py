@@ -644,13 +644,14 @@ _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCateg
 
 
 def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | None, lists=None,
-                     crossentropy: list | None = None) -> list | str:
+                     crossentropy: list | None = None, confusion: list | None = None) -> list | str:
     """compile's metrics= (a list written there; with ``lists``, also a name ``lists(name)`` gives the one literal
     list it is bound to) → [(Keras's name for it, the metric's expression, written class or "")], or why not. A
     string names its class, under the string's name; ``accuracy``: the class "accuracy" / "acc" is (None: refused,
     Keras 2 would pick it by shapes the pass does not know). A metric object keeps its name= or Keras's default
     name; the expression of an element of a named list is ``name[i]`` (the list's own object). ``crossentropy``:
-    gets the names of the cross-entropy metrics (fitloop.CROSSENTROPY_METRICS), which take the loop's logits."""
+    gets the names of the cross-entropy metrics (fitloop.CROSSENTROPY_METRICS), which take the loop's logits;
+    ``confusion``: those of the confusion-matrix metrics (fitloop.CONFUSION_METRICS)."""
     if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
         return []
     owner = None
@@ -682,6 +683,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
             optim.keras2_metric_warning(ctx, m, cls)
             if crossentropy is not None and cls in fitloop.CROSSENTROPY_METRICS:
                 crossentropy.append(lit)
+            if confusion is not None and cls in fitloop.CONFUSION_METRICS:
+                confusion.append(lit)
             continue
         call = m
         if isinstance(m, cst.Name) and _metric_function(plan, m.value):
@@ -709,6 +712,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         out.append((name, parsed_expression(f"{owner}[{i}]") if owner else m, ""))
         if crossentropy is not None and rule.emit.get("options", {}).get("class") in fitloop.CROSSENTROPY_METRICS:
             crossentropy.append(name)
+        if confusion is not None and rule.emit.get("options", {}).get("class") in fitloop.CONFUSION_METRICS:
+            confusion.append(name)
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
         return "two compiled metrics have one name"
@@ -3734,7 +3739,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = loss[1] if loss[0] in ("call", "name") else ctx.pack.by_name.get(loss[1]) if loss[0] == "string" \
             else None
         accuracy = _ACCURACY_FOR_LOSS.get(rule.names[0], "ShapeAccuracy") if rule is not None else "ShapeAccuracy"
-        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed, crossentropy)
+        confusion = []
+        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed, crossentropy, confusion)
+        if isinstance(out, list) and fitloop.sparse_confusion(confusion, loss):
+            return fitloop.sparse_confusion(confusion, loss)
         return out if isinstance(out, list) else f"{out} (the written-out loop updates the metric strings and " \
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
