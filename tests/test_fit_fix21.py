@@ -71,3 +71,76 @@ def test_written_confusion_metrics_raise_a_value_error_on_mismatched_sizes():
     auc = ns["AUC"]()
     auc.update_state(torch.nn.functional.one_hot(y, 2), p)
     assert float(auc.result()) == pytest.approx(1.0, abs=1e-6)
+
+
+# a model factory that binds its optimizer itself, after the model, and compiles with it (keras-io's ctc_asr)
+FACTORY = '''
+import numpy as np
+import keras
+from keras import layers
+
+
+def build_model(units):
+    inputs = keras.Input((4,))
+    x = layers.Dense(units, activation="tanh")(inputs)
+    outputs = layers.Dense(3)(x)
+    model = keras.Model(inputs, outputs)
+    opt = keras.optimizers.SGD(learning_rate=0.2, momentum=0.5)
+    model.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["sparse_categorical_accuracy"])
+    return model
+
+
+model = build_model(8)
+
+
+def train(x, y):
+    history = model.fit(x, y, epochs=2, batch_size=8, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+FACTORY_DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(3)
+W = [(rng.normal(size=(4, 8)) * 0.5).astype("float32"), np.zeros(8, "float32"),
+     (rng.normal(size=(8, 3)) * 0.5).astype("float32"), np.zeros(3, "float32")]
+x = rng.normal(size=(32, 4)).astype("float32")
+y = ((x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5)).astype("int64")
+if sys.argv[2] == "torch":
+    import torch
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for m, (k, b) in zip(linears, (W[:2], W[2:])):
+            m.weight.copy_(torch.tensor(k).T)
+            m.bias.copy_(torch.tensor(b))
+    kernels = lambda: [m.weight.detach().numpy().T.tolist() for m in linears]
+else:
+    model.set_weights(W)
+    kernels = lambda: [l.get_weights()[0].tolist() for l in model.layers if l.get_weights()]
+h, ev = train(x, y)
+print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels()}))
+'''
+
+
+def test_factory_with_its_own_named_optimizer_is_written_and_matches_keras(tmp_path):
+    from runners import compare_fit, keras_and_torch
+    r = translate_source(textwrap.dedent(FACTORY).lstrip("\n"), "model.py")
+    assert errors(r) == [], errors(r)
+    assert "    opt = torch.optim.SGD(model.parameters()" in r.output
+    assert "return model, opt, loss_fn" in r.output and "model, opt, loss_fn = build_model(8)" in r.output
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(FACTORY), r.output, FACTORY_DRIVER)
+    compare_fit(keras_out, torch_out, ["loss", "sparse_categorical_accuracy"])
+    assert keras_out["history"]["loss"][1] < keras_out["history"]["loss"][0]  # it trained
+
+
+def test_factory_optimizer_bound_before_its_model_is_still_refused():
+    src = FACTORY.replace("    model = keras.Model(inputs, outputs)\n    opt = keras.optimizers.SGD(learning_rate=0.2, "
+                          "momentum=0.5)\n", "    opt = keras.optimizers.SGD(learning_rate=0.2, momentum=0.5)\n"
+                          "    model = keras.Model(inputs, outputs)\n")
+    assert src != FACTORY
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    assert any("model factory with a learning-rate schedule or an optimizer bound elsewhere" in m
+               for _, m in errors(r)), errors(r)

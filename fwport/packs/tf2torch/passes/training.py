@@ -3838,7 +3838,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     if factory is not None:
-        if c.schedule or c.optimizer[0] == "name":
+        if c.schedule or (c.optimizer[0] == "name" and not _factory_optimizer(plan, c.optimizer[3], model, scope)):
             return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
                           "bound elsewhere, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
@@ -4020,6 +4020,18 @@ def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpressi
     if not calls or any(id(k) not in plan.assigned_call for k in calls):
         return f"{fn.name.value}() is not always called as `name = {fn.name.value}(...)`"
     return fn.name.value, returns[0]
+
+
+def _factory_optimizer(plan: _Plan, name: str, model: str, scope: int) -> bool:
+    """Whether the optimizer ``name`` a model factory compiles with is its own: bound once, by a statement of the
+    factory after every binding of its model there (``model = keras.Model(...)``; ``opt = keras.optimizers.Adam(...)``;
+    ``model.compile(optimizer=opt, ...)``), so that it is created over the model's parameters and the factory's return
+    carries it out beside the model, as it does an optimizer created in the compile."""
+    made = plan.optimizers.get(name, [])
+    if len(made) != 1 or len(plan.bound_at.get(name, [])) != 1 or plan.optimizer_scopes.get(name) != scope:
+        return False
+    models = [order for order, where, _ in plan.values.get(model, []) if where == scope]
+    return bool(models) and max(models) < made[0][0]
 
 
 def factory_names(c: fitloop.Compiled, receiver: str) -> tuple[str, ...]:
