@@ -144,3 +144,46 @@ def test_factory_optimizer_bound_before_its_model_is_still_refused():
     r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
     assert any("model factory with a learning-rate schedule or an optimizer bound elsewhere" in m
                for _, m in errors(r)), errors(r)
+
+
+# ReduceLROnPlateau / LearningRateScheduler add the learning rate to the epoch's logs, which Keras's History records
+PLATEAU = '''
+import numpy as np
+import keras
+from keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["sparse_categorical_accuracy"])
+callbacks = [CALLBACK]
+
+
+def train(x, y):
+    history = model.fit(x, y, epochs=4, batch_size=16, callbacks=callbacks, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+
+@pytest.mark.parametrize("callback", [
+    # every epoch a plateau (no decrease by 10): the rate halves after each, from the second epoch's logs on
+    'keras.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=1, min_delta=10.0)',
+    "keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.7 if epoch else lr)",
+])
+def test_learning_rate_callbacks_log_the_rate_as_keras(tmp_path, callback):
+    from runners import compare_fit, keras_and_torch
+    from test_fit_callbacks import DRIVER
+    src = PLATEAU.replace("CALLBACK", callback)
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    assert errors(r) == [], errors(r)
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(src), r.output, DRIVER)
+    compare_fit(keras_out, torch_out, ["loss", "sparse_categorical_accuracy", "learning_rate"])
+    rates = keras_out["history"]["learning_rate"]
+    assert len(rates) == 4 and rates[-1] < rates[0]  # the rate changed, and the History shows it
+    assert torch_out["history"]["learning_rate"] == rates  # float32 rates, as Keras keeps them
+
+
+def test_keras2_callbacks_log_the_rate_as_lr():
+    src = PLATEAU.replace("CALLBACK", "keras.callbacks.ReduceLROnPlateau(monitor='loss')").replace(
+        "import keras\nfrom keras import layers", "from tensorflow import keras\nfrom tensorflow.keras import layers")
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py", None, {"keras": 2})
+    assert "ReduceLROnPlateau(monitor='loss', log_name=\"lr\")" in r.output, r.output[-1500:]

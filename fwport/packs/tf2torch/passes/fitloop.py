@@ -183,7 +183,7 @@ ADDED_SUM = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "adde
 # the written fits' lines that call the callbacks (fit's and the several-outputs fit's): before the epochs, at each
 # epoch's start, at its end (logs: the history's last values; model.stop_training ends the training) and after
 CALLBACKS_BEGIN = [
-    "    callbacks = list(callbacks or [])",
+    "    callbacks, callback_keys = list(callbacks or []), set()",
     "    model.stop_training, model.optimizer = False, optimizer",
     "    for callback in callbacks:",
     "        callback.model = model",
@@ -196,10 +196,14 @@ CALLBACKS_EPOCH = [
     "                callback.on_epoch_begin(epoch)",
 ]
 CALLBACKS_END = [
-    "        logs = {k: v[-1] for k, v in history.items()}",
+    "        logs = {k: v[-1] for k, v in history.items() if k not in callback_keys}",
+    "        epoch_keys = set(logs)",
     "        for callback in callbacks:",
     '            if hasattr(callback, "on_epoch_end"):',
     "                callback.on_epoch_end(epoch, logs)",
+    "        for k in [k for k in logs if k not in epoch_keys]:  # what callbacks log (the learning rate): in the History",
+    "            callback_keys.add(k)",
+    "            history.setdefault(k, []).append(logs[k])",
     "        if model.stop_training:",
     "            break",
     "    for callback in callbacks:",
@@ -1757,9 +1761,12 @@ class {TRAIN_STEP_MODULE}({module}):
                 history.setdefault(k, []).append(v)
             if verbose:
                 print(f"Epoch {{epoch + 1}}/{{epochs}} - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
+            epoch_keys = set(logs)
             for callback in callbacks:
                 if hasattr(callback, "on_epoch_end"):
                     callback.on_epoch_end(epoch, logs)
+            for k in [k for k in logs if k not in epoch_keys]:  # what callbacks log (the learning rate): in the History
+                history.setdefault(k, []).append(logs[k])
             if self.stop_training:
                 break
         for callback in callbacks:
@@ -1997,12 +2004,14 @@ CALLBACK_CLASSES = {
     "ReduceLROnPlateau": '''class ReduceLROnPlateau:
     """keras.callbacks.ReduceLROnPlateau: multiplies the optimizer's learning rate by `factor` (not below
     min_lr) once `monitor` has not improved by more than min_delta for `patience` epochs, then waits
-    `cooldown` epochs before counting again."""
+    `cooldown` epochs before counting again. Each epoch it adds the learning rate it found (a float32, as
+    Keras keeps it) to the logs, under log_name (Keras 3's "learning_rate", Keras 2's "lr"), which the
+    History records."""
 
     def __init__(self, monitor="val_loss", factor=0.1, patience=10, mode="auto", min_delta=1e-4, cooldown=0,
-                 min_lr=0.0):
+                 min_lr=0.0, log_name="learning_rate"):
         self.monitor, self.factor, self.patience, self.min_delta = monitor, factor, patience, min_delta
-        self.cooldown, self.min_lr = cooldown, min_lr
+        self.cooldown, self.min_lr, self.log_name = cooldown, min_lr, log_name
         self.higher = mode == "max" or (mode == "auto" and "acc" in monitor)
 
     def on_train_begin(self):
@@ -2010,6 +2019,7 @@ CALLBACK_CLASSES = {
         self.best = -math.inf if self.higher else math.inf
 
     def on_epoch_end(self, epoch, logs):
+        logs[self.log_name] = torch.tensor(self.model.optimizer.param_groups[0]["lr"], dtype=torch.float32).item()
         current = logs.get(self.monitor)
         if current is None:
             return
@@ -2022,21 +2032,27 @@ CALLBACK_CLASSES = {
             self.wait += 1
             if self.wait >= self.patience:
                 for group in self.model.optimizer.param_groups:
-                    if group["lr"] > self.min_lr:
-                        group["lr"] = max(group["lr"] * self.factor, self.min_lr)
+                    lr = torch.tensor(group["lr"], dtype=torch.float32).item()  # as Keras keeps it, a float32
+                    if lr > self.min_lr:
+                        group["lr"] = max(lr * self.factor, self.min_lr)
                         self.cooldown_counter, self.wait = self.cooldown, 0
 ''',
     "LearningRateScheduler": '''class LearningRateScheduler:
     """keras.callbacks.LearningRateScheduler: before each epoch, sets the optimizer's learning rate to
-    schedule(epoch, lr) (or schedule(epoch) for a one-argument schedule)."""
+    schedule(epoch, lr) (or schedule(epoch) for a one-argument schedule); after each, adds the learning rate
+    (a float32, as Keras keeps it) to the logs under log_name (Keras 3's "learning_rate", Keras 2's "lr"),
+    which the History records."""
 
-    def __init__(self, schedule):
-        self.schedule = schedule
+    def __init__(self, schedule, log_name="learning_rate"):
+        self.schedule, self.log_name = schedule, log_name
+
+    def on_epoch_end(self, epoch, logs):
+        logs[self.log_name] = torch.tensor(self.model.optimizer.param_groups[0]["lr"], dtype=torch.float32).item()
 
     def on_epoch_begin(self, epoch):
         for group in self.model.optimizer.param_groups:
-            try:
-                group["lr"] = float(self.schedule(epoch, group["lr"]))
+            try:  # the rate as Keras keeps it, a float32
+                group["lr"] = float(self.schedule(epoch, torch.tensor(group["lr"], dtype=torch.float32).item()))
             except TypeError:
                 group["lr"] = float(self.schedule(epoch))
 ''',
@@ -2096,6 +2112,8 @@ def callback_classes(names: set[str], spell) -> str:
         spell("math.inf")
     if "ModelCheckpoint" in names:
         spell("torch.save")
+    if names & {"ReduceLROnPlateau", "LearningRateScheduler"}:
+        spell("torch.tensor")
     if "CSVLogger" in names:
         spell("csv.writer")
     if "TensorBoard" in names:
