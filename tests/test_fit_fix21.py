@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from fwport.core.pipeline import translate_source
@@ -187,3 +188,63 @@ def test_keras2_callbacks_log_the_rate_as_lr():
         "import keras\nfrom keras import layers", "from tensorflow import keras\nfrom tensorflow.keras import layers")
     r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py", None, {"keras": 2})
     assert "ReduceLROnPlateau(monitor='loss', log_name=\"lr\")" in r.output, r.output[-1500:]
+
+
+# a finite dataset with steps_per_epoch: Keras 3 runs one iterator on across epochs; where it runs out mid-epoch it
+# warns, ends that epoch short and starts the data over at the next; where it runs out at an epoch's end, the next
+# epoch starts it over without a word
+STEPS = '''
+import numpy as np
+import tensorflow as tf
+import keras
+from keras import layers
+
+model = keras.Sequential([keras.Input(shape=(2,)), layers.Dense(1)])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01), loss="mse")
+
+
+def train(x, y):
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(2)
+    history = model.fit(dataset, steps_per_epoch=2, epochs=4, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+STEPS_DRIVER = '''
+import json, sys, warnings
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+n = int(sys.argv[3])
+x = np.arange(2 * n, dtype="float32").reshape(n, 2) / 10
+y = np.arange(1, n + 1, dtype="float32").reshape(n, 1)
+w, b = np.array([[0.3], [-0.2]], "float32"), np.zeros(1, "float32")
+if sys.argv[2] == "torch":
+    import torch
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor(w).T)
+        model[0].bias.zero_()
+    kernels = lambda: [model[0].weight.detach().numpy().T.tolist()]
+else:
+    model.set_weights([w, b])
+    kernels = lambda: [model.layers[0].get_weights()[0].tolist()]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    h, ev = train(x, y)
+ran_out = sum("ran out of data" in str(c.message) for c in caught)
+print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels(), "ran_out": ran_out}))
+'''
+
+
+@pytest.mark.parametrize("samples, ran_out", [(10, 1), (8, 0)])  # 5 batches (runs out in epoch 3), 4 (at its start)
+def test_finite_dataset_with_steps_per_epoch_starts_over_as_keras(tmp_path, samples, ran_out):
+    from runners import run_side
+    r = translate_source(textwrap.dedent(STEPS).lstrip("\n"), "model.py")
+    assert errors(r) == [], errors(r)
+    src = textwrap.dedent(STEPS)
+    keras_out = run_side(tmp_path / "keras", "keras", src, STEPS_DRIVER, "keras", str(samples))
+    torch_out = run_side(tmp_path / "torch", "torch", r.output, STEPS_DRIVER, "torch", str(samples))
+    assert keras_out["ran_out"] == torch_out["ran_out"] == ran_out
+    assert len(keras_out["history"]["loss"]) == 4
+    np.testing.assert_allclose(torch_out["history"]["loss"], keras_out["history"]["loss"], rtol=2e-4, atol=1e-6)
+    np.testing.assert_allclose(torch_out["kernels"], keras_out["kernels"], rtol=2e-4, atol=2e-6)
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-6)

@@ -501,7 +501,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if general:
         lines += [
             "    x may also be an iterable of (x, y) batches (y None), a DataLoader: read from its start every",
-            "    epoch, or steps_per_epoch batches of one iterator that runs on across epochs (an endless one);",
+            "    epoch, or steps_per_epoch batches of one iterator that runs on across epochs, started over where",
+            "    it runs out (mid-epoch: a warning, and the epoch ends there, as in Keras);",
             "    validation_data likewise, validation_steps batches of it from its start." + ('"""' if not cbs else ""),
         ]
     if cbs:
@@ -605,11 +606,16 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += [
             "        elif steps_per_epoch is None:",
             "            batches = iter(x)",
-            "        else:",
+            "        else:  # one iterator across epochs, as Keras's, started over where it runs out",
             "            stream = stream or iter(x)",
-            f"            batches = {islice}(stream, steps_per_epoch)",
-            "        total = correct = seen = 0.0",
+            "            first = next(stream, None)",
+            "            if first is None:  # it ran out at the last epoch's end: Keras starts the data over",
+            "                stream = iter(x)",
+            "                first = next(stream, None)",
+            f"            batches = {islice}({spell('itertools.chain')}([first], stream), steps_per_epoch)",
+            "        total = correct = seen = steps = 0.0",
             "        for xb, yb in batches:",
+            "            steps += 1",
             f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
         ]
         if distributed:
@@ -683,6 +689,13 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += ["        if world > 1:  # each metric's state summed over the processes, as Keras sums its replicas'",
                   "            for metric in metrics.values():",
                   f"                {ALL_REDUCE_METRIC}(metric, device)"]
+    if general:
+        lines += [
+            "        if y is None and steps_per_epoch is not None and steps < steps_per_epoch:",
+            f"            {spell('warnings.warn')}(\"Your input ran out of data; interrupting training\")  # Keras: this "
+            "epoch ends here, the next starts the data over",
+            "            stream = None",
+        ]
     lines.append(f'        history["loss"].append(total / {fit_size})')
     if acc:
         lines.append(f'        history["{name}"].append(correct / {fit_size})')
