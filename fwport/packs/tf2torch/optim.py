@@ -281,6 +281,8 @@ def callback(m, ctx):
     first = m.rule.emit["options"].get("positional")
     args = [cst.Arg(v) if k == first else _kw(k, v) for k, v in m.kwargs.items()]
     args.sort(key=lambda a: a.keyword is not None)
+    if cls in ("ReduceLROnPlateau", "LearningRateScheduler") and ctx.version == 2:  # Keras 2 logs the rate as "lr"
+        args.append(_kw("log_name", cst.SimpleString('"lr"')))
     return cst.Call(cst.Name(cls), _with_commas(args))
 
 

@@ -183,7 +183,7 @@ ADDED_SUM = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "adde
 # the written fits' lines that call the callbacks (fit's and the several-outputs fit's): before the epochs, at each
 # epoch's start, at its end (logs: the history's last values; model.stop_training ends the training) and after
 CALLBACKS_BEGIN = [
-    "    callbacks = list(callbacks or [])",
+    "    callbacks, callback_keys = list(callbacks or []), set()",
     "    model.stop_training, model.optimizer = False, optimizer",
     "    for callback in callbacks:",
     "        callback.model = model",
@@ -196,10 +196,14 @@ CALLBACKS_EPOCH = [
     "                callback.on_epoch_begin(epoch)",
 ]
 CALLBACKS_END = [
-    "        logs = {k: v[-1] for k, v in history.items()}",
+    "        logs = {k: v[-1] for k, v in history.items() if k not in callback_keys}",
+    "        epoch_keys = set(logs)",
     "        for callback in callbacks:",
     '            if hasattr(callback, "on_epoch_end"):',
     "                callback.on_epoch_end(epoch, logs)",
+    "        for k in [k for k in logs if k not in epoch_keys]:  # what callbacks log (the learning rate): in the History",
+    "            callback_keys.add(k)",
+    "            history.setdefault(k, []).append(logs[k])",
     "        if model.stop_training:",
     "            break",
     "    for callback in callbacks:",
@@ -497,7 +501,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if general:
         lines += [
             "    x may also be an iterable of (x, y) batches (y None), a DataLoader: read from its start every",
-            "    epoch, or steps_per_epoch batches of one iterator that runs on across epochs (an endless one);",
+            "    epoch, or steps_per_epoch batches of one iterator that runs on across epochs, started over where",
+            "    it runs out (mid-epoch: a warning, and the epoch ends there, as in Keras);",
             "    validation_data likewise, validation_steps batches of it from its start." + ('"""' if not cbs else ""),
         ]
     if cbs:
@@ -601,11 +606,16 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += [
             "        elif steps_per_epoch is None:",
             "            batches = iter(x)",
-            "        else:",
+            "        else:  # one iterator across epochs, as Keras's, started over where it runs out",
             "            stream = stream or iter(x)",
-            f"            batches = {islice}(stream, steps_per_epoch)",
-            "        total = correct = seen = 0.0",
+            "            first = next(stream, None)",
+            "            if first is None:  # it ran out at the last epoch's end: Keras starts the data over",
+            "                stream = iter(x)",
+            "                first = next(stream, None)",
+            f"            batches = {islice}({spell('itertools.chain')}([first], stream), steps_per_epoch)",
+            "        total = correct = seen = steps = 0.0",
             "        for xb, yb in batches:",
+            "            steps += 1",
             f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
         ]
         if distributed:
@@ -679,6 +689,13 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += ["        if world > 1:  # each metric's state summed over the processes, as Keras sums its replicas'",
                   "            for metric in metrics.values():",
                   f"                {ALL_REDUCE_METRIC}(metric, device)"]
+    if general:
+        lines += [
+            "        if y is None and steps_per_epoch is not None and steps < steps_per_epoch:",
+            f"            {spell('warnings.warn')}(\"Your input ran out of data; interrupting training\")  # Keras: this "
+            "epoch ends here, the next starts the data over",
+            "            stream = None",
+        ]
     lines.append(f'        history["loss"].append(total / {fit_size})')
     if acc:
         lines.append(f'        history["{name}"].append(correct / {fit_size})')
@@ -1369,6 +1386,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value(type(self).__name__, y_true, y_pred)
         positive, actual = y_pred > self.threshold, y_true.bool()
         self.true_positives += (positive & actual).sum().item()
         self.false_positives += (positive & ~actual).sum().item()
@@ -1395,6 +1413,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value(type(self).__name__, y_true, y_pred)
         self.count += self.counted(y_pred > self.threshold, y_true.bool()).sum().item()
 
     def result(self):
@@ -1452,6 +1471,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value("AUC", y_true, y_pred)
         y_pred = torch.sigmoid(y_pred.float()) if self.from_logits else y_pred.float()
         y_true = y_true.float().bool().float().reshape(-1)
         y_pred = y_pred.clamp(0.0, 1.0).reshape(-1)
@@ -1505,6 +1525,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
+        _value_by_value(type(self).__name__, y_true, y_pred)
         positive, actual = y_pred > self.threshold, y_true.bool()
         self.true_positives += (positive & actual).sum().item()
         self.false_negatives += (~positive & actual).sum().item()
@@ -1616,7 +1637,31 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
         y_pred = y_pred.squeeze(-1)
     return y_true, y_pred
 '''
+VALUE_BY_VALUE = '''def _value_by_value(name, y_true, y_pred):
+    """A confusion-matrix metric compares labels and outputs value by value: as many of each, or the
+    ValueError Keras's own metric stops with (integer labels against outputs of several classes)."""
+    if y_true.numel() != y_pred.numel():
+        raise ValueError(f"{name}: labels of shape {tuple(y_true.shape)} against outputs of shape "
+                         f"{tuple(y_pred.shape)}; Keras's {name} compares them value by value and fails here too "
+                         "(give one-hot labels, or the positive class's column y_pred[:, 1])")
+'''
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
+# the metrics that compare labels and outputs value by value (Keras's confusion-matrix metrics), and the losses
+# whose integer labels have fewer values than the outputs: Keras's fit fails on the two together
+CONFUSION_METRICS = {"AUC", "Precision", "Recall", *_COUNTS}
+SPARSE_LOSSES = {"keras.losses.SparseCategoricalCrossentropy", "keras.losses.sparse_categorical_crossentropy"}
+
+
+def sparse_confusion(confusion: list[str], loss: tuple) -> str | None:
+    """Why a compile's confusion-matrix metrics (``confusion``, their names) cannot meet its loss: Keras's own fit
+    fails on them beside a sparse categorical cross-entropy (integer labels, fewer values than the outputs); or None."""
+    if not confusion or _loss_name(loss) not in SPARSE_LOSSES:
+        return None
+    return (f"metrics {confusion} with a sparse categorical cross-entropy: these metrics compare "
+            "labels and outputs value by value, and integer labels of shape (n,) against outputs of shape "
+            "(n, classes) stop Keras's own fit with a ValueError (AUC: segment_ids and data differ in leading "
+            "dimension; Precision, Recall: dimensions must be equal; Keras 2: shapes are incompatible); give one-hot labels with "
+            "categorical_crossentropy, or compute the metric on the positive class's column y_pred[:, 1]")
 _ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
                         "CosineSimilarity",
                         "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
@@ -1637,6 +1682,8 @@ def metric_classes(names: set[str], spell) -> str:
         needed = [n for n in needed if n not in _COUNTS] + ["ConfusionCount"] + [n for n in needed if n in _COUNTS]
     spell("torch.as_tensor")  # noting the import
     texts = [METRIC_CLASSES[n] for n in needed]
+    if (CONFUSION_METRICS | {"ConfusionCount"}) & set(needed):
+        texts.insert(0, VALUE_BY_VALUE)
     if _ELEMENTWISE_METRICS & set(needed):
         texts.insert(0, SAME_RANK)
     return "\n\n".join(texts)
@@ -1727,9 +1774,12 @@ class {TRAIN_STEP_MODULE}({module}):
                 history.setdefault(k, []).append(v)
             if verbose:
                 print(f"Epoch {{epoch + 1}}/{{epochs}} - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
+            epoch_keys = set(logs)
             for callback in callbacks:
                 if hasattr(callback, "on_epoch_end"):
                     callback.on_epoch_end(epoch, logs)
+            for k in [k for k in logs if k not in epoch_keys]:  # what callbacks log (the learning rate): in the History
+                history.setdefault(k, []).append(logs[k])
             if self.stop_training:
                 break
         for callback in callbacks:
@@ -1967,12 +2017,14 @@ CALLBACK_CLASSES = {
     "ReduceLROnPlateau": '''class ReduceLROnPlateau:
     """keras.callbacks.ReduceLROnPlateau: multiplies the optimizer's learning rate by `factor` (not below
     min_lr) once `monitor` has not improved by more than min_delta for `patience` epochs, then waits
-    `cooldown` epochs before counting again."""
+    `cooldown` epochs before counting again. Each epoch it adds the learning rate it found (a float32, as
+    Keras keeps it) to the logs, under log_name (Keras 3's "learning_rate", Keras 2's "lr"), which the
+    History records."""
 
     def __init__(self, monitor="val_loss", factor=0.1, patience=10, mode="auto", min_delta=1e-4, cooldown=0,
-                 min_lr=0.0):
+                 min_lr=0.0, log_name="learning_rate"):
         self.monitor, self.factor, self.patience, self.min_delta = monitor, factor, patience, min_delta
-        self.cooldown, self.min_lr = cooldown, min_lr
+        self.cooldown, self.min_lr, self.log_name = cooldown, min_lr, log_name
         self.higher = mode == "max" or (mode == "auto" and "acc" in monitor)
 
     def on_train_begin(self):
@@ -1980,6 +2032,7 @@ CALLBACK_CLASSES = {
         self.best = -math.inf if self.higher else math.inf
 
     def on_epoch_end(self, epoch, logs):
+        logs[self.log_name] = torch.tensor(self.model.optimizer.param_groups[0]["lr"], dtype=torch.float32).item()
         current = logs.get(self.monitor)
         if current is None:
             return
@@ -1992,21 +2045,27 @@ CALLBACK_CLASSES = {
             self.wait += 1
             if self.wait >= self.patience:
                 for group in self.model.optimizer.param_groups:
-                    if group["lr"] > self.min_lr:
-                        group["lr"] = max(group["lr"] * self.factor, self.min_lr)
+                    lr = torch.tensor(group["lr"], dtype=torch.float32).item()  # as Keras keeps it, a float32
+                    if lr > self.min_lr:
+                        group["lr"] = max(lr * self.factor, self.min_lr)
                         self.cooldown_counter, self.wait = self.cooldown, 0
 ''',
     "LearningRateScheduler": '''class LearningRateScheduler:
     """keras.callbacks.LearningRateScheduler: before each epoch, sets the optimizer's learning rate to
-    schedule(epoch, lr) (or schedule(epoch) for a one-argument schedule)."""
+    schedule(epoch, lr) (or schedule(epoch) for a one-argument schedule); after each, adds the learning rate
+    (a float32, as Keras keeps it) to the logs under log_name (Keras 3's "learning_rate", Keras 2's "lr"),
+    which the History records."""
 
-    def __init__(self, schedule):
-        self.schedule = schedule
+    def __init__(self, schedule, log_name="learning_rate"):
+        self.schedule, self.log_name = schedule, log_name
+
+    def on_epoch_end(self, epoch, logs):
+        logs[self.log_name] = torch.tensor(self.model.optimizer.param_groups[0]["lr"], dtype=torch.float32).item()
 
     def on_epoch_begin(self, epoch):
         for group in self.model.optimizer.param_groups:
-            try:
-                group["lr"] = float(self.schedule(epoch, group["lr"]))
+            try:  # the rate as Keras keeps it, a float32
+                group["lr"] = float(self.schedule(epoch, torch.tensor(group["lr"], dtype=torch.float32).item()))
             except TypeError:
                 group["lr"] = float(self.schedule(epoch))
 ''',
@@ -2066,6 +2125,8 @@ def callback_classes(names: set[str], spell) -> str:
         spell("math.inf")
     if "ModelCheckpoint" in names:
         spell("torch.save")
+    if names & {"ReduceLROnPlateau", "LearningRateScheduler"}:
+        spell("torch.tensor")
     if "CSVLogger" in names:
         spell("csv.writer")
     if "TensorBoard" in names:

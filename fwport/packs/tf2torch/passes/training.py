@@ -644,13 +644,14 @@ _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCateg
 
 
 def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | None, lists=None,
-                     crossentropy: list | None = None) -> list | str:
+                     crossentropy: list | None = None, confusion: list | None = None) -> list | str:
     """compile's metrics= (a list written there; with ``lists``, also a name ``lists(name)`` gives the one literal
     list it is bound to) → [(Keras's name for it, the metric's expression, written class or "")], or why not. A
     string names its class, under the string's name; ``accuracy``: the class "accuracy" / "acc" is (None: refused,
     Keras 2 would pick it by shapes the pass does not know). A metric object keeps its name= or Keras's default
     name; the expression of an element of a named list is ``name[i]`` (the list's own object). ``crossentropy``:
-    gets the names of the cross-entropy metrics (fitloop.CROSSENTROPY_METRICS), which take the loop's logits."""
+    gets the names of the cross-entropy metrics (fitloop.CROSSENTROPY_METRICS), which take the loop's logits;
+    ``confusion``: those of the confusion-matrix metrics (fitloop.CONFUSION_METRICS)."""
     if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
         return []
     owner = None
@@ -682,6 +683,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
             optim.keras2_metric_warning(ctx, m, cls)
             if crossentropy is not None and cls in fitloop.CROSSENTROPY_METRICS:
                 crossentropy.append(lit)
+            if confusion is not None and cls in fitloop.CONFUSION_METRICS:
+                confusion.append(lit)
             continue
         call = m
         if isinstance(m, cst.Name) and _metric_function(plan, m.value):
@@ -709,6 +712,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         out.append((name, parsed_expression(f"{owner}[{i}]") if owner else m, ""))
         if crossentropy is not None and rule.emit.get("options", {}).get("class") in fitloop.CROSSENTROPY_METRICS:
             crossentropy.append(name)
+        if confusion is not None and rule.emit.get("options", {}).get("class") in fitloop.CONFUSION_METRICS:
+            confusion.append(name)
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
         return "two compiled metrics have one name"
@@ -3734,7 +3739,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = loss[1] if loss[0] in ("call", "name") else ctx.pack.by_name.get(loss[1]) if loss[0] == "string" \
             else None
         accuracy = _ACCURACY_FOR_LOSS.get(rule.names[0], "ShapeAccuracy") if rule is not None else "ShapeAccuracy"
-        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed, crossentropy)
+        confusion = []
+        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed, crossentropy, confusion)
+        if isinstance(out, list) and fitloop.sparse_confusion(confusion, loss):
+            return fitloop.sparse_confusion(confusion, loss)
         return out if isinstance(out, list) else f"{out} (the written-out loop updates the metric strings and " \
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
@@ -3830,7 +3838,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     if factory is not None:
-        if c.schedule or c.optimizer[0] == "name":
+        if c.schedule or (c.optimizer[0] == "name" and not _factory_optimizer(plan, c.optimizer[3], model, scope)):
             return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
                           "bound elsewhere, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
@@ -4012,6 +4020,18 @@ def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpressi
     if not calls or any(id(k) not in plan.assigned_call for k in calls):
         return f"{fn.name.value}() is not always called as `name = {fn.name.value}(...)`"
     return fn.name.value, returns[0]
+
+
+def _factory_optimizer(plan: _Plan, name: str, model: str, scope: int) -> bool:
+    """Whether the optimizer ``name`` a model factory compiles with is its own: bound once, by a statement of the
+    factory after every binding of its model there (``model = keras.Model(...)``; ``opt = keras.optimizers.Adam(...)``;
+    ``model.compile(optimizer=opt, ...)``), so that it is created over the model's parameters and the factory's return
+    carries it out beside the model, as it does an optimizer created in the compile."""
+    made = plan.optimizers.get(name, [])
+    if len(made) != 1 or len(plan.bound_at.get(name, [])) != 1 or plan.optimizer_scopes.get(name) != scope:
+        return False
+    models = [order for order, where, _ in plan.values.get(model, []) if where == scope]
+    return bool(models) and max(models) < made[0][0]
 
 
 def factory_names(c: fitloop.Compiled, receiver: str) -> tuple[str, ...]:
