@@ -3468,8 +3468,10 @@ class _LeftModels:
         return id(value) in self.ids
 
     def _run(self) -> set[int]:
-        left = {id(n) for n in functional.refused_model_calls(self.module, self.scratch)}
+        refused = functional.refused_model_calls(self.module, self.scratch)
         self.scratch = None
+        self.ctx.analyses[functional.FIRST_LEFT] = (self.module, refused)  # (model_api's answer too: left_model_calls)
+        left = {id(n) for n in refused}
         if not left:
             return set()
         plan = self.plan
