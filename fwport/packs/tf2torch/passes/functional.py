@@ -75,7 +75,7 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call, statement,
                                 translate_layer)
 from fwport.core.finding import Severity
-from fwport.core.names import ValueVisitor, children, dotted_text, param_names, scan
+from fwport.core.names import ValueVisitor, children, dotted_text, find_all, param_names, scan
 from fwport.core.plan import Plans
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
@@ -5796,17 +5796,28 @@ def refused_model_calls(module: cst.Module, scratch: FileContext) -> list[cst.CS
             and p.finding.message.startswith("this functional model is left as written")]
 
 
+# ctx.analyses key: (the module the training pass asked about, the keras.Model(...) calls refused on it), put there
+# by the training pass when it runs refused_model_calls (training._LeftModels)
+FIRST_LEFT = "functional_left_first"
+
+
 def left_model_calls(module: cst.Module, ctx: FileContext) -> set[int]:
     """ids of the ``keras.Model(...)`` calls of ``module`` this pass will leave as written (:func:`refused_model_calls`
-    on a throwaway copy of ``ctx``), found once per module for the passes that run before it (model_api: a method of
-    such a model stays a Keras call, not an nn.Module's)."""
+    on a throwaway copy of ``ctx``), found once per file for the passes that run before it (model_api: a method of
+    such a model stays a Keras call, not an nn.Module's). Where the training pass asked first (on the tree before its
+    changes), its answer is this one too when each call it found refused is still in ``module``: the training pass
+    rewrites compile / fit / losses, not the layer graphs this pass follows, so a second functional run on its output
+    would find the same calls (checked on keras-io, the TF corpus and the fixtures: docs/architecture.md, speedC)."""
     cache = ctx.analyses.setdefault("functional_left_calls", {})
     hit = cache.get(id(module))
     if hit is not None and hit[0] is module:
         return hit[1]
     source = ctx.analyses.get("parsed", (None, ""))[1]
     left: set[int] = set()
-    if "Input" in source and "Model" in source:
+    first = ctx.analyses.get(FIRST_LEFT)
+    if first is not None and _still_in(first[0], first[1], module):
+        left = {id(n) for n in first[1]}
+    elif "Input" in source and "Model" in source:
         scratch = dataclasses.replace(
             ctx, options=dict(ctx.options), pending=[], findings=[], needed_imports=set(), layers=[], models={},
             settled=dict(ctx.settled), subscript_hooks={}, argument_hooks={}, plans=Plans(),
@@ -5814,3 +5825,12 @@ def left_model_calls(module: cst.Module, ctx: FileContext) -> set[int]:
         left = {id(n) for n in refused_model_calls(module, scratch)}
     cache[id(module)] = (module, left)
     return left
+
+
+def _still_in(before: cst.Module, calls: list[cst.CSTNode], module: cst.Module) -> bool:
+    """Each of ``calls`` (nodes of ``before``) is a node of ``module``, a later tree of the file: the node itself, not
+    a copy, so an id the training pass found is the id model_api asks about."""
+    if not calls:
+        return True
+    found = {id(c) for c in find_all(module, cst.Call)}
+    return all(id(c) in found for c in calls)

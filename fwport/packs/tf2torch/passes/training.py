@@ -306,7 +306,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.optimizer_bindings: dict[str, list[tuple[int, int, cst.Call]]] = {}
         self.values: dict[str, list[tuple[int, int, cst.BaseExpression]]] = {}  # name → (statement, scope, value)
         self.model_calls: list[tuple[str, cst.Call]] = []  # (name, call) of each `name.fit/evaluate/predict(...)`
-        self.left_keras: set[int] = set()  # values binding functional models left as written (_functional_left)
+        self.left_keras: _LeftModels | None = None  # values binding functional models left as written (_functional_left)
         self.compile_statements: dict[int, cst.SimpleStatementLine] = {}  # id of a compile call → its statement
         self._statement: cst.SimpleStatementLine | None = None
         self.compiled_optimizers: set[str] = set()  # optimizer names a planned compile creates over its model
@@ -1211,7 +1211,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         method = _loop_method(original_node)
         if method not in fitloop.METHODS:
             return None
-        if self.plan.left_keras and _left_keras(self.plan, original_node.func.value.value, original_node,
+        if _left_keras(self.plan, original_node.func.value.value, original_node,
                                                  self.plan.call_scope.get(id(original_node), 0)):
             return None  # a Keras model: model_api's error says why (compile_refusals)
         c = self._compiled(original_node, method)
@@ -1682,8 +1682,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def _train_step_model(self, name: str, call: cst.Call | None = None) -> bool:
         made = _made_class(self.plan, self.models, name, call) if call is not None else None
         if made is not None:  # the binding the call sees (a factory's model too; not one left Keras: model_api's)
-            return made in self.plan.train_step_classes and not (self.plan.left_keras and _left_keras(
-                self.plan, name, call, self.plan.call_scope.get(id(call), 0)))
+            return made in self.plan.train_step_classes and not _left_keras(
+                self.plan, name, call, self.plan.call_scope.get(id(call), 0))
         classes = self.plan.instances.get(name)
         return bool(classes) and classes <= self.plan.train_step_classes
 
@@ -3431,24 +3431,59 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
 
 
 
-def _functional_left(module: cst.Module, ctx: FileContext, plan: _Plan) -> set[int]:
-    """ids of the values (``keras.Model(...)``, ``m = build()`` of a builder that returns one) that bind names to
+def _functional_left(module: cst.Module, ctx: FileContext, plan: _Plan) -> _LeftModels | None:
+    """The values (``keras.Model(...)``, ``m = build()`` of a builder that returns one) that bind names to
     functional models the functional pass leaves as written: Keras objects, whose compile / fit stay Keras code.
-    Asked of the functional pass on a throwaway context (it runs after this pass, on the same statements)."""
+    Asked of the functional pass on a throwaway context (it runs after this pass, on the same statements), the first
+    time a binding that may be one is asked about (:class:`_LeftModels`)."""
     source = ctx.analyses.get("parsed", (None, ""))[1]
     if not ("Input" in source and "Model" in source):
-        return set()
-    scratch = dataclasses.replace(
-        ctx, options=dict(ctx.options), pending=[], findings=[], needed_imports=set(), layers=[], models={},
-        settled=dict(ctx.settled), subscript_hooks={}, argument_hooks={}, plans=Plans(),
-        analyses={k: ctx.analyses[k] for k in ("parsed", "layout") if k in ctx.analyses})
-    left = {id(n) for n in functional.refused_model_calls(module, scratch)}
-    if not left:
-        return set()
-    for fn in plan.top_functions.values():  # a builder whose model is left: the models its callers bind
-        if any(id(n) in left for n in find_all(fn, cst.Call)):
-            left |= {id(k) for k in plan.calls_of.get(fn.name.value, []) if id(k) in plan.assigned_call}
-    return left
+        return None
+    return _LeftModels(module, ctx, plan)
+
+
+class _LeftModels:
+    """:func:`_functional_left`'s answer, worked out on demand: the throwaway context is copied when the pass asks (the
+    state the functional pass would have seen then: the settled nodes, the options), the functional pass run on it only
+    once a binding that may be such a model is asked about (a call of ``keras.Model``, of a top-level function or
+    class of the file). On keras-io most files with a compile or a fit ask only about other bindings (a Sequential,
+    a subclass's instance), and the run (a whole functional pass) is skipped."""
+
+    def __init__(self, module: cst.Module, ctx: FileContext, plan: _Plan):
+        self.module, self.ctx, self.plan = module, ctx, plan
+        self.scratch = dataclasses.replace(
+            ctx, options={k: (v.copy() if isinstance(v, (set, dict, list)) else v) for k, v in ctx.options.items()},
+            pending=[], findings=[], needed_imports=set(), layers=[], models={}, settled=dict(ctx.settled),
+            subscript_hooks={}, argument_hooks={}, plans=Plans(),
+            analyses={k: ctx.analyses[k] for k in ("parsed", "layout") if k in ctx.analyses})
+        self.top = {s.name.value for s in module.body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        self.ids: set[int] | None = None
+
+    def holds(self, value: cst.BaseExpression) -> bool:
+        """``value`` binds a functional model left as written. Only a call can: a refused ``keras.Model(...)`` (or
+        ``EmbeddingModel(...)`` of a file's class, :func:`functional._step_models`) or a builder's call (a Name)."""
+        if not isinstance(value, cst.Call):
+            return False
+        func = value.func
+        if not (isinstance(func, cst.Name) and func.value in self.top) and \
+                self.ctx.imports.resolve(func) != functional.MODEL:
+            return False
+        if self.ids is None:
+            self.ids = self._run()
+        return id(value) in self.ids
+
+    def _run(self) -> set[int]:
+        refused = functional.refused_model_calls(self.module, self.scratch)
+        self.scratch = None
+        self.ctx.analyses[functional.FIRST_LEFT] = (self.module, refused)  # (model_api's answer too: left_model_calls)
+        left = {id(n) for n in refused}
+        if not left:
+            return set()
+        plan = self.plan
+        for fn in plan.top_functions.values():  # a builder whose model is left: the models its callers bind
+            if any(id(n) in left for n in find_all(fn, cst.Call)):
+                left |= {id(k) for k in plan.calls_of.get(fn.name.value, []) if id(k) in plan.assigned_call}
+        return left
 
 
 def _binding_seen(plan: _Plan, name: str, at: int, scope: int) -> cst.BaseExpression | None:
@@ -3463,7 +3498,7 @@ def _binding_seen(plan: _Plan, name: str, at: int, scope: int) -> cst.BaseExpres
 def _left_keras(plan: _Plan, name: str, call: cst.Call, scope: int) -> str | None:
     """Why ``name.compile/fit/...(...)`` stays Keras code where ``name`` is a functional model left as written."""
     seen = _binding_seen(plan, name, plan.call_order.get(id(call), 0), scope)
-    if seen is None or id(seen) not in plan.left_keras:
+    if seen is None or plan.left_keras is None or not plan.left_keras.holds(seen):
         return None
     return (f"{name} is a functional model fwport leaves as written (the errors at its keras.Model(...) say why), so "
             "it stays a Keras object and its training code too: once the model is translated (by hand, as an "
@@ -3476,7 +3511,7 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
     refusals = ctx.analyses.setdefault("compile_refusals", {})
     for name, call in plan.model_calls:
         at, scope = plan.call_order.get(id(call), 0), plan.call_scope.get(id(call), 0)
-        left = _left_keras(plan, name, call, scope) if plan.left_keras else None
+        left = _left_keras(plan, name, call, scope)
         if left is not None:
             refusals.setdefault(id(call), left)
             ctx.analyses.setdefault("left_keras_calls", set()).add(id(call))
@@ -3636,7 +3671,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         return refuse("")
     classes = plan.instances.get(model)
     made = _made_class(plan, models, model, call)
-    left = _left_keras(plan, model, call, scope) if plan.left_keras else None
+    left = _left_keras(plan, model, call, scope)
     if (classes and classes <= plan.train_step_classes) if made is None else (made in plan.train_step_classes
                                                                               and left is None):
         return None  # its compile / fit are TrainStepModule's methods
