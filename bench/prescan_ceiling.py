@@ -74,7 +74,8 @@ def _span(stmt: ast.stmt) -> tuple[int, int]:
     return first, stmt.end_lineno or stmt.lineno
 
 
-def classify(text: str, triggers, methods: set[str], keep: list[str] | None = None) -> tuple[int, int, list[int], list[int], bool] | None:
+def classify(text: str, triggers, methods: set[str], keep: list | None = None) \
+        -> tuple[int, int, list[int], list[int], bool] | None:
     """(statements, their lines, inert statements per level, inert lines per level, whether it imports a source
     module); None: not Python 3."""
     try:
@@ -125,15 +126,42 @@ def classify(text: str, triggers, methods: set[str], keep: list[str] | None = No
         inert = [i for i, r in enumerate(relevant) if not r]
         inert_n.append(len(inert))
         inert_l.append(sum(spans[i][1] - spans[i][0] + 1 for i in inert))
-    if keep is not None:  # the text with each inert statement that has its lines to itself as `pass` + blank lines
-        out = list(lines)
-        for i in inert:
+    if keep is not None:  # the text with each inert statement that has its lines to itself as a marker string
+        out, pieces = list(lines), {}
+        for i in reversed(inert):
             a, b = spans[i]
             if (i and spans[i - 1][1] >= a) or (i + 1 < len(spans) and spans[i + 1][0] <= b):
                 continue  # shares a line with another statement (`a = 1; b = 2`)
-            out[a - 1:b] = ["pass"] + [""] * (b - a)
-        keep.append("\n".join(out) + ("\n" if text.endswith("\n") else ""))
+            marker = f'"""fwport-inert-{i}' + "\n" * (b - a) + '"""'  # a string statement of the same lines
+            pieces[marker] = "\n".join(lines[a - 1:b])
+            out[a - 1:b] = [marker]
+        keep.append(("\n".join(out) + ("\n" if text.endswith("\n") else ""), pieces))
     return len(stmts), sum(b - a + 1 for a, b in spans), inert_n, inert_l, has_src
+
+
+def splice(text: str, pieces: dict[str, str]) -> str | None:
+    """The translation of a text with markers, each marker replaced by its statement as written; None where a
+    marker is not in it exactly once (the pre-scan would translate the whole file then)."""
+    for marker, original in pieces.items():
+        if text.count(marker) != 1:
+            return None
+        text = text.replace(marker, original)
+    return text
+
+
+def prescanned(text: str, path: str, pack, triggers, methods):
+    """The prototype: an `ast` scan, the inert statements as markers, libcst and fwport on the rest, spliced."""
+    from fwport.core.pipeline import translate_source
+    keep: list = []
+    if classify(text, triggers, methods, keep) is None or not keep[0][1]:
+        return translate_source(text, path, pack)
+    reduced, pieces = keep[0]
+    r = translate_source(reduced, path, pack)
+    out = splice(r.output, pieces)
+    if out is None:
+        return translate_source(text, path, pack)
+    r.source, r.output = text, out
+    return r
 
 
 def timing(files, triggers, methods, best_of: int) -> None:
@@ -142,8 +170,7 @@ def timing(files, triggers, methods, best_of: int) -> None:
     from fwport.core.rule import load_pack
     pack = load_pack("tf2torch")
     texts = [t for _, t in files if get_direction("tf2torch").mentions.search(t)]
-    reduced: list[str] = []
-    texts = [t for t in texts if classify(t, triggers, methods, reduced) is not None]
+    texts = [t for t in texts if classify(t, triggers, methods) is not None]
 
     def run(batch, fn) -> float:
         best = float("inf")
@@ -154,13 +181,17 @@ def timing(files, triggers, methods, best_of: int) -> None:
             best = min(best, time.process_time() - t0)
         return best
 
-    for t in texts[:3]:
-        translate_source(t, "x.py", pack)
-    full = run(texts, lambda t: translate_source(t, "x.py", pack))
-    part = run(reduced, lambda t: translate_source(t, "x.py", pack))
-    scan = run(texts, ast.parse)
-    print(f"    fwport as written {full:.2f} s, inert statements as `pass` {part:.2f} s "
-          f"(-{1 - part / full:.0%}), ast.parse of the corpus {scan:.2f} s ({scan / full:.0%} of fwport)")
+    same = 0
+    for t in texts:  # identity (and the warm-up)
+        a, b = translate_source(t, "x.py", pack), prescanned(t, "x.py", pack, triggers, methods)
+        same += a.output == b.output and a.status == b.status and a.findings == b.findings
+    full = part = scan = float("inf")
+    for _ in range(best_of):  # alternately, so that a busy moment hits both alike
+        full = min(full, run(texts, lambda t: translate_source(t, "x.py", pack)))
+        part = min(part, run(texts, lambda t: prescanned(t, "x.py", pack, triggers, methods)))
+        scan = min(scan, run(texts, ast.parse))
+    print(f"    identical output, status and findings: {same}/{len(texts)} files; fwport {full:.2f} s, with the "
+          f"pre-scan {part:.2f} s ({part / full - 1:+.1%}); ast.parse alone {scan:.2f} s ({scan / full:.1%} of fwport)")
 
 
 def main() -> None:
@@ -168,9 +199,9 @@ def main() -> None:
     ap.add_argument("--keras-lines", type=int, default=20_000, help="lines of keras/src (0: all)")
     ap.add_argument("--corpus", action="append", default=[], metavar="DIR", help="also a folder of .py files")
     ap.add_argument("--time", type=int, default=0, metavar="N",
-                    help="also time (CPU, best of N) fwport on each corpus as written and with its inert statements "
-                         "(+methods) replaced by `pass` and blank lines (the most a pre-scan could save, before its own "
-                         "cost), and stdlib ast.parse of the corpus (that cost)")
+                    help="also check and time (CPU, best of N) the prototype on each corpus: the inert statements "
+                         "(+methods) replaced by a string statement of the same lines, translated, spliced back "
+                         "(`prescanned`); against fwport as written, and stdlib ast.parse alone")
     a = ap.parse_args()
     direction = get_direction("tf2torch")
     triggers = [p.trigger for p in direction.planners]
