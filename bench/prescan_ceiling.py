@@ -21,6 +21,10 @@ keyword argument names):
             the planners act on for untyped values: `fit`, `numpy`, `shape`, ...; a superset).
 The fixpoint runs after each widening. Prints, per corpus: files, files with no source import (fwport
 parses these and returns them as they are), statements and lines, and the inert share under each definition.
+
+`--time N` also runs the prototype (`prescanned`): each inert statement replaced by a string statement of the
+same lines, the text translated, the statements spliced back; it counts the files whose output, status and
+findings are the plain translation's and times both (docs/architecture.md, Performance, speedD: not adopted).
 """
 from __future__ import annotations
 
