@@ -160,6 +160,10 @@ def prescanned(text: str, path: str, pack, triggers, methods):
     if classify(text, triggers, methods, keep) is None or not keep[0][1]:
         return translate_source(text, path, pack)
     reduced, pieces = keep[0]
+    if not get_direction(pack.name).mentions.search(reduced):
+        # the file-level gate read only what became a marker (`keras` in prose, `import keras_nlp` in the code:
+        # /tmp/crash/tf's render_nlp_tags.py): it is the text as written that decides
+        return translate_source(text, path, pack)
     r = translate_source(reduced, path, pack)
     out = splice(r.output, pieces)
     if out is None:
