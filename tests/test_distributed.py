@@ -105,7 +105,10 @@ def _keras_list(weights: dict) -> list:
 
 
 def _run(args: list[str], cwd, **env) -> str:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    # without PYTHONUNBUFFERED (set where these tests ran): unbuffered, print writes each argument and the newline
+    # apart, and two torchrun processes printing the same line at once interleave their pieces on the shared pipe
+    # (the epoch rows the loop test reads went missing); buffered, each process writes its few lines in one write
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, "OMP_NUM_THREADS": "1", **env}
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout

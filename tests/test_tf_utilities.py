@@ -441,6 +441,47 @@ def test_logging_goes_to_tensorflows_logger(caplog):
     logging.getLogger("tensorflow").setLevel(logging.NOTSET)
 
 
+PRINTED_LOG = '''
+import logging
+import sys
+
+import tensorflow as tf
+
+tf.compat.v1.logging.info("hidden: the level is WARNING's until set")
+tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
+tf.compat.v1.logging.info("step %d: %s", 3, "ok")
+tf.compat.v1.logging.warn("careful %d", 1)
+for step in range(3):
+    tf.compat.v1.logging.log_every_n(tf.compat.v1.logging.INFO, "every %d", 2, step)
+logging.basicConfig(stream=sys.stdout, format="ROOT %(name)s %(message)s")
+tf.get_logger().error("after basicConfig")
+'''
+
+
+def _printed(path, cwd) -> tuple[str, str]:
+    p = subprocess.run([sys.executable, str(path)], cwd=cwd, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p.stdout, "".join(ln for ln in p.stderr.splitlines(keepends=True) if ":tensorflow:" in ln)
+
+
+def test_tensorflows_logger_prints_what_tensorflow_prints(tmp_path):
+    """TensorFlow gives its logger a handler of its own on import ("LEVEL:tensorflow:message" on standard error):
+    the translation's tf_logger() helper does the same, so tf.compat.v1.logging.info prints once the verbosity is
+    INFO (without a handler, the standard library prints nothing below WARNING, and a warning without its prefix);
+    a later logging.basicConfig is still the program's own (TensorFlow's lines then print through both)."""
+    r = _translate(PRINTED_LOG)
+    assert "tf_logger().info(\"step %d: %s\", 3, \"ok\")" in r.output and "basicConfig" in r.output
+    (tmp_path / "translated.py").write_text(r.output)
+    want_err = ("INFO:tensorflow:step 3: ok\nWARNING:tensorflow:careful 1\nINFO:tensorflow:every 0\n"
+                "INFO:tensorflow:every 2\nERROR:tensorflow:after basicConfig\n")
+    want_out = "ROOT tensorflow after basicConfig\n"
+    assert _printed(tmp_path / "translated.py", tmp_path) == (want_out, want_err)
+    if HAS_TF:
+        (tmp_path / "original.py").write_text(PRINTED_LOG)
+        assert _printed(tmp_path / "original.py", tmp_path) == (want_out, want_err)
+
+
 BENCH = '''
 import tensorflow as tf
 

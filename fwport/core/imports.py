@@ -295,12 +295,20 @@ def _string_spans(text: str) -> list[tuple[int, int, bool]] | None:
             spans.append((j, end, False))
             i = end
             continue
-        s = _STRING_END[c * 3 if text.startswith(c * 3, j) else c].match(text, j)
-        if s is None:
+        end = string_end(text, j)
+        if end is None:
             return None
         prefix = _WORD_BEFORE.search(text, max(0, j - 8), j).group()
-        spans.append((j - len(prefix), s.end(), "f" in prefix.lower()))
-        i = s.end()
+        spans.append((j - len(prefix), end, "f" in prefix.lower()))
+        i = end
+
+
+def string_end(text: str, j: int) -> int | None:
+    """Where the string whose opening quote is ``text[j]`` ends (just past its closing quote), as Python 3.11's
+    tokenizer reads it; None where it does not end."""
+    c = text[j]
+    s = _STRING_END[c * 3 if text.startswith(c * 3, j) else c].match(text, j)
+    return None if s is None else s.end()
 
 
 def _import_locals(body, is_source: IsSource, out: set[str]) -> set[str]:

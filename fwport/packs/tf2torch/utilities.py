@@ -15,20 +15,43 @@ from fwport.core.engine import build_call, code
 from fwport.core.names import scan
 from fwport.packs.tf2torch.registry import call_transform
 
-#: TensorFlow's logger is logging.getLogger("tensorflow") (tf_logging.get_logger)
-_LOGGER = 'logging.getLogger("tensorflow")'
+#: TensorFlow's logger is logging.getLogger("tensorflow") (tf_logging.get_logger), which importing TensorFlow gives a
+#: handler of its own where the root logger has none: the tf_logger helper does the same when the translation is
+#: imported (its call after the definition), so TensorFlow's messages print as they do beside TensorFlow
+_TF_LOGGER = '''
+def tf_logger():
+    """TensorFlow's logger, logging.getLogger("tensorflow"), set up as importing TensorFlow sets it up (once in the
+    process): where the root logger has no handler yet, a handler of its own that prints "LEVEL:tensorflow:message"
+    to standard error (to standard output, from the INFO level on, in an interactive session). A logging.basicConfig
+    after the imports is the program's own, as beside TensorFlow (the messages then print twice, as TensorFlow's)."""
+    import logging
+    import sys
+    logger = logging.getLogger("tensorflow")
+    if not logger.__dict__.get("tf_handler_set"):
+        logger.tf_handler_set = True
+        if not logging.getLogger().handlers:
+            interactive = hasattr(sys, "ps1") or bool(sys.flags.interactive)
+            if interactive:
+                logger.setLevel(logging.INFO)
+            handler = logging.StreamHandler(sys.stdout if interactive else sys.stderr)
+            handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+            logger.addHandler(handler)
+    return logger
 
 
+tf_logger()  # TensorFlow sets its logger up when it is imported
+
+'''
 def _logger(ctx) -> cst.BaseExpression:
-    ctx.spell_text("logging.getLogger")  # records `import logging`
-    return cst.parse_expression(_LOGGER)
+    return cst.Call(cst.Name(_helpers.use(ctx, "tf_logger")), [])
 
 
 @call_transform("tf-logger")
 def tf_logger(m, ctx):
-    """``tf.get_logger()`` → ``logging.getLogger("tensorflow")``; with the rule's option ``method``,
-    ``tf.compat.v1.logging.<f>(...)`` → ``logging.getLogger("tensorflow").<method>(...)`` (TensorFlow's
-    module-level functions call that method of that logger, arguments as given)."""
+    """``tf.get_logger()`` → ``tf_logger()`` (``logging.getLogger("tensorflow")`` given TensorFlow's handler, as
+    importing TensorFlow gives it); with the rule's option ``method``, ``tf.compat.v1.logging.<f>(...)`` →
+    ``tf_logger().<method>(...)`` (TensorFlow's module-level functions call that method of that logger, arguments
+    as given)."""
     method = m.rule.emit.get("options", {}).get("method")
     if not method:
         return _logger(ctx)
@@ -90,6 +113,9 @@ def with_keywords(m, ctx):
 
 # helpers written into the output (fwport/packs/tf2torch/helpers.py writes those the output calls)
 from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
+from fwport.packs.tf2torch.datahelpers import DATA_DEPS  # noqa: E402
+
+_helpers.HELPERS["tf_logger"] = _TF_LOGGER
 
 _helpers.HELPERS["gfile_mkdir"] = '''
 def gfile_mkdir(path):
@@ -170,14 +196,13 @@ def list_devices(m, ctx):
 _LOG_COUNTED = '''
 def {name}(level, msg, n, *args):
     """{doc}"""
-    import logging
     import sys
     here = sys._getframe(1)  # TensorFlow's key: the first frame outside the calling file
     outside = here.f_back
     while outside is not None and outside.f_code.co_filename == here.f_code.co_filename:
         outside = outside.f_back
     key = ("<unknown>", 0) if outside is None else (outside.f_code.co_filename, outside.f_lineno)
-    logger = logging.getLogger("tensorflow")
+    logger = tf_logger()
     counts = logger.__dict__.setdefault("tf_log_counts", dict())  # one count per key in the process, as TensorFlow's
     counts[key] = counts.get(key, -1) + 1
     if {test}:
@@ -187,6 +212,7 @@ _helpers.HELPERS["tf_log_every_n"] = _LOG_COUNTED.format(
     name="tf_log_every_n", test="not counts[key] % n",
     doc="tf.compat.v1.logging.log_every_n: log the 1st, (n+1)st, (2n+1)st... call to TensorFlow's logger,\n"
         "    counted as TensorFlow counts: per place (file, line) of the first caller outside the calling file.")
+DATA_DEPS["tf_log_every_n"] = DATA_DEPS["tf_log_first_n"] = ("tf_logger",)
 _helpers.HELPERS["tf_log_first_n"] = _LOG_COUNTED.format(
     name="tf_log_first_n", test="counts[key] < n",
     doc="tf.compat.v1.logging.log_first_n: log the first n calls to TensorFlow's logger, counted as\n"

@@ -29,6 +29,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.engine import translate_layer
 from fwport.core.finding import Severity
+from fwport.core.imports import string_end
 from fwport.core.names import ScopedResolver, bound_names, scan
 from fwport.packs.tf2torch.dims import SizedContext
 from fwport.core.engine import expr
@@ -125,15 +126,6 @@ def _may_plan(module: cst.Module, ctx: FileContext) -> bool:
     return any(True for _ in _named_candidates(module, ctx))
 
 
-#: a string from its opening quote to its closing one, as Python 3.11's tokenizer reads it
-_STRING_END = {
-    "'''": re.compile(r"'''(?:[^'\\]|\\.|'(?!''))*'''", re.S),
-    '"""': re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""', re.S),
-    "'": re.compile(r"'(?:[^'\\\n]|\\.)*'", re.S),
-    '"': re.compile(r'"(?:[^"\\\n]|\\.)*"', re.S),
-}
-
-
 def _called_again(text: str, i: int) -> bool:
     """Whether the call whose arguments start at ``text[i]`` is called in turn (its closing parenthesis
     followed by an opening one, or a comment); True where it is unsure (a string that does not end)."""
@@ -150,11 +142,10 @@ def _called_again(text: str, i: int) -> bool:
             continue
         if c in "'\"":  # (a prefix before the quote changes nothing here: an f-string's braces hold code, but
             # balanced parentheses)
-            quote = c * 3 if text.startswith(c * 3, m.start()) else c
-            end = _STRING_END[quote].match(text, m.start())
+            end = string_end(text, m.start())
             if end is None:
                 return True
-            i = end.end()
+            i = end
             continue
         depth += 1 if c == "(" else -1
         i = m.end()

@@ -455,19 +455,24 @@ def _data_parallel(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Ca
     ctx.options[DISTRIBUTED] = True
     if any(c.metrics for c in ctx.analyses.get("compiled", []) if c.loss is not None):
         _helpers.use(ctx, fitloop.ALL_REDUCE_METRIC)
-    init = _helpers.use(ctx, "init_distributed")
+    _init_plan(ctx, stmt, _helpers.use(ctx, "init_distributed"))
     replicas = _helpers.use(ctx, "replicas_in_sync")
     _helpers.use(ctx, fitloop.DATA_PARALLEL)
     main = _helpers.use(ctx, fitloop.MAIN_PROCESS)
-    ctx.plans.add(stmt, lambda orig, upd: cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(init), []))],
-                                                                  leading_lines=upd.leading_lines),
-                  descend=False, by="runtime")
     for node, what in plan:
         if what == "replicas":
             ctx.plans.add(node, lambda orig, upd: cst.Call(cst.Name(replicas), []), descend=False, by="runtime")
         else:
             _plan_use(ctx, node, what, "")
     _first_process(ctx, stmt, uses, main)
+
+
+def _init_plan(ctx: FileContext, stmt: cst.SimpleStatementLine, init: str) -> None:
+    """The strategy's statement ``strategy = tf.distribute.X(...)`` → ``init()``, the helper ``init`` that joins
+    torchrun's process group (its comments above kept)."""
+    ctx.plans.add(stmt, lambda orig, upd: cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(init), []))],
+                                                                  leading_lines=upd.leading_lines),
+                  descend=False, by="runtime")
 
 
 def _first_process(ctx: FileContext, stmt: cst.SimpleStatementLine, uses: _Uses, main: str,
@@ -558,12 +563,9 @@ def _replicated(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call,
         "`torchrun --nproc_per_node=NUM_GPUS file.py`", "`torchrun --nnodes=NUM_MACHINES --nproc_per_node=NUM_GPUS "
         "--rdzv_backend=c10d --rdzv_endpoint=HOST:PORT file.py` on every machine", 1)
     ctx.report(Severity.INFO, "idiom-replaced", message, call)
-    init = _helpers.use(ctx, "init_replicas")
+    _init_plan(ctx, stmt, _helpers.use(ctx, "init_replicas"))
     _helpers.use(ctx, "init_distributed")
     main = _helpers.use(ctx, fitloop.MAIN_PROCESS)
-    ctx.plans.add(stmt, lambda orig, upd: cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(init), []))],
-                                                                  leading_lines=upd.leading_lines),
-                  descend=False, by="runtime")
     for node, what in plan:
         if what == "replicas":
             replicas = _helpers.use(ctx, "replicas_in_sync")

@@ -2495,6 +2495,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             original_node)
             return updated_node
         made = cst.Expr(cst.Call(cst.Attribute(receiver, cst.Name("requires_grad_")), [cst.Arg(updated_node.value)]))
+        if isinstance(receiver, cst.Name):  # finish: a Lazy module's parameters are frozen one by one
+            self.ctx.options.setdefault(_FROZEN_NAMES, set()).add(receiver.value)
         keras2 = (" Keras 2 also reads the flag when a model is compiled: a model compiled before this line "
                   "keeps training these weights in its own fit / train_on_batch, which torch does not do."
                   if self.ctx.version == 2 else "")
@@ -4002,10 +4004,11 @@ def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: i
 FROZEN_BATCHNORM = "tf2torch-frozen-batchnorm"
 #: what the warning of `x.trainable = False` → `x.requires_grad_(False)` adds about Lazy modules (checked with torch
 #: 2.13: requires_grad_ raises ValueError on an UninitializedParameter; the attribute can be set, and it stays set
-#: when the parameter materializes at the first call)
-_LAZY_FREEZE = (" Where the module is still a Lazy one (nn.LazyLinear, nn.LazyConv2d ... before its first call), "
-                "requires_grad_ raises ValueError: call it after a first forward pass, or set p.requires_grad = False "
-                "on each of its parameters, which works before they are materialized and stays after")
+#: when the parameter materializes at the first call: finish writes that for a name bound to a Lazy module)
+_LAZY_FREEZE = (" Where the name is bound to a Lazy module (nn.LazyLinear, nn.LazyConv2d ...), whose requires_grad_ "
+                "raises ValueError before its first call, the translation sets p.requires_grad on each of its "
+                "parameters instead, which holds before they are materialized and stays after; a Lazy module reached "
+                "otherwise needs the same")
 
 
 def _default_list(plan: _Plan, scope: int, name: str) -> cst.List | cst.Tuple | None:
@@ -4524,10 +4527,56 @@ def _marked(small) -> bool:
             and isinstance(small.value.func, cst.Name) and small.value.func.value == MARK)
 
 
+#: ctx.options: the names whose `.trainable = ...` became `name.requires_grad_(...)` (finish: Lazy modules)
+_FROZEN_NAMES = "_frozen_names"
+
+
+class _LazyFreeze(cst.CSTTransformer):
+    """``name.requires_grad_(flag)`` statements of a name the output binds to a Lazy module (nn.LazyLinear(...),
+    a Lazy* helper, an nn.Sequential holding one) → ``for param in name.parameters(): param.requires_grad = flag``: requires_grad_ raises
+    ValueError on a parameter not yet materialized (torch 2.13); the attribute can be set on it and stays set when
+    the first call materializes it. On a module whose parameters all exist, the same as requires_grad_."""
+
+    def __init__(self, names: set[str], loop: str):
+        self.names, self.loop = names, loop
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if len(updated_node.body) != 1 or not isinstance(updated_node.body[0], cst.Expr):
+            return updated_node
+        call = updated_node.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "requires_grad_" and isinstance(call.func.value, cst.Name)
+                and call.func.value.value in self.names and len(call.args) == 1 and call.args[0].keyword is None):
+            return updated_node
+        flag = call.args[0].value
+        target = cst.Attribute(cst.Name(self.loop), cst.Name("requires_grad"))
+        body = cst.IndentedBlock([cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(target)], flag)])])
+        return cst.For(cst.Name(self.loop), cst.Call(cst.Attribute(call.func.value, cst.Name("parameters")), []),
+                       body, leading_lines=updated_node.leading_lines)
+
+
+def _lazy_frozen(module: cst.Module, names: set[str]) -> cst.Module:
+    """:class:`_LazyFreeze` over the module, for the names of ``names`` it binds somewhere to a call that makes a
+    Lazy module (or a module holding one)."""
+    lazy = set()
+    for a in find_all(module, cst.Assign):
+        if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and a.targets[0].target.value in names \
+                and any((dotted_text(c.func) or "").rsplit(".", 1)[-1].startswith("Lazy") for c in find_all(a.value, cst.Call)):
+            lazy.add(a.targets[0].target.value)  # (nn.LazyLinear(...), or a module holding one: nn.Sequential(...))
+    if not lazy:
+        return module
+    used = {n.value for n in find_all(module, cst.Name)}
+    loop = next(n for n in ("param", *(f"param{i}" for i in range(1, 1000))) if n not in used)
+    return module.visit(_LazyFreeze(lazy, loop))
+
+
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Put the statements :func:`run` added before a statement on lines of their own; write the
     metric classes the rule pass used and the fit / evaluate / predict functions a translated
-    compile needs after the imports."""
+    compile needs after the imports; freeze a Lazy module's parameters one by one (:class:`_LazyFreeze`)."""
+    frozen = ctx.options.pop(_FROZEN_NAMES, None)
+    if frozen:
+        module = _lazy_frozen(module, frozen)
     if ctx.options.pop("_split_lines", False):
         module = rewrite(module, _Split())
     texts = []
