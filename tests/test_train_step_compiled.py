@@ -529,3 +529,65 @@ def test_a_compile_of_a_name_also_bound_to_another_model_there_stays_an_error():
         "")
     msgs = _messages(src)
     assert any(m.startswith("trainer.fit(...) is a Keras model method") for m in msgs), msgs
+
+
+# keras-io's customizing_what_happens_in_fit defines `class CustomModel` again and again: each compile is of an
+# instance of the definition before it, so each definition pairs with its own compiles (a later definition that
+# computes its loss itself, compiled without one, no longer makes the first one's compiled_loss an error)
+REDEFINED = TRAINER.replace(
+    "\n\ndef run(x, y):\n    return trainer.fit(x, y, batch_size=5, epochs=3, shuffle=False, verbose=0, "
+    "validation_data=(x[:7], y[:7]))\n",
+    '''
+
+class MyTrainer(keras.Model):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(self.model(x, training=True)))
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}
+
+
+other = MyTrainer(keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)]))
+other.compile(optimizer="sgd")
+h = trainer.fit(x_train, y_train, batch_size=5, epochs=3, shuffle=False, verbose=0, validation_data=(x_val, y_val))
+''').replace("from tensorflow.keras import layers\n", "from tensorflow.keras import layers\nimport numpy as np\n"
+             "x_train = np.random.default_rng(0).normal(size=(12, 4)).astype(\"float32\")\n"
+             "y_train = np.argmax(x_train[:, :3] + 0.3 * x_train[:, 1:4], axis=1)\n"
+             "x_val, y_val = x_train[:7], y_train[:7]\n")
+
+
+def test_each_definition_of_a_redefined_class_pairs_with_its_own_compiles(tmp_path):
+    assert REDEFINED.count("class MyTrainer(keras.Model):") == 2 and "def run" not in REDEFINED
+    out = tx(REDEFINED).output
+    assert out.count("class MyTrainer(TrainStepModule):") == 2
+    assert "loss=lambda y_true, y_pred:" in out and 'other.compile(optimizer=functools.partial(torch.optim.SGD' in out
+    # the module-level fit trains the first definition's instance from the weights the driver sets after it:
+    # the driver refits it, from the same weights, in both frameworks
+    keras_out, torch_out = _run_keras2(tmp_path, REDEFINED, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 12, "width": 4, "x_map": LABELS, "models": "(model_a,)",
+        "fit": "h = trainer.fit(x, y, batch_size=5, epochs=3, shuffle=False, verbose=0, "
+               "validation_data=(x[:7], y[:7]))\nextra = None"})
+    _same(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
+
+
+def test_a_redefined_class_s_compiled_loss_is_refused_by_its_own_compile_s_line():
+    # the first definition's instance compiled without a loss: its compiled_loss / compiled_metrics are errors
+    # naming that compile; the second definition's class (which reads neither) is translated without one
+    src = REDEFINED.replace('loss="sparse_categorical_crossentropy", metrics=["accuracy"])', ")", 1)
+    assert src != REDEFINED
+    errs = errors(tx(src))
+    lines = src.lstrip("\n").splitlines()  # (as tx reads it)
+    second = lines.index("class MyTrainer(keras.Model):", lines.index("class MyTrainer(keras.Model):") + 1) + 1
+    compiled = [(n, m) for n, m in errs if m.startswith("self.compiled_")]
+    assert [lines[n - 1].strip()[:30] for n, _ in compiled] == [
+        "loss = self.compiled_loss(y, y", "self.compiled_metrics.update_s"], errs
+    assert all(n < second and "the compile of trainer gives no loss" in m for n, m in compiled), compiled
+    # (and its fit's validation_data is Keras's own test_step, which that compile does not tell: an error)
+    assert any(m.startswith("trainer.fit(") and "validation_data" in m for _, m in errs), errs

@@ -348,6 +348,11 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self._not_names: set[int] = set()  # keywords and attribute names (x.metrics, metrics=)
         # train_step classes → what of Keras 2's compiled loss / metrics their methods read (COMPILED, "metrics")
         self.compiled_uses: dict[str, set[str]] = {}
+        # a class name defined more than once (a tutorial's successive `class CustomModel`): each definition's
+        # (statement, ClassDef) and its own compiled uses (id(ClassDef) → them), so each pairs with its own compiles
+        self.class_defs: dict[str, list[tuple[int, cst.ClassDef]]] = {}
+        self.compiled_uses_at: dict[int, set[str]] = {}
+        self.train_step_defs: set[int] = set()  # id of each ClassDef of train_step_classes
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
         self.class_methods: dict[str, set[str]] = {}  # class of the file → the methods it defines
         self.star_inits: set[str] = set()  # classes of the file whose __init__ takes *args or **kwargs
@@ -367,6 +372,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+        self.class_defs.setdefault(node.name.value, []).append((self.order, node))
         if any(b.keyword is None and self.qualname(b.value) == SCHEDULE for b in node.bases):
             self.schedule_classes.add(node.name.value)
         if any(b.keyword is None and self.qualname(b.value) == runtime.LOSS_BASE for b in node.bases):
@@ -379,6 +385,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
+            self.train_step_defs.add(id(node))
             if "test_step" in methods:
                 self.test_step_classes.add(node.name.value)
             if "metrics" in methods:
@@ -389,6 +396,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             scan(node.body, uses)
             # a method the class defines itself (its own compute_loss) is no attribute Keras's compile gives it
             self.compiled_uses[node.name.value] = uses.used - (methods - {"metrics"})
+            self.compiled_uses_at[id(node)] = self.compiled_uses[node.name.value]
             self.metric_attrs[node.name.value] = uses.metric_attrs
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -789,7 +797,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._comprehensions: list[cst.CSTNode] = []
         self._deferred = 0  # open lambdas, conditional expressions, and / or: code that may run later or never
         self._defined_names: set[str] | None = None
-        self._compiled_why: dict[str, str | None] = {}  # train_step class → why its compiles cannot be kept
+        self._compiled_why: dict[tuple[str, int], str | None] = {}  # train_step class → why its compiles cannot be kept
         self._accepted: set[int] = set()  # self.compiled_loss / compiled_metrics / metrics nodes read as Keras 2 does
         self._not_accepted: dict[int, str] = {}  # ... and why others are not
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
@@ -873,7 +881,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def leave_FunctionDef(self, original_node, updated_node):
         updated_node = super().leave_FunctionDef(original_node, updated_node)
-        if (original_node.name.value == "compile" and self.classes and self.classes[-1] in self.plan.train_step_classes
+        if (original_node.name.value == "compile" and self._in_train_step_class()
                 and len(self._scopes) == 0):
             return self._custom_compile(updated_node)
         return updated_node
@@ -1680,6 +1688,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
     def _train_step_model(self, name: str, call: cst.Call | None = None) -> bool:
+        if call is not None and _not_train_step_def(self.plan, name, call):
+            return False
         made = _made_class(self.plan, self.models, name, call) if call is not None else None
         if made is not None:  # the binding the call sees (a factory's model too; not one left Keras: model_api's)
             return made in self.plan.train_step_classes and not _left_keras(
@@ -1692,6 +1702,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         sees makes (:func:`_made_class`), else every class the name is bound to an instance of."""
         made = _made_class(self.plan, self.models, name, call)
         return {made} if made else self.plan.instances.get(name, set())
+
+    def _def_at(self, cls: str, name: str, call: cst.Call) -> cst.ClassDef | None:
+        return _def_of(self.plan, cls, name, call)
+
+    def _in_train_step_class(self) -> bool:
+        """Whether the class being translated defines its own train_step (this definition of its name)."""
+        return bool(self.classes) and self.classes[-1] in self.plan.train_step_classes and (
+            len(self.plan.class_defs.get(self.classes[-1], [])) < 2 or id(self._class_nodes[-1]) in self.plan.train_step_defs)
+
+    def _uses(self, cls: str, node: cst.ClassDef | None = None) -> set[str]:
+        """What of Keras 2's compiled loss / metrics ``cls`` reads: that definition's where ``node`` is one."""
+        if node is not None and id(node) in self.plan.compiled_uses_at:
+            return self.plan.compiled_uses_at[id(node)]
+        return self.plan.compiled_uses.get(cls, set())
 
     def _custom_compile_of(self, name: str) -> bool:
         """Whether the model's class defines its own compile (whose parameters mean what it says)."""
@@ -1716,10 +1740,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 return None
         out = updated_node
         classes = self._classes_at(name, original_node)
+        one = next(iter(classes)) if len(classes) == 1 else None
+        node = self._def_at(one, name, original_node) if one else None
         # Keras 2's own test_step (the compiled loss and metrics), which TrainStepModule writes where they are kept
         tested = classes <= self.plan.test_step_classes or (
-            len(classes) == 1 and "compiled_loss" in self.plan.compiled_uses.get(next(iter(classes)), set())
-            and self._compiled_refusal(next(iter(classes))) is None)
+            one is not None and "compiled_loss" in self._uses(one, node)
+            and self._compiled_refusal(one, node) is None)
         if method == "evaluate" and not tested:
             return None  # Keras's own test_step (the compiled loss and metrics): model_api's error
         if method == "fit":
@@ -1808,9 +1834,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if len(classes) != 1:
             return args
         cls = next(iter(classes))
-        uses = self.plan.compiled_uses.get(cls, set())
+        node = self._def_at(cls, call.func.value.value, call)
+        uses = self._uses(cls, node)
         if not uses & {"compiled_loss", "compiled_metrics", "metrics"} or (
-                uses == {"metrics"} and cls in self.plan.own_metrics) or self._compiled_refusal(cls) is not None:
+                uses == {"metrics"} and cls in self.plan.own_metrics) or self._compiled_refusal(cls, node) is not None:
             return args
         custom = cls in self.plan.custom_compiles
         bound = self._compile_args(call, cls) or {}
@@ -1914,11 +1941,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if penalties is not None:
                 return penalties
         if (original_node.attr.value == "metrics" and isinstance(original_node.value, cst.Name)
-                and original_node.value.value == "self" and self.classes
-                and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
+                and original_node.value.value == "self" and self._in_train_step_class()
+                and self.classes[-1] not in self.plan.own_metrics
                 and not self.ctx.is_settled(original_node)):
             self.ctx.settle(original_node)
-            why = self._compiled_refusal(self.classes[-1])
+            why = self._compiled_refusal(self.classes[-1], self._class_nodes[-1])
             if why is None:
                 self._keep_compiled(original_node)
                 return updated_node
@@ -1929,12 +1956,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "class's metric objects (self.loss_tracker = keras.metrics.Mean() ...)", original_node)
             return updated_node
         if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
-                and original_node.value.value == "self" and self.classes
-                and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)
+                and original_node.value.value == "self" and self._in_train_step_class() and not self.ctx.is_settled(original_node)
                 and original_node.attr.value not in self.plan.class_methods.get(self.classes[-1], ())):
             self.ctx.settle(original_node)
             attr = original_node.attr.value
-            why = self._compiled_refusal(self.classes[-1])
+            why = self._compiled_refusal(self.classes[-1], self._class_nodes[-1])
             if why is None and id(original_node) in self._accepted:
                 self._keep_compiled(original_node)
                 return updated_node
@@ -1997,7 +2023,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 and len(self.plan.bound_at.get(v.value, [])) == 1 and not self.shadowed(v.value)):
             return v.value
         if (isinstance(v, cst.Attribute) and v.attr.value.endswith("optimizer") and isinstance(v.value, cst.Name)
-                and v.value.value == "self" and self.classes and self.classes[-1] in self.plan.train_step_classes):
+                and v.value.value == "self" and self._in_train_step_class()):
             return code(v)  # a torch optimizer TrainStepModule.compile (or the class's compile) created
         return None
 
@@ -2030,7 +2056,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     # -- Keras 2's compiled loss and metrics read by a train_step: TrainStepModule keeps them
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
-        if not (self.classes and self.classes[-1] in self.plan.train_step_classes and isinstance(f, cst.Attribute)):
+        if not (self._in_train_step_class() and isinstance(f, cst.Attribute)):
             return
         if _is_self_attr(f, "compiled_loss"):
             why = self._compiled_loss_args(node)
@@ -2080,11 +2106,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return "it takes y_true and y_pred"
         return None
 
-    def _compiles_of(self, cls: str) -> tuple[list[cst.Call], bool]:
+    def _compiles_of(self, cls: str, node: cst.ClassDef | None = None) -> tuple[list[cst.Call], bool]:
         """The compile calls of the file on instances of ``cls`` (names bound only to them), and whether
-        some compile is of a name bound to such an instance and to other things (which fwport cannot follow)."""
+        some compile is of a name bound to such an instance and to other things (which fwport cannot follow).
+        With ``node``, one definition of a class name defined more than once: not the compiles of instances
+        another definition made (:meth:`_def_at`)."""
         calls, unsure = [], False
         for name, call, _ in self.plan.compiles:
+            if node is not None and self._def_at(cls, name, call) not in (None, node):
+                continue
             made = self._compiled_class(name, call)
             if made is not None:  # the binding the compile sees makes one class's instance (or no class's)
                 if made == cls:
@@ -2100,14 +2130,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def _compiled_class(self, name: str, call: cst.Call) -> str | None:
         return _made_class(self.plan, self.models, name, call)
 
-    def _compiled_refusal(self, cls: str) -> str | None:
+    def _compiled_refusal(self, cls: str, node: cst.ClassDef | None = None) -> str | None:
         """Why the compiles of ``cls``'s instances cannot give its train_step what Keras 2's compile gives it
         (the loss as ``self.compiled_loss``, the metrics as ``self.compiled_metrics``, both in ``self.metrics``);
-        None when every one can (TrainStepModule keeps them)."""
-        if cls in self._compiled_why:
-            return self._compiled_why[cls]
-        uses = self.plan.compiled_uses.get(cls, set())
-        calls, unsure = self._compiles_of(cls)
+        None when every one can (TrainStepModule keeps them). ``node``: the definition meant, where the file
+        defines the name more than once (each pairs with the compiles of the instances it made)."""
+        if len(self.plan.class_defs.get(cls, [])) < 2:
+            node = None
+        key = (cls, id(node))
+        if key in self._compiled_why:
+            return self._compiled_why[key]
+        uses = self._uses(cls, node)
+        calls, unsure = self._compiles_of(cls, node)
         why = None
         if uses & {"compute_loss", "compute_metrics"}:
             why = "Keras 3's compute_loss / compute_metrics are not translated"
@@ -2132,7 +2166,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if why is None and uses & {"compiled_metrics", "metrics"}:
                 metrics = self._metrics_of(args.get("metrics"), self._loss_rule(loss) if loss is not None else None)
                 why = metrics if isinstance(metrics, str) else None
-        self._compiled_why[cls] = why
+        self._compiled_why[key] = why
         return why
 
     def _compile_args(self, call: cst.Call, cls: str) -> dict | None:
@@ -2223,7 +2257,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """``self.generator`` in a method of a model with its own train_step: its sub-models (Keras
         layers and models, which take ``training=``), nn.Modules once translated."""
         if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
-                and bool(self.classes) and self.classes[-1] in self.plan.train_step_classes):
+                and self._in_train_step_class()):
             return False
         # a method of the class (shiftvit's self._calculate_loss(data, training=True)) takes training= itself
         return not any(isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
@@ -2585,7 +2619,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         updates (compile runs once the model exists). Elsewhere the optimizer's rule says what to write."""
         target = code(original_node.targets[0].target)
         fn = self._scopes[-1] if self._scopes else None
-        if not (self.classes and self.classes[-1] in self.plan.train_step_classes and isinstance(fn, cst.FunctionDef)
+        if not (self._in_train_step_class() and isinstance(fn, cst.FunctionDef)
                 and fn.name.value == "compile" and len(self._scopes) == 1):
             return updated_node
         call = original_node.value
@@ -2842,7 +2876,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                        leading_lines=stmt.leading_lines)
         new = [zero, *inner, *body[i + 1:j]]
         backward = cst.Expr(parsed_expression(f"{loss_text}.backward()"))
-        if (opt == "self.optimizer" and self.classes and self.classes[-1] in self.plan.train_step_classes
+        if (opt == "self.optimizer" and self._in_train_step_class()
                 and code(variables) not in ("self.trainable_weights", "self.trainable_variables")):
             # TrainStepModule.compile creates self.optimizer over all the parameters: only those of
             # the variables apply_gradients gets may receive gradients (step() moves any that has one)
@@ -3674,8 +3708,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     classes = plan.instances.get(model)
     made = _made_class(plan, models, model, call)
     left = _left_keras(plan, model, call, scope)
-    if (classes and classes <= plan.train_step_classes) if made is None else (made in plan.train_step_classes
-                                                                              and left is None):
+    if ((classes and classes <= plan.train_step_classes) if made is None else (made in plan.train_step_classes
+                                                                               and left is None)) and not \
+            _not_train_step_def(plan, model, call):
         return None  # its compile / fit are TrainStepModule's methods
     if left is not None:
         ctx.analyses.setdefault("left_keras_calls", set()).add(id(call))  # (model_api's error says it stays Keras)
@@ -3907,6 +3942,35 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
         c.names["loss_fn"] = c.loss[3]
     return c
+
+
+def _def_of(plan: _Plan, cls: str, name: str, call: cst.Call) -> cst.ClassDef | None:
+    """Which of the definitions of ``cls``, a class name the file defines more than once, made the instance ``name``
+    is where ``call`` (its compile, fit...) reads it: the binding it sees, ``name = cls(...)`` at module level, was made
+    under the last definition before it. None where the name has one definition, or where this is not known (a
+    binding in a function, which runs when it is called)."""
+    defs = plan.class_defs.get(cls, [])
+    if len(defs) < 2 or plan.call_scope.get(id(call), 0) != 0:
+        return None
+    at = plan.call_order.get(id(call), 0)
+    before = [(order, v) for order, where, v in plan.values.get(name, []) if where == 0 and order < at]
+    if not before:
+        return None
+    bound, value = before[-1]
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == cls):
+        return None
+    made = [node for order, node in defs if order < bound]
+    return made[-1] if made else None
+
+
+def _not_train_step_def(plan: _Plan, name: str, call: cst.Call) -> bool:
+    """Whether ``name`` is, where ``call`` reads it, an instance of a definition without train_step of a class name
+    that another definition of the file gives one (a tutorial's successive ``class CustomModel``)."""
+    classes = plan.instances.get(name, set())
+    if len(classes) != 1:
+        return False
+    node = _def_of(plan, next(iter(classes)), name, call)
+    return node is not None and id(node) not in plan.train_step_defs
 
 
 def _made_class(plan: _Plan, models, name: str, call: cst.Call) -> str | None:
