@@ -338,6 +338,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
         self.own_training = False
+        self.add_loss = False  # the file calls add_loss (a compile without a loss then trains on its terms alone)
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
@@ -480,6 +481,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._not_names.add(id(node.attr))
+        if node.attr.value == "add_loss":
+            self.add_loss = True
         if node.attr.value in ("GradientTape", "apply_gradients", "minimize", "train_on_batch") or (
                 node.attr.value == "losses" and not (self.qualname(node) or "").startswith("keras.")):
             self.own_training = True  # (keras.losses: the module)
@@ -3859,6 +3862,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         if isinstance(made, str):
             return refuse(made)
     if isinstance(c, str):
+        if c == "no loss is given" and plan.add_loss:
+            c = ("no loss is given: Keras then trains the model on the terms its layers give add_loss alone (its "
+                 "History's \"loss\" their sum), which the written loops do not (they start from a loss): write the "
+                 "loop by hand, its loss the sum of the terms the layers' forward return")
         if c.startswith("optimizer= is neither") and optimizer_why:
             c = f"optimizer={code(call_argument(call, 'optimizer', 0))}: {optimizer_why[0]}"
         given = call_argument(call, "loss", 1)
