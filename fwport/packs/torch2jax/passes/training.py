@@ -1498,12 +1498,18 @@ class _Pass(cst.CSTTransformer):
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
+# names that hold a CUDA device's index in distributed code (`x.to(rank)`, `x.to(self.gpu_id)`, `x.to(args.gpu)`):
+# `.to(<int>)` is a move to that device (an int is no dtype nor tensor)
+_DEVICE_INDEX = frozenset({"rank", "local_rank", "gpu", "gpu_id"})
+
+
 def _is_device(node, ctx) -> bool:
-    """A device argument of ``.to(...)``: a device name (``device``, ``args.device``), a device string
-    or ``torch.device(...)``."""
+    """A device argument of ``.to(...)``: a device name (``device``, ``args.device``, ``DEVICE``), a device index
+    (_DEVICE_INDEX), a device string or ``torch.device(...)``."""
     text = dotted_text(node)
     if text is not None:
-        return "device" in text.rsplit(".", 1)[-1]
+        last = text.rsplit(".", 1)[-1].lower()
+        return "device" in last or last in _DEVICE_INDEX
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value.split(":")[0] in ("cuda", "cpu", "mps")
     return isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == "torch.device"
