@@ -81,7 +81,9 @@ def test_a_cosine_schedule_past_t_max_or_a_lambda_with_python_max_is_not_rewritt
     long = SOURCE.replace("SCHEDULER", "torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=2)")
     r = translate_source(long, "train.py", "torch2jax")
     assert any(f.severity is Severity.WARNING and "rises again" in f.message for f in r.findings), r.findings
-    py_max = SOURCE.replace("SCHEDULER", "torch.optim.lr_scheduler.LambdaLR(optimizer, lambda e: max(0.1, 0.9 ** e))")
+    # (over a range, such a lambda is a table of its values: test_torch2jax_t2j32.py; over a list, the epochs are unknown)
+    py_max = SOURCE.replace("SCHEDULER", "torch.optim.lr_scheduler.LambdaLR(optimizer, lambda e: max(0.1, 0.9 ** e))") \
+        .replace("for epoch in range(5):", "for epoch in [0, 1, 2, 3, 4]:")
     r = translate_source(py_max, "train.py", "torch2jax")
     assert any(f.severity is Severity.ERROR and "jnp.maximum" in f.message for f in r.findings), r.findings
     ms = SOURCE.replace("SCHEDULER", "torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[2, 2], gamma=0.3)")

@@ -494,6 +494,7 @@ class _TensorCalls(cst.CSTVisitor):
 
         dtype = cast_dtype(node, self.ctx)
         if dtype is None:
+            self.unknown_to(node)
             return
         recv = node.func.value
         if dotted_text(recv) in self.ctx.analyses.get(MODELS, ()):
@@ -509,6 +510,37 @@ class _TensorCalls(cst.CSTVisitor):
         def astype(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
             return expr(f"{_atom(updated.func.value)}.astype({self.ctx.spell_text('jax.numpy.' + dtype)})")
         self.ctx.plans.add(node, astype, by="tensor-methods")
+
+    def unknown_to(self, node: cst.Call) -> None:
+        """``x.to(v)`` of one argument that is no torch dtype written out (cast) and no device move (the training pass
+        removes those): ``x.to(y.dtype)`` / ``x.to(dtype=v)`` → ``x.astype(...)``; a ``v`` fwport cannot tell a dtype,
+        a device or a tensor (``x.to(q)``, ``dtype = rest[-1]``) is an error, as inside a forward (batch.py): left
+        as written, a jax array has no ``.to``."""
+        from fwport.packs.torch2jax.batch import _device_move
+        from fwport.packs.torch2jax.passes.training import MODELS
+
+        f = node.func
+        if not isinstance(f, cst.Attribute) or f.attr.value != "to" or len(node.args) != 1 or node.args[0].star \
+                or node.args[0].keyword is not None and node.args[0].keyword.value != "dtype":
+            return
+        recv, v = f.value, node.args[0].value
+        if dotted_text(recv) in self.ctx.analyses.get(MODELS, ()) or self.ctx.imports.resolve(f) is not None \
+                or self.ctx.imports.resolve(recv) is not None or _device_move(node, self.ctx) \
+                or self.ctx.plans.get(node) is not None:
+            return  # a model's move or cast (the training pass's), a module's function, a device move
+        if isinstance(v, cst.Attribute) and v.attr.value == "dtype" or node.args[0].keyword is not None:
+            def astype(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return expr(f"{_atom(updated.func.value)}.astype({code(updated.args[0].value)})")
+            self.ctx.plans.add(node, astype, by="tensor-methods")  # x.to(y.dtype), x.to(dtype=d): a cast
+            return
+
+        def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original)}: fwport cannot tell whether "
+                            f"{code(v)} is a dtype, a device or a tensor (whose dtype .to takes); write .astype("
+                            f"{code(v)}) for a dtype, .astype({code(v)}.dtype) for a tensor's, or drop the call for a "
+                            "device", original)
+            return updated
+        self.ctx.plans.add(node, refuse, by="tensor-methods")
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func

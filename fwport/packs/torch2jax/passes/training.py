@@ -1498,12 +1498,18 @@ class _Pass(cst.CSTTransformer):
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
+# names that hold a CUDA device's index in distributed code (`x.to(rank)`, `x.to(self.gpu_id)`, `x.to(args.gpu)`):
+# `.to(<int>)` is a move to that device (an int is no dtype nor tensor)
+_DEVICE_INDEX = frozenset({"rank", "local_rank", "gpu", "gpu_id"})
+
+
 def _is_device(node, ctx) -> bool:
-    """A device argument of ``.to(...)``: a device name (``device``, ``args.device``), a device string
-    or ``torch.device(...)``."""
+    """A device argument of ``.to(...)``: a device name (``device``, ``args.device``, ``DEVICE``), a device index
+    (_DEVICE_INDEX), a device string or ``torch.device(...)``."""
     text = dotted_text(node)
     if text is not None:
-        return "device" in text.rsplit(".", 1)[-1]
+        last = text.rsplit(".", 1)[-1].lower()
+        return "device" in last or last in _DEVICE_INDEX
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value.split(":")[0] in ("cuda", "cpu", "mps")
     return isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == "torch.device"
@@ -2040,7 +2046,7 @@ def _epoch_schedule(q: str, call: cst.Call, args: dict, steps: str, loop: cst.Fo
             (a.value for a in call.args if a.keyword is not None and a.keyword.value == "lr_lambda"), None)
         if not isinstance(lam, cst.Lambda) or len(lam.params.params) != 1 or lam.params.star_arg not in (
                 None, cst.MaybeSentinel.DEFAULT) or lam.params.kwonly_params or lam.params.star_kwarg:
-            return None
+            return _epoch_table(lam, steps, loop, ctx)
         param = lam.params.params[0].name.value
 
         def arithmetic(n) -> bool:
@@ -2052,7 +2058,7 @@ def _epoch_schedule(q: str, call: cst.Call, args: dict, steps: str, loop: cst.Fo
                 return arithmetic(n.expression)
             return False
         if not arithmetic(lam.body):
-            return None
+            return _epoch_table(lam, steps, loop, ctx)
 
         class Sub(cst.CSTTransformer):
             def leave_Name(self, o, u):
@@ -2061,6 +2067,37 @@ def _epoch_schedule(q: str, call: cst.Call, args: dict, steps: str, loop: cst.Fo
         body = body if isinstance(lam.body, (cst.Name, cst.Integer, cst.Float)) else f"({body})"
         return f"lambda count: {{lr}} * {body.replace('{', '{{').replace('}', '}}')}", ""
     return None
+
+
+def _epoch_table(lam, steps: str, loop: cst.For, ctx) -> tuple[str, str] | None:
+    """LambdaLR whose ``lr_lambda`` is any other function of the epoch (a Python ``max`` or ``if``, a method of an
+    object: PyTorch-GAN's ``LambdaLR(n_epochs, offset, decay_start).step``), stepped once per epoch of a loop over
+    ``range(...)`` → ``lambda count: lr * jnp.asarray([lr_lambda(e) for e in range(<the epochs>)])[count // steps]``:
+    the factors of every epoch, computed by Python when the schedule is traced (the function never sees a traced
+    value), picked by the epoch of the update count. PyTorch's rate after k scheduler.step() calls is lr *
+    lr_lambda(k); the loop runs len(range(...)) epochs, each ``steps`` updates. None where the loop is not over a
+    range (the number of epochs is unknown: the rule's error stays)."""
+    it = loop.iter
+    if lam is None or not (isinstance(it, cst.Call) and dotted_text(it.func) == "range" and 1 <= len(it.args) <= 3
+                           and all(a.keyword is None and not a.star for a in it.args)):
+        return None
+    names = {n.value for n in _names_in(lam)} | {n.value for n in _names_in(it)}
+    if names & {"count", "_epoch"}:
+        return None  # (they would be shadowed by the schedule's own names)
+    epochs = f"len(range({', '.join(code(a.value) for a in it.args)}))"
+    text = (f"lambda count: {{lr}} * {ctx.spell_text('jax.numpy.asarray')}([({code(lam)})(_epoch) for _epoch in "
+            f"range({epochs})])[count // {steps}]")
+    return text.replace("{", "{{").replace("}", "}}").replace("{{lr}}", "{lr}"), ""
+
+
+def _names_in(node) -> list:
+    out: list = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n) -> None:
+            out.append(n)
+    node.visit(V())
+    return out
 
 
 def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) -> dict:
@@ -2093,7 +2130,10 @@ def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) ->
                 continue
             loop, at = epoch
             epoch = _epoch_loader(loop.body.body[:at], opt, scope, funcs, threaded, global_trained)
-            if epoch is None or not _bound_before(body, epoch[0], opt):
+            # (LambdaLR's schedule is a `lambda count:` that reads len(loader) when the step is traced, in the loop:
+            # the loader may be created after the optimizer, before the loop, as in PyTorch-GAN's scripts)
+            if epoch is None or not _bound_before(body, epoch[0], opt) and not (
+                    q.endswith(".LambdaLR") and _bound_before_loop(body, epoch[0], loop)):
                 continue
             loader, batch_loop = epoch
             steps = f"len({loader})"
@@ -2194,10 +2234,11 @@ def _epoch_loader(stmts: list, opt: str, scope, funcs: dict, threaded: dict, glo
     epochs = []
     for st in stmts:
         if isinstance(st, cst.For):
-            plan = _loop_plan(list(st.body.body))
-            if plan is not None and plan[0] == opt and _loop_over(st):
+            # (a GAN's loop steps each of its optimizers once per batch, one after another: _sequential_plans)
+            plans = {p[1][0] for p in _sequential_plans(list(st.body.body))}
+            if opt in plans and _loop_over(st):
                 epochs.append((_loop_over(st), st))
-            elif plan is not None:
+            elif plans:
                 return None
         elif isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr) \
                 and isinstance(st.body[0].value, cst.Call) and isinstance(st.body[0].value.func, cst.Name) \
@@ -2230,6 +2271,23 @@ def _bound_before(body: list, loader: str, opt: str) -> bool:
     first_loader = next((i for i, st in enumerate(body) if _assigns(st, loader)), None)
     first_opt = next((i for i, st in enumerate(body) if _assigns(st, opt)), None)
     return first_loader is not None and first_opt is not None and first_loader < first_opt
+
+
+def _bound_before_loop(body: list, loader: str, loop: cst.For) -> bool:
+    """Whether ``loader`` is assigned at the scope's own level before the statement holding ``loop``."""
+    def holds(st) -> bool:
+        hit = []
+
+        class V(cst.CSTVisitor):
+            def on_visit(self, n) -> bool:
+                if n is loop:
+                    hit.append(n)
+                return not hit
+        st.visit(V())
+        return bool(hit)
+    at = next((i for i, st in enumerate(body) if holds(st)), None)
+    first_loader = next((i for i, st in enumerate(body) if _assigns(st, loader)), None)
+    return at is not None and first_loader is not None and first_loader < at
 
 
 def _breaks(loop) -> bool:
