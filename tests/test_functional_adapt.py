@@ -2,7 +2,8 @@
 model that calls the layer (Keras's structured-data examples): the functional pass moves the layer into the
 generated class, so the adapt statement is written right after the model's statement, on the model's module
 (``model.normalizer.adapt(data)``), with an info finding ``adapt-moved``. Where that could compute other statistics
-(the data or the model's name bound again in between, the statement more than the call) the error stands."""
+(the data or the model's name bound again in between, the statement more than the call) the error stands. Below
+the model's statement the call is rewritten in place, unless the model's name is bound again in between."""
 from __future__ import annotations
 
 import textwrap
@@ -83,6 +84,23 @@ def test_an_adapted_layer_the_model_never_calls_stays_an_error():
     assert errors(r)
 
 
+AFTER = ADAPTED.replace("normalizer.adapt(data)\n", "").replace(
+    "model = keras.Model(inputs, outputs)\n", "model = keras.Model(inputs, outputs)\nprint(len(data))\nnormalizer.adapt(data)\n")
+
+
+def test_below_the_model_the_call_is_rewritten_in_place():
+    assert AFTER != ADAPTED and AFTER.count("normalizer.adapt(data)") == 1
+    r = tr(AFTER)
+    assert errors(r) == []
+    assert "model = Model()\nprint(len(data))\nmodel.normalizer.adapt(data)\n" in r.output
+    assert [f.line for f in r.findings if f.code == "adapt-moved"] == [14]
+    # the model's name bound again in between: the error stands
+    r = tr(AFTER.replace("print(len(data))", "model = None"))
+    assert "model.normalizer.adapt" not in r.output
+    assert any(ln == 14 and "normalizer: a tensor or layer of the functional model used after" in m
+               for ln, m in errors(r))
+
+
 DRIVER = '''
 import json, sys
 sys.path.insert(0, sys.argv[1])
@@ -109,11 +127,12 @@ print("RESULT " + json.dumps({"y": y.tolist(), "mean": mean.tolist(), "var": var
 
 
 @needs("torch", "tensorflow")
-def test_the_translated_model_normalizes_as_keras(tmp_path):
-    r = tr(ADAPTED)
+@pytest.mark.parametrize("source", [ADAPTED, AFTER], ids=["above", "below"])
+def test_the_translated_model_normalizes_as_keras(tmp_path, source):
+    r = tr(source)
     assert errors(r) == []
     assert "self.fc = nn.Linear(4, 3)" in r.output
-    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(ADAPTED), r.output, DRIVER)
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(source), r.output, DRIVER)
     np.testing.assert_allclose(torch_out["mean"], keras_out["mean"], rtol=1e-5)
     np.testing.assert_allclose(torch_out["var"], keras_out["var"], rtol=1e-4)
     np.testing.assert_allclose(torch_out["y"], keras_out["y"], rtol=1e-4, atol=1e-5)

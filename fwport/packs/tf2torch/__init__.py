@@ -154,9 +154,9 @@ CODES = {
     "display-dropped": "a bare expression statement showing an attribute of a Keras tensor of a module-level "
                        "functional model (`inputs.shape`: what a notebook displays, which a script computes nothing "
                        "with) was dropped with the graph, whose tensors the translation does not have",
-    "adapt-moved": "a module-level `normalizer.adapt(data)` above a module-level functional model that calls the "
-                   "layer was moved right after the model's statement, as `model.<attribute>.adapt(data)`: the "
-                   "layer is a module of the translated model there",
+    "adapt-moved": "a module-level `normalizer.adapt(data)` on a Normalization layer a module-level functional "
+                   "model calls became `model.<attribute>.adapt(data)` (the layer is a module of the translated "
+                   "model), moved right after the model's statement when it was above it",
     "loss-mask": "a model's output carries Keras's mask (from an Embedding(mask_zero=True)): Keras leaves the "
                  "masked steps out of the loss and metrics of compile()/fit(), a torch loss does not",
 }

@@ -2404,6 +2404,10 @@ class _Builder:
                 used = _read_before_bound(stmt, gone)
                 if used and not builder and self._in_later_model(stmts, m_index, i):
                     used -= set(self.inputs)  # an input a model below shares (its own input there too)
+                if used and not builder and self._adapt_after(stmts, i, m_index, used) is not None:
+                    roles[i] = "adapt"  # written in place on the model's module (_build_module)
+                    adapts[i] = self.env[next(iter(used))]
+                    continue
                 if used and (builder or any(isinstance(self.env.get(n), (_Tensor, _Layer)) for n in used)):
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
                                      "after keras.Model(...): only the model is available there in the translation")
@@ -2565,20 +2569,9 @@ class _Builder:
         neither its names nor the model's are bound again up to the model's statement (Keras's symbolic calls in
         between do not read the statistics). Else None (the caller's error stands)."""
         stmt = stmts[i]
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-                and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
-            return None
-        call = stmt.body[0].value
-        func = call.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "adapt" and isinstance(func.value, cst.Name)
-                and used == {func.value.value}):
-            return None
-        layer = self.env.get(func.value.value)
-        if not (isinstance(layer, _Layer) and layer.kind == "rule" and not layer.prefix and not layer.in_loop
-                and any(n.rsplit(".", 1)[-1] == "Normalization" for n in getattr(layer.rule, "names", ()))):
-            return None
+        layer = self._adapted_layer(stmt, used)
         target = self._model_target(stmts[m_index])
-        if target is None:
+        if layer is None or target is None:
             return None
         read = _names_in(stmt)
         for later in stmts[i + 1:m_index + 1]:
@@ -2587,6 +2580,34 @@ class _Builder:
                 return None  # (the model's name, used or bound in between)
             if bound & read:
                 return None
+        return layer
+
+    def _adapt_after(self, stmts: list, i: int, m_index: int, used: set[str]) -> _Layer | None:
+        """The Normalization layer that ``stmts[i]``, a module-level ``normalizer.adapt(data)`` below the model's
+        statement (the name still the graph's layer), adapts, when ``model.<attr>.adapt(data)`` in its place is the
+        same call: the model's name not bound again in between. Else None (the caller's error stands)."""
+        layer = self._adapted_layer(stmts[i], used)
+        target = self._model_target(stmts[m_index])
+        if layer is None or target is None:
+            return None
+        if any(target in set(_assigned(s)) | _names_bound_in(s) for s in stmts[m_index + 1:i]):
+            return None
+        return layer
+
+    def _adapted_layer(self, stmt, used: set[str]) -> _Layer | None:
+        """``stmt`` is ``name.adapt(...)`` alone, ``name`` (the only graph name it reads) a Normalization layer of
+        the model (not a helper's, not one made in a loop): that layer."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
+            return None
+        func = stmt.body[0].value.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "adapt" and isinstance(func.value, cst.Name)
+                and used == {func.value.value}):
+            return None
+        layer = self.env.get(func.value.value)
+        if not (isinstance(layer, _Layer) and layer.kind == "rule" and not layer.prefix and not layer.in_loop
+                and any(n.rsplit(".", 1)[-1] == "Normalization" for n in getattr(layer.rule, "names", ()))):
+            return None
         return layer
 
     def _adapt_lines(self, stmts: list, adapts: dict[int, _Layer], m_index: int) -> dict[int, cst.BaseStatement]:
@@ -2604,6 +2625,12 @@ class _Builder:
                 continue
             new = call.with_changes(func=cst.Attribute(
                 cst.Attribute(cst.Name(target), cst.Name(layer.attr)), cst.Name("adapt")))
+            if i > m_index:  # in place: only the layer's name changes
+                out[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=new)])
+                self.ctx.report(Severity.INFO, "adapt-moved", f"{code(call)} → {code(new)}: the layer is the "
+                                f"translated model's module {layer.attr} (Keras adapts the same layer object)",
+                                self.origin.get(id(stmt), (None, stmt))[1])
+                continue
             out[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=new)], leading_lines=[])
             self.ctx.report(Severity.INFO, "adapt-moved", f"{code(call)}: moved below `{target} = ...` as "
                             f"{code(new)}: the layer is the translated model's module {layer.attr} there (Keras "
@@ -5847,10 +5874,13 @@ def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: di
             new = _model_statement(_clean(stmt), plan, f"{plan.class_name}()")
             out.append(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
                                                        *_strip_blank(new.leading_lines)]))
-            out += [a for _, a in sorted(plan.adapts.items())]
+            out += [a for k, a in sorted(plan.adapts.items()) if k < i]
             continue
         if role == "adapt":
-            continue  # (written after the model's statement)
+            if any(k > i and r == "model" for k, r in plan.roles.items()):
+                continue  # (written after the model's statement)
+            out.append(plan.adapts[i])
+            continue
         out += builders.get(i, [_clean(stmt)])
     return out
 
