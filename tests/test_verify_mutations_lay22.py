@@ -92,18 +92,16 @@ def test_planted_bug_is_caught(tmp_path, session, translated, old, new):
     assert cert["verdict"] == "mismatch"
 
 
-# one feature of ones, zero biases: an LSTM's output is exactly 0 where its direction's mask dropped the feature
-# (the same at every step), else not; the frequencies of each direction dropped and of both dropped
+# one feature of ones, zero biases: an LSTM's output is exactly 0 where its direction's masks dropped the feature
+# at every step, else not; the frequencies of each direction dropped and of both dropped
 DRIVER = '''
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import model as m
-n = 4000
-x = np.ones((n, 6, 1), "float32")
+x = np.ones((4000, m.STEPS, 1), "float32")
 if sys.argv[2] == "keras":
-    import keras
-    keras.utils.set_random_seed(0)
+    m.keras.utils.set_random_seed(0)
     y = np.asarray(m.model(x, training=True))
 else:
     import torch
@@ -121,26 +119,34 @@ PROBE = '''
 import keras
 from keras import layers
 
-inputs = keras.Input(shape=(6, 1))
+STEPS = 6
+inputs = keras.Input(shape=(STEPS, 1))
 outputs = layers.Bidirectional(layers.LSTM(1, dropout=0.5, bias_initializer="zeros"))(inputs)
 model = keras.Model(inputs, outputs)
 '''
+# Keras 2 (tf_keras): its fused LSTM multiplies the whole input by one mask of its shape, a mask per step: over two
+# steps a direction is all dropped with 0.5² and both with 0.5⁴ (a mask per sequence: 0.5 and 0.25)
+PROBE_KERAS2 = PROBE.replace("import keras\nfrom keras import layers", "from tensorflow import keras\n"
+                             "from tensorflow.keras import layers").replace("STEPS = 6", "STEPS = 2")
 
 
-def test_each_direction_draws_its_own_mask_as_keras(tmp_path):
+@pytest.mark.parametrize("probe, version, one, both", [(PROBE, "3", 0.5, 0.25), (PROBE_KERAS2, "2", 0.25, 0.0625)],
+                         ids=["keras3", "keras2"])
+def test_each_direction_draws_its_own_mask_as_keras(tmp_path, probe, version, one, both):
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
     from runners import keras_and_torch
-    r = translate_source(PROBE.lstrip("\n"), "probe.py")
+    r = translate_source(probe.lstrip("\n"), "probe.py", options={"keras": int(version)})
     assert not error_findings(r) and "input_dropout=0.5" in r.output
-    keras_out, torch_out = keras_and_torch(tmp_path, PROBE, r.output, DRIVER)
+    assert ("input_dropout=0.5, per_step=True)" in r.output) == (version == "2")
+    env = {"TF_USE_LEGACY_KERAS": "1"} if version == "2" else {}
+    keras_out, torch_out = keras_and_torch(tmp_path, probe, r.output, DRIVER, **env)
     for side in (keras_out, torch_out):
-        assert abs(side["f"] - 0.5) < 0.04 and abs(side["b"] - 0.5) < 0.04, side
-        assert abs(side["both"] - 0.25) < 0.04, side  # one shared mask would give 0.5
-    assert abs(keras_out["both"] - torch_out["both"]) < 0.05
+        assert abs(side["f"] - one) < 0.04 and abs(side["b"] - one) < 0.04, side
+        assert abs(side["both"] - both) < 0.025, side  # one mask shared by the two directions: `one`
     # planted: one mask for both directions (the bidirectional module run once on the dropped inputs)
     shared = r.output.replace("keep[1] / (1 - p)", "keep[0] / (1 - p)")
     assert shared != r.output
     (tmp_path / "again").mkdir()
-    _, bad = keras_and_torch(tmp_path / "again", PROBE, shared, DRIVER)
-    assert abs(bad["both"] - 0.5) < 0.04
+    _, bad = keras_and_torch(tmp_path / "again", probe, shared, DRIVER, **env)
+    assert abs(bad["both"] - one) < 0.04

@@ -1593,17 +1593,19 @@ class Bidirectional{kind}Dropout({nn}{kind}):
     """keras.layers.Bidirectional({keras}(dropout=p)) as a bidirectional {nn}{kind}: in training each direction
     reads the inputs times its own mask of the features per sequence (the same at every step, scaled by
     1 / (1 - p)), as Keras's forward and backward layers draw theirs, so the module runs once per direction
-    and each keeps its half; in eval() (or p outside (0, 1), where Keras drops nothing) one run."""
+    and each keeps its half; in eval() (or p outside (0, 1), where Keras drops nothing) one run. per_step=True:
+    a mask of each step's features (Keras 2's fused LSTM and GRU draw one over the whole input)."""
 
-    def __init__(self, *args, input_dropout=0.0, **kwargs):
+    def __init__(self, *args, input_dropout=0.0, per_step=False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.input_dropout = input_dropout
+        self.input_dropout, self.per_step = input_dropout, per_step
 
     def forward(self, x, hx=None):
         p = self.input_dropout
         if not self.training or not 0 < p < 1:
             return super().forward(x, hx)
-        keep = {torch}empty(2, x.shape[0], 1, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - p)
+        steps = x.shape[1] if self.per_step else 1
+        keep = {torch}empty(2, x.shape[0], steps, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - p)
         out_f, state_f = super().forward(x * keep[0] / (1 - p), hx)
         out_b, state_b = super().forward(x * keep[1] / (1 - p), hx)
         half = out_f.shape[-1] // 2
@@ -1618,17 +1620,19 @@ class LazyBidirectional{kind}Dropout(Lazy{kind}):
     """Lazy{kind} (bidirectional=True) of a keras.layers.Bidirectional({keras}(dropout=p)): in training each
     direction reads the inputs times its own mask of the features per sequence (the same at every step, scaled
     by 1 / (1 - p)), as Keras's forward and backward layers draw theirs, so the module runs once per direction
-    and each keeps its half before the merge; in eval() (or p outside (0, 1)) one run."""
+    and each keeps its half before the merge; in eval() (or p outside (0, 1)) one run. per_step=True: a mask of
+    each step's features (Keras 2's fused LSTM and GRU draw one over the whole input)."""
 
-    def __init__(self, *args, input_dropout=0.0, **kwargs):
+    def __init__(self, *args, input_dropout=0.0, per_step=False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.input_dropout = input_dropout
+        self.input_dropout, self.per_step = input_dropout, per_step
 
     def forward(self, x):
         p = self.input_dropout
         if not self.training or not 0 < p < 1:
             return super().forward(x)
-        keep = {torch}empty(2, x.shape[0], 1, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - p)
+        steps = x.shape[1] if self.per_step else 1
+        keep = {torch}empty(2, x.shape[0], steps, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - p)
         out_f = {nn}{kind}.forward(self, x * keep[0] / (1 - p))[0]
         out_b = {nn}{kind}.forward(self, x * keep[1] / (1 - p))[0]
         half = out_f.shape[-1] // 2

@@ -854,14 +854,27 @@ def _bidirectional_dropout(m: MappedCall, ctx, lctx: LayerContext, merge_mode: s
         del ctx.pending[mark:]  # (another helper: none is made now, as the branches above refuse)
         m.extras = extras
         return _rnn(m, ctx, lctx, merge_mode)
+    # Keras 2's LSTM and GRU take their fused path (tf_keras's _could_use_gpu_kernel: the activations, no
+    # recurrent_dropout, which fwport requires, and no unroll=True / use_bias=False), which multiplies the whole
+    # input by one mask of its shape (a mask per step); its SimpleRNN, the cell's mask per sequence, as Keras 3
+    per_step = ctx.version == 2 and kind in ("LSTM", "GRU")
+    if per_step and any(a.keyword is not None and a.keyword.value in ("unroll", "use_bias") and literal_value(
+            a.value, NOT_LITERAL) is not {"unroll": False, "use_bias": True}[a.keyword.value] for a in m.call.args):
+        del ctx.pending[mark:]
+        m.extras = extras
+        return _failed(m, ctx, "unsupported-argument", f"dropout={code(node)} with unroll= or use_bias= under "
+                       "Bidirectional in Keras 2: its layer then draws one mask per sequence, not per step, which "
+                       "fwport writes for Keras 3 only: apply the dropout by hand")
     helper = helpers.use(ctx, f"{'Lazy' if made != kind else ''}Bidirectional{kind}Dropout")
-    arg = cst.Arg(node, keyword=cst.Name("input_dropout"), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-    em.modules = [layer.with_changes(func=cst.Name(helper), args=[*layer.args, arg]), *em.modules[1:]]
+    eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    args = [cst.Arg(node, keyword=cst.Name("input_dropout"), equal=eq)]
+    if per_step:
+        args.append(cst.Arg(cst.Name("True"), keyword=cst.Name("per_step"), equal=eq))
+    em.modules = [layer.with_changes(func=cst.Name(helper), args=[*layer.args, *args]), *em.modules[1:]]
     ctx.report(Severity.INFO, "idiom-replaced", f"dropout={code(node)} under Bidirectional → {helper} (written out in "
                f"this file): in training each direction reads the inputs times its own mask of the features per "
-               "sequence, as Keras's two layers draw theirs (the module runs once per direction); one run in eval()",
-               m.node, m.rule)
+               f"{'step' if per_step else 'sequence'}, as Keras's two layers draw theirs (the module runs once per "
+               "direction); one run in eval()", m.node, m.rule)
     return em
 
 
