@@ -111,7 +111,7 @@ else:
             if "bias" in name:
                 p.zero_()
     y = m.model.train()(torch.as_tensor(x)).detach().numpy()
-f, b = y[:, 0] == 0, y[:, 1] == 0
+f, b = y[:, 0] == 0, y[:, -1] == 0
 print("RESULT " + json.dumps({"f": float(f.mean()), "b": float(b.mean()), "both": float((f & b).mean())}))
 '''
 
@@ -150,3 +150,26 @@ def test_each_direction_draws_its_own_mask_as_keras(tmp_path, probe, version, on
     (tmp_path / "again").mkdir()
     _, bad = keras_and_torch(tmp_path / "again", probe, shared, DRIVER, **env)
     assert abs(bad["both"] - one) < 0.04
+
+
+PLAIN = PROBE.replace("layers.Bidirectional(layers.LSTM(1, dropout=0.5, bias_initializer=\"zeros\"))",
+                      "layers.GRU(1, dropout=0.5, bias_initializer=\"zeros\")").replace("STEPS = 6", "STEPS = 2")
+PLAIN_KERAS2 = PLAIN.replace("import keras\nfrom keras import layers", "from tensorflow import keras\n"
+                             "from tensorflow.keras import layers")
+
+
+@pytest.mark.parametrize("probe, version, one", [(PLAIN, "3", 0.5), (PLAIN_KERAS2, "2", 0.25)], ids=["keras3", "keras2"])
+def test_a_plain_recurrent_layer_masks_as_keras(tmp_path, probe, version, one):
+    """Outside Bidirectional too: SequenceDropout draws a mask per sequence for Keras 3 and per step for Keras 2's
+    fused GRU / LSTM (before lay22 it drew per sequence for both: over two steps 0.5 where tf_keras gives 0.25)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from runners import keras_and_torch
+    assert "layers.GRU(1, dropout=0.5" in probe
+    r = translate_source(probe.lstrip("\n"), "probe.py", options={"keras": int(version)})
+    assert not error_findings(r)
+    assert ("SequenceDropout(0.5, per_step=True)" if version == "2" else "SequenceDropout(0.5)") in r.output
+    env = {"TF_USE_LEGACY_KERAS": "1"} if version == "2" else {}
+    keras_out, torch_out = keras_and_torch(tmp_path, probe, r.output, DRIVER, **env)
+    for side in (keras_out, torch_out):
+        assert abs(side["f"] - one) < 0.04, side

@@ -328,16 +328,17 @@ _SEQUENCE_DROPOUT = '''
 class SequenceDropout({nn}Module):
     """dropout= of a Keras recurrent layer: in training, the inputs (batch, steps, features) times one mask of
     the features per sequence, the same at every step, scaled by 1 / (1 - p) (Keras drops only for 0 < p < 1);
-    the identity in eval()."""
+    per_step=True: a mask per step (Keras 2's fused LSTM and GRU); the identity in eval()."""
 
-    def __init__(self, p):
+    def __init__(self, p, per_step=False):
         super().__init__()
-        self.p = p
+        self.p, self.per_step = p, per_step
 
     def forward(self, x):
         if not self.training or not 0 < self.p < 1:
             return x
-        keep = {torch}empty(x.shape[0], 1, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
+        steps = x.shape[1] if self.per_step else 1
+        keep = {torch}empty(x.shape[0], steps, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
         return x * keep / (1 - self.p)
 '''
 

@@ -817,17 +817,41 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
             or (rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0)) or getattr(lctx, "mask_in", False) \
             or ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is m.node:  # called with initial_state=...
         return _rnn(m, ctx, lctx, merge_mode)
+    per_step = _keras2_per_step(m, ctx)
+    if per_step is None:
+        return _failed(m, ctx, "unsupported-argument", _KERAS2_UNFUSED.format(code(node)))
     m.extras = {k: v for k, v in m.extras.items() if k != "dropout"}
     em = _rnn(m, ctx, lctx, merge_mode)
     if em.failed:
         return em
-    drop = expr(f"{helpers.use(ctx, 'SequenceDropout')}({code(node)})")
+    drop = expr(f"{helpers.use(ctx, 'SequenceDropout')}({code(node)}{', per_step=True' if per_step else ''})")
     ctx.report(Severity.INFO, "idiom-replaced", f"dropout={code(node)} → SequenceDropout (written out in this file) "
-               f"before the {m.rule.names[0].rsplit('.', 1)[-1]}: one mask of the input features per sequence in "
-               "training, as Keras's; the identity in eval()", m.node, m.rule)
+               f"before the {m.rule.names[0].rsplit('.', 1)[-1]}: one mask of the input features per "
+               f"{'step (Keras 2 fused path)' if per_step else 'sequence'} in training, as Keras's; the identity in "
+               "eval()", m.node, m.rule)
     em.modules = [drop, *em.modules]
     em.weight_module += 1
     return em
+
+
+_KERAS2_UNFUSED = ("dropout={}: with unroll= or use_bias= written, Keras 2's layer may leave its fused path and draw one "
+                   "mask per sequence instead of one per step: fwport writes the fused path's masks only; apply the "
+                   "dropout by hand")
+
+
+def _keras2_per_step(m: MappedCall, ctx) -> bool | None:
+    """Whether the recurrent layer's dropout= masks each step's features (True) or each sequence's (False): Keras 2's
+    LSTM and GRU take their fused path (tf_keras's _could_use_gpu_kernel: tanh / sigmoid, no recurrent_dropout and
+    reset_after=True, which fwport requires, no unroll=True, use_bias=True), which multiplies the whole input by one
+    mask of its shape; Keras 2's SimpleRNN and Keras 3 draw a mask per sequence. None where unroll= or use_bias= is
+    written other than its default in Keras 2's LSTM / GRU (the path not followed here)."""
+    if not (ctx.version == 2 and _option(m, "kind") in ("lstm", "gru")):
+        return False
+    defaults = {"unroll": False, "use_bias": True}
+    if any(a.keyword is not None and a.keyword.value in defaults
+           and literal_value(a.value, NOT_LITERAL) is not defaults[a.keyword.value] for a in m.call.args):
+        return None
+    return True
 
 
 def _bidirectional_dropout(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str) -> LayerEmission:
@@ -854,17 +878,11 @@ def _bidirectional_dropout(m: MappedCall, ctx, lctx: LayerContext, merge_mode: s
         del ctx.pending[mark:]  # (another helper: none is made now, as the branches above refuse)
         m.extras = extras
         return _rnn(m, ctx, lctx, merge_mode)
-    # Keras 2's LSTM and GRU take their fused path (tf_keras's _could_use_gpu_kernel: the activations, no
-    # recurrent_dropout, which fwport requires, and no unroll=True / use_bias=False), which multiplies the whole
-    # input by one mask of its shape (a mask per step); its SimpleRNN, the cell's mask per sequence, as Keras 3
-    per_step = ctx.version == 2 and kind in ("LSTM", "GRU")
-    if per_step and any(a.keyword is not None and a.keyword.value in ("unroll", "use_bias") and literal_value(
-            a.value, NOT_LITERAL) is not {"unroll": False, "use_bias": True}[a.keyword.value] for a in m.call.args):
+    per_step = _keras2_per_step(m, ctx)
+    if per_step is None:
         del ctx.pending[mark:]
         m.extras = extras
-        return _failed(m, ctx, "unsupported-argument", f"dropout={code(node)} with unroll= or use_bias= under "
-                       "Bidirectional in Keras 2: its layer then draws one mask per sequence, not per step, which "
-                       "fwport writes for Keras 3 only: apply the dropout by hand")
+        return _failed(m, ctx, "unsupported-argument", _KERAS2_UNFUSED.format(code(node)))
     helper = helpers.use(ctx, f"{'Lazy' if made != kind else ''}Bidirectional{kind}Dropout")
     eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
     args = [cst.Arg(node, keyword=cst.Name("input_dropout"), equal=eq)]
