@@ -834,24 +834,26 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     return em
 
 
-_KERAS2_UNFUSED = ("dropout={}: with unroll= or use_bias= written, Keras 2's layer may leave its fused path and draw one "
-                   "mask per sequence instead of one per step: fwport writes the fused path's masks only; apply the "
-                   "dropout by hand")
+_KERAS2_UNFUSED = ("dropout={}: Keras 2's layer draws one mask per step on its fused path and one per sequence on its "
+                   "cell's (unroll=True or use_bias=False; per gate with implementation=1): fwport writes them where "
+                   "unroll= and use_bias= are literals and implementation= is 2; apply the dropout by hand")
 
 
 def _keras2_per_step(m: MappedCall, ctx) -> bool | None:
     """Whether the recurrent layer's dropout= masks each step's features (True) or each sequence's (False): Keras 2's
     LSTM and GRU take their fused path (tf_keras's _could_use_gpu_kernel: tanh / sigmoid, no recurrent_dropout and
     reset_after=True, which fwport requires, no unroll=True, use_bias=True), which multiplies the whole input by one
-    mask of its shape; Keras 2's SimpleRNN and Keras 3 draw a mask per sequence. None where unroll= or use_bias= is
-    written other than its default in Keras 2's LSTM / GRU (the path not followed here)."""
+    mask of its shape; with unroll=True or use_bias=False the cell's path, whose mask (implementation=2) is one
+    per sequence, as Keras 2's SimpleRNN and Keras 3 draw it. None where that cannot be read (not literals, or
+    implementation=1 on the cell's path: a mask per gate)."""
     if not (ctx.version == 2 and _option(m, "kind") in ("lstm", "gru")):
         return False
-    defaults = {"unroll": False, "use_bias": True}
-    if any(a.keyword is not None and a.keyword.value in defaults
-           and literal_value(a.value, NOT_LITERAL) is not defaults[a.keyword.value] for a in m.call.args):
+    given = {a.keyword.value: literal_value(a.value, NOT_LITERAL) for a in m.call.args if a.keyword is not None}
+    unfused = given.get("unroll", False) is True or given.get("use_bias", True) is False
+    if given.get("unroll", False) not in (True, False) or given.get("use_bias", True) not in (True, False) \
+            or (unfused and given.get("implementation", 2) != 2):
         return None
-    return True
+    return not unfused  # (the cell's path: implementation=2, one mask of the step's input per sequence)
 
 
 def _bidirectional_dropout(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str) -> LayerEmission:
