@@ -63,7 +63,7 @@ def test_sequence_dropout_draws_one_feature_mask_per_sequence():
 
 def test_dropout_keras_does_not_draw_like_that_stays_refused():
     for layer, said in (("layers.LSTM(4, recurrent_dropout=0.2)", "write the cell by hand"),
-                        ("layers.Bidirectional(layers.GRU(4, dropout=0.2))", "one mask per direction")):
+                        ("layers.Bidirectional(layers.GRU(4, dropout=0.2, recurrent_dropout=0.1))", "write the cell by hand")):
         src = f'''
 from tensorflow import keras
 from tensorflow.keras import layers

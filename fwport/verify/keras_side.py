@@ -464,6 +464,8 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
         for layer in _all_layers(model):
             if "Dropout" in type(layer).__name__ and hasattr(layer, "rate"):
                 object.__setattr__(layer, "rate", 0.0)
+            if type(layer).__name__.endswith("Cell") and isinstance(getattr(layer, "dropout", None), float):
+                object.__setattr__(layer, "dropout", 0.0)  # a recurrent layer's dropout= (its inputs' masks)
         bn_layers = {}
         for m in moves:
             if m["var"] == "moving_variance":

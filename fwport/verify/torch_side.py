@@ -267,6 +267,10 @@ def _run(req: dict) -> dict:
         for m in model.modules():
             if isinstance(m, nn.modules.dropout._DropoutNd):
                 m.p = 0.0
+            if type(m).__name__ == "SequenceDropout" and isinstance(getattr(m, "p", None), float):
+                m.p = 0.0  # the translation's helper of a recurrent layer's dropout= (rate 0 on the Keras side)
+            if isinstance(getattr(m, "input_dropout", None), float) and isinstance(m, nn.RNNBase):
+                m.input_dropout = 0.0  # Bidirectional<kind>Dropout's
         model.train()
         model.zero_grad(set_to_none=True)
         loss = loss_of(_call(model, xs))

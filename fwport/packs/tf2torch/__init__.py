@@ -154,6 +154,9 @@ CODES = {
     "display-dropped": "a bare expression statement showing an attribute of a Keras tensor of a module-level "
                        "functional model (`inputs.shape`: what a notebook displays, which a script computes nothing "
                        "with) was dropped with the graph, whose tensors the translation does not have",
+    "adapt-moved": "a module-level `normalizer.adapt(data)` on a Normalization layer a module-level functional "
+                   "model calls became `model.<attribute>.adapt(data)` (the layer is a module of the translated "
+                   "model), moved right after the model's statement when it was above it",
     "loss-mask": "a model's output carries Keras's mask (from an Embedding(mask_zero=True)): Keras leaves the "
                  "masked steps out of the loss and metrics of compile()/fit(), a torch loss does not",
 }
@@ -184,6 +187,9 @@ CODE_ADVICE = {
                       "that compares drawn values with numbers recorded under TensorFlow must record them again."),
     "display-dropped": ("info", "Nothing to do in a script; in a notebook, show the translated model's input "
                         "shape another way (the layout-changed finding gives it)."),
+    "adapt-moved": ("info", "Nothing to do; where the file changes the adapted data or the model between the two "
+                    "places in a way fwport does not see (a method call mutating it), move the statement back by "
+                    "hand, on the model's module."),
     "keras-version": ("info", "Check the detected Keras generation; force it with `--keras 2|3`, `keras = 2` under "
                       "[tool.fwport], or a `# fwport: keras=2` comment in the file."),
 }

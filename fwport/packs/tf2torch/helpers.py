@@ -328,16 +328,17 @@ _SEQUENCE_DROPOUT = '''
 class SequenceDropout({nn}Module):
     """dropout= of a Keras recurrent layer: in training, the inputs (batch, steps, features) times one mask of
     the features per sequence, the same at every step, scaled by 1 / (1 - p) (Keras drops only for 0 < p < 1);
-    the identity in eval()."""
+    per_step=True: a mask per step (Keras 2's fused LSTM and GRU); the identity in eval()."""
 
-    def __init__(self, p):
+    def __init__(self, p, per_step=False):
         super().__init__()
-        self.p = p
+        self.p, self.per_step = p, per_step
 
     def forward(self, x):
         if not self.training or not 0 < self.p < 1:
             return x
-        keep = {torch}empty(x.shape[0], 1, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
+        steps = x.shape[1] if self.per_step else 1
+        keep = {torch}empty(x.shape[0], steps, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
         return x * keep / (1 - self.p)
 '''
 
@@ -1586,6 +1587,63 @@ _CELL_KINDS = {  # torch kind → (Keras name, states, the body of forward)
 for _kind, (_keras, _states, _to, _from) in _RNN_KINDS.items():
     HELPERS[f"Lazy{_kind}"] = (_LAZY_RNN.replace("{kind}", _kind).replace("{keras}", _keras)
                                .replace("{states}", _states).replace("{to_torch}", _to).replace("{from_torch}", _from))
+
+_BIDIRECTIONAL_DROPOUT = '''
+
+class Bidirectional{kind}Dropout({nn}{kind}):
+    """keras.layers.Bidirectional({keras}(dropout=p)) as a bidirectional {nn}{kind}: in training each direction
+    reads the inputs times its own mask of the features per sequence (the same at every step, scaled by
+    1 / (1 - p)), as Keras's forward and backward layers draw theirs, so the module runs once per direction
+    and each keeps its half; in eval() (or p outside (0, 1), where Keras drops nothing) one run. per_step=True:
+    a mask of each step's features (Keras 2's fused LSTM and GRU draw one over the whole input)."""
+
+    def __init__(self, *args, input_dropout=0.0, per_step=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_dropout, self.per_step = input_dropout, per_step
+
+    def forward(self, x, hx=None):
+        p = self.input_dropout
+        if not self.training or not 0 < p < 1:
+            return super().forward(x, hx)
+        steps = x.shape[1] if self.per_step else 1
+        keep = {torch}empty(2, x.shape[0], steps, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - p)
+        out_f, state_f = super().forward(x * keep[0] / (1 - p), hx)
+        out_b, state_b = super().forward(x * keep[1] / (1 - p), hx)
+        half = out_f.shape[-1] // 2
+        output = {torch}cat([out_f[..., :half], out_b[..., half:]], dim=-1)
+        pick = lambda f, b: {torch}stack([f[0], b[1]])
+        return output, tuple(map(pick, state_f, state_b)) if isinstance(state_f, tuple) else pick(state_f, state_b)
+'''
+
+_LAZY_BIDIRECTIONAL_DROPOUT = '''
+
+class LazyBidirectional{kind}Dropout(Lazy{kind}):
+    """Lazy{kind} (bidirectional=True) of a keras.layers.Bidirectional({keras}(dropout=p)): in training each
+    direction reads the inputs times its own mask of the features per sequence (the same at every step, scaled
+    by 1 / (1 - p)), as Keras's forward and backward layers draw theirs, so the module runs once per direction
+    and each keeps its half before the merge; in eval() (or p outside (0, 1)) one run. per_step=True: a mask of
+    each step's features (Keras 2's fused LSTM and GRU draw one over the whole input)."""
+
+    def __init__(self, *args, input_dropout=0.0, per_step=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_dropout, self.per_step = input_dropout, per_step
+
+    def forward(self, x):
+        p = self.input_dropout
+        if not self.training or not 0 < p < 1:
+            return super().forward(x)
+        steps = x.shape[1] if self.per_step else 1
+        keep = {torch}empty(2, x.shape[0], steps, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - p)
+        out_f = {nn}{kind}.forward(self, x * keep[0] / (1 - p))[0]
+        out_b = {nn}{kind}.forward(self, x * keep[1] / (1 - p))[0]
+        half = out_f.shape[-1] // 2
+        return self.merged({torch}cat([out_f[..., :half], out_b[..., half:]], dim=-1))
+'''
+for _kind, (_keras, *_) in _RNN_KINDS.items():
+    HELPERS[f"Bidirectional{_kind}Dropout"] = _BIDIRECTIONAL_DROPOUT.replace("{kind}", _kind).replace("{keras}", _keras)
+    HELPERS[f"LazyBidirectional{_kind}Dropout"] = (_LAZY_BIDIRECTIONAL_DROPOUT.replace("{kind}", _kind)
+                                                   .replace("{keras}", _keras))
+    DATA_DEPS[f"LazyBidirectional{_kind}Dropout"] = (f"Lazy{_kind}",)
 for _kind, (_keras, _states, _body) in _CELL_KINDS.items():
     HELPERS[f"Lazy{_kind}Cell"] = (_LAZY_CELL.replace("{kind}", _kind).replace("{keras}", _keras)
                                    .replace("{states_doc}", _states).replace("{cell_body}", _body))

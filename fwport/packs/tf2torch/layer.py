@@ -811,20 +811,90 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
         return em
     node = m.extras.get("dropout")
     rec = m.extras.get("recurrent_dropout")
+    if merge_mode is not None and node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
+        return _bidirectional_dropout(m, ctx, lctx, merge_mode)
     if node is None or literal_value(node, NOT_LITERAL) in (0, 0.0) or merge_mode is not None \
             or (rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0)) or getattr(lctx, "mask_in", False) \
             or ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is m.node:  # called with initial_state=...
         return _rnn(m, ctx, lctx, merge_mode)
+    per_step = _keras2_per_step(m, ctx)
+    if per_step is None:
+        return _failed(m, ctx, "unsupported-argument", _KERAS2_UNFUSED.format(code(node)))
     m.extras = {k: v for k, v in m.extras.items() if k != "dropout"}
     em = _rnn(m, ctx, lctx, merge_mode)
     if em.failed:
         return em
-    drop = expr(f"{helpers.use(ctx, 'SequenceDropout')}({code(node)})")
+    drop = expr(f"{helpers.use(ctx, 'SequenceDropout')}({code(node)}{', per_step=True' if per_step else ''})")
     ctx.report(Severity.INFO, "idiom-replaced", f"dropout={code(node)} → SequenceDropout (written out in this file) "
-               f"before the {m.rule.names[0].rsplit('.', 1)[-1]}: one mask of the input features per sequence in "
-               "training, as Keras's; the identity in eval()", m.node, m.rule)
+               f"before the {m.rule.names[0].rsplit('.', 1)[-1]}: one mask of the input features per "
+               f"{'step (Keras 2 fused path)' if per_step else 'sequence'} in training, as Keras's; the identity in "
+               "eval()", m.node, m.rule)
     em.modules = [drop, *em.modules]
     em.weight_module += 1
+    return em
+
+
+_KERAS2_UNFUSED = ("dropout={}: Keras 2's layer draws one mask per step on its fused path and one per sequence on its "
+                   "cell's (unroll=True or use_bias=False; per gate with implementation=1): fwport writes them where "
+                   "unroll= and use_bias= are literals and implementation= is 2; apply the dropout by hand")
+
+
+def _keras2_per_step(m: MappedCall, ctx) -> bool | None:
+    """Whether the recurrent layer's dropout= masks each step's features (True) or each sequence's (False): Keras 2's
+    LSTM and GRU take their fused path (tf_keras's _could_use_gpu_kernel: tanh / sigmoid, no recurrent_dropout and
+    reset_after=True, which fwport requires, no unroll=True, use_bias=True), which multiplies the whole input by one
+    mask of its shape; with unroll=True or use_bias=False the cell's path, whose mask (implementation=2) is one
+    per sequence, as Keras 2's SimpleRNN and Keras 3 draw it. None where that cannot be read (not literals, or
+    implementation=1 on the cell's path: a mask per gate)."""
+    if not (ctx.version == 2 and _option(m, "kind") in ("lstm", "gru")):
+        return False
+    given = {a.keyword.value: literal_value(a.value, NOT_LITERAL) for a in m.call.args if a.keyword is not None}
+    unfused = given.get("unroll", False) is True or given.get("use_bias", True) is False
+    if given.get("unroll", False) not in (True, False) or given.get("use_bias", True) not in (True, False) \
+            or (unfused and given.get("implementation", 2) != 2):
+        return None
+    return not unfused  # (the cell's path: implementation=2, one mask of the step's input per sequence)
+
+
+def _bidirectional_dropout(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str) -> LayerEmission:
+    """Bidirectional(LSTM/GRU/SimpleRNN(dropout=p)) → the Bidirectional<kind>Dropout helper (written out in the
+    file), a subclass of the torch module (its parameter names, so the weight maps hold) that in training runs
+    once per direction on the inputs times that direction's own mask, as Keras's two layers draw theirs. Where
+    the plain torch module is not what the layer becomes (recurrent_dropout, a mask, input size unknown, called
+    with its states), the refusal of :func:`_rnn` stands."""
+    node = m.extras["dropout"]
+    rec = m.extras.get("recurrent_dropout")
+    if ((rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0)) or getattr(lctx, "mask_in", False)
+            or getattr(lctx, "mask_keep", False) or ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is m.node):
+        return _rnn(m, ctx, lctx, merge_mode)
+    mark = len(ctx.pending)
+    extras = m.extras
+    m.extras = {k: v for k, v in extras.items() if k != "dropout"}
+    em = _rnn(m, ctx, lctx, merge_mode)
+    if em.failed:
+        return em
+    kind = _HELPER_KINDS[_option(m, "kind")]
+    layer = em.modules[0]
+    made = code(layer.func).rsplit(".", 1)[-1] if isinstance(layer, cst.Call) else None
+    if made not in (kind, f"Lazy{kind}"):
+        del ctx.pending[mark:]  # (another helper: none is made now, as the branches above refuse)
+        m.extras = extras
+        return _rnn(m, ctx, lctx, merge_mode)
+    per_step = _keras2_per_step(m, ctx)
+    if per_step is None:
+        del ctx.pending[mark:]
+        m.extras = extras
+        return _failed(m, ctx, "unsupported-argument", _KERAS2_UNFUSED.format(code(node)))
+    helper = helpers.use(ctx, f"{'Lazy' if made != kind else ''}Bidirectional{kind}Dropout")
+    eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    args = [cst.Arg(node, keyword=cst.Name("input_dropout"), equal=eq)]
+    if per_step:
+        args.append(cst.Arg(cst.Name("True"), keyword=cst.Name("per_step"), equal=eq))
+    em.modules = [layer.with_changes(func=cst.Name(helper), args=[*layer.args, *args]), *em.modules[1:]]
+    ctx.report(Severity.INFO, "idiom-replaced", f"dropout={code(node)} under Bidirectional → {helper} (written out in "
+               f"this file): in training each direction reads the inputs times its own mask of the features per "
+               f"{'step' if per_step else 'sequence'}, as Keras's two layers draw theirs (the module runs once per "
+               "direction); one run in eval()", m.node, m.rule)
     return em
 
 
@@ -873,16 +943,17 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
     if kind == "gru" and not flags["reset_after"]:
         return _failed(m, ctx, "unsupported-argument", "reset_after=False applies the reset gate before the recurrent "
                        "matrix (Keras 2's default GRU), which torch's GRU does not: write the cell by hand")
-    for key in ("dropout", "recurrent_dropout"):
+    for key in ("recurrent_dropout", "dropout"):  # (the first the reason where both are given)
         node = m.extras.get(key)
         if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras drops "
                            + ("the recurrent state inside the recurrence with one mask per sequence, which torch's "
                               "RNNs do not: write the cell by hand"
                               if key == "recurrent_dropout" else
-                              "the inputs with one mask per direction (under Bidirectional), of a masked sequence, or "
-                              "of a layer called with its states, which fwport does not reproduce: apply the dropout "
-                              "by hand")
+                              "the inputs with one mask of the features per sequence (one per direction under "
+                              "Bidirectional), which fwport reproduces for torch's module of a known input size, but "
+                              "not on a masked sequence, for a layer called with its states, nor under Bidirectional "
+                              "where the input size is unknown here: apply the dropout by hand")
                            )
     for key, default in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
         node = m.extras.get(key)

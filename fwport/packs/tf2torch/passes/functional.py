@@ -381,6 +381,9 @@ class _Plan:
     return_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): the keys of returns
     base: str | None = None  # EmbeddingModel(inputs, outputs): the file's class it derives from (else nn.Module)
     pinned: dict[str, object] = field(default_factory=dict)  # builder parameter → the only value it is built for
+    # module level: `normalizer.adapt(data)` above the model (its index) → `model.normalizer.adapt(data)`, placed
+    # right after the model's statement (_Follow._adapt_before)
+    adapts: dict[int, cst.BaseStatement] = field(default_factory=dict)
 
 
 # while run() works: (walk, id(node)) → (node, its answer) for the read-only walks below that it asks again and
@@ -2358,6 +2361,7 @@ class _Builder:
         generated: dict[int, list] = {}
         init_lines: dict[int, list[str]] = {}
         gone: set[str] | None = None  # graph names: none of them exists after the model in the translation
+        adapts: dict[int, _Layer] = {}  # `normalizer.adapt(data)` above the model → the layer it adapts
         # module level: the statements keras.Model(...) depends on; the others (data, plots, other objects
         # between the models) stay as written, and may not read the model's tensors or layers
         outside = set() if builder else _outside_slice(stmts, lo, m_index)
@@ -2381,6 +2385,11 @@ class _Builder:
                                "not have", stmt)
                     continue
                 if used:
+                    layer = None if builder else self._adapt_before(stmts, i, m_index, used)
+                    if layer is not None:
+                        roles[i] = "adapt"  # moved below the model, on the model's module (_build_module)
+                        adapts[i] = layer
+                        continue
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used by "
                                      "a statement that is not part of it: only the model is available there in the "
                                      "translation")
@@ -2395,6 +2404,10 @@ class _Builder:
                 used = _read_before_bound(stmt, gone)
                 if used and not builder and self._in_later_model(stmts, m_index, i):
                     used -= set(self.inputs)  # an input a model below shares (its own input there too)
+                if used and not builder and self._adapt_after(stmts, i, m_index, used) is not None:
+                    roles[i] = "adapt"  # written in place on the model's module (_build_module)
+                    adapts[i] = self.env[next(iter(used))]
+                    continue
                 if used and (builder or any(isinstance(self.env.get(n), (_Tensor, _Layer)) for n in used)):
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
                                      "after keras.Model(...): only the model is available there in the translation")
@@ -2435,6 +2448,7 @@ class _Builder:
             init_lines[m_index] = self.pending_init
             self.pending_init = []
         self._freeze_lines(init_lines, model_call)
+        moved = self._adapt_lines(stmts, adapts, m_index)
         if self.errors:
             return self._give_up(stmts, model_call)
         self._check_reachable(out_tensors, model_call)
@@ -2464,7 +2478,8 @@ class _Builder:
         plan = _Plan(self.path, class_name, roles, init_lines, params, returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
-                     carried=self.carried, return_keys=self.out_keys, base=parent, pinned=dict(self.pinned))
+                     carried=self.carried, return_keys=self.out_keys, base=parent, pinned=dict(self.pinned),
+                     adapts=moved)
         if self.pinned:
             shown = ", ".join(f"{n}={v!r}" for n, v in self.pinned.items())
             self.ctx.report(Severity.INFO, "built-for-values", f"{class_name} is translated for {shown}, the values "
@@ -2546,6 +2561,82 @@ class _Builder:
         return bool(names & (set(self.env) | set(self.inputs))) or any(
             isinstance(n, cst.Call) and (self.ctx.imports.resolve(n.func) == INPUT or _is_model_func(n.func, self.ctx))
             for n in _calls(stmt))
+
+    def _adapt_before(self, stmts: list, i: int, m_index: int, used: set[str]) -> _Layer | None:
+        """The Normalization layer that ``stmts[i]``, a module-level ``normalizer.adapt(data)`` above the model's
+        statement, adapts, when moving it right after ``model = keras.Model(...)`` as ``model.<attr>.adapt(data)``
+        computes the same statistics: the statement is the call alone, it reads no other name of the graph, and
+        neither its names nor the model's are bound again up to the model's statement (Keras's symbolic calls in
+        between do not read the statistics). Else None (the caller's error stands)."""
+        stmt = stmts[i]
+        layer = self._adapted_layer(stmt, used)
+        target = self._model_target(stmts[m_index])
+        if layer is None or target is None:
+            return None
+        read = _names_in(stmt)
+        for later in stmts[i + 1:m_index + 1]:
+            bound = set(_assigned(later)) | _names_bound_in(later)
+            if later is not stmts[m_index] and target in bound | _names_in(later):
+                return None  # (the model's name, used or bound in between)
+            if bound & read:
+                return None
+        return layer
+
+    def _adapt_after(self, stmts: list, i: int, m_index: int, used: set[str]) -> _Layer | None:
+        """The Normalization layer that ``stmts[i]``, a module-level ``normalizer.adapt(data)`` below the model's
+        statement (the name still the graph's layer), adapts, when ``model.<attr>.adapt(data)`` in its place is the
+        same call: the model's name not bound again in between. Else None (the caller's error stands)."""
+        layer = self._adapted_layer(stmts[i], used)
+        target = self._model_target(stmts[m_index])
+        if layer is None or target is None:
+            return None
+        if any(target in set(_assigned(s)) | _names_bound_in(s) for s in stmts[m_index + 1:i]):
+            return None
+        return layer
+
+    def _adapted_layer(self, stmt, used: set[str]) -> _Layer | None:
+        """``stmt`` is ``name.adapt(...)`` alone, ``name`` (the only graph name it reads) a Normalization layer of
+        the model (not a helper's, not one made in a loop): that layer."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
+            return None
+        func = stmt.body[0].value.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "adapt" and isinstance(func.value, cst.Name)
+                and used == {func.value.value}):
+            return None
+        layer = self.env.get(func.value.value)
+        if not (isinstance(layer, _Layer) and layer.kind == "rule" and not layer.prefix and not layer.in_loop
+                and any(n.rsplit(".", 1)[-1] == "Normalization" for n in getattr(layer.rule, "names", ()))):
+            return None
+        return layer
+
+    def _adapt_lines(self, stmts: list, adapts: dict[int, _Layer], m_index: int) -> dict[int, cst.BaseStatement]:
+        """The statements :meth:`_adapt_before` moves below the model, as the translation writes them; an error
+        where the layer is not a module of the class (never called on the way to the outputs)."""
+        target = self._model_target(stmts[m_index])
+        out = {}
+        for i, layer in sorted(adapts.items()):
+            stmt = stmts[i]
+            call = stmt.body[0].value
+            if not layer.attr or layer.module is None:
+                self.error(stmt, f"{code(call.func.value)}: a Normalization layer adapted above the functional model "
+                                 "that is not a module of the translated model (never called on the way to its "
+                                 "outputs): only the model is available in the translation")
+                continue
+            new = call.with_changes(func=cst.Attribute(
+                cst.Attribute(cst.Name(target), cst.Name(layer.attr)), cst.Name("adapt")))
+            if i > m_index:  # in place: only the layer's name changes
+                out[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=new)])
+                self.ctx.report(Severity.INFO, "adapt-moved", f"{code(call)} → {code(new)}: the layer is the "
+                                f"translated model's module {layer.attr} (Keras adapts the same layer object)",
+                                self.origin.get(id(stmt), (None, stmt))[1])
+                continue
+            out[i] = stmt.with_changes(body=[stmt.body[0].with_changes(value=new)], leading_lines=[])
+            self.ctx.report(Severity.INFO, "adapt-moved", f"{code(call)}: moved below `{target} = ...` as "
+                            f"{code(new)}: the layer is the translated model's module {layer.attr} there (Keras "
+                            "adapts the same layer object; its symbolic calls in between do not read the "
+                            "statistics)", self.origin.get(id(stmt), (None, stmt))[1])
+        return out
 
     def _model_target(self, stmt) -> str | None:
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
@@ -5783,6 +5874,12 @@ def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: di
             new = _model_statement(_clean(stmt), plan, f"{plan.class_name}()")
             out.append(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
                                                        *_strip_blank(new.leading_lines)]))
+            out += [a for k, a in sorted(plan.adapts.items()) if k < i]
+            continue
+        if role == "adapt":
+            if any(k > i and r == "model" for k, r in plan.roles.items()):
+                continue  # (written after the model's statement)
+            out.append(plan.adapts[i])
             continue
         out += builders.get(i, [_clean(stmt)])
     return out
