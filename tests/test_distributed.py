@@ -215,7 +215,7 @@ def test_the_metric_classes_the_distributed_fit_takes_keep_their_state_where_all
     torch = pytest.importorskip("torch")
     from fwport.packs.tf2torch.passes import fitloop, runtime
     ns = {"torch": torch, "math": __import__("math")}
-    for text in (fitloop.SAME_RANK, *fitloop.METRIC_CLASSES.values()):
+    for text in (fitloop.SAME_RANK, fitloop.VALUE_BY_VALUE, *fitloop.METRIC_CLASSES.values()):
         exec(text, ns)
     binary = (torch.tensor([[1.0], [0.0], [1.0], [0.0]]), torch.tensor([[0.9], [0.2], [0.4], [0.7]]))
     onehot = (torch.eye(3)[[0, 2, 1, 0]], torch.softmax(torch.arange(12.0).reshape(4, 3).sin(), -1))

@@ -19,7 +19,7 @@ logging.warning("step %d", 3)
 def test_the_source_import_of_a_name_the_target_imports_goes(tmp_path):
     r = translate_source(SRC, "t.py")
     assert "from tensorflow" not in r.output and "import tensorflow" not in r.output, r.output
-    assert r.output.count("import logging") == 1
+    assert r.output.splitlines().count("import logging") == 1  # at the top (the written tf_logger imports its own)
     path = tmp_path / "t.py"
     path.write_text("import sys\nsys.modules['tensorflow'] = None\n" + r.output)
     p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=60)

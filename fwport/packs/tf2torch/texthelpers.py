@@ -74,7 +74,7 @@ class StringLookup:
         import numpy as np
 
         if isinstance(data, (str, bytes, list, tuple, np.ndarray)) or hasattr(data, "numpy"):
-            array = np.asarray(data.numpy() if hasattr(data, "numpy") else data, dtype=object)
+            array = np.asarray(data.detach().numpy() if hasattr(data, "numpy") else data, dtype=object)
             rows = array.reshape(-1, 1) if array.ndim <= 1 else array.reshape(-1, array.shape[-1])
             return [[self._token(t) for t in row] for row in rows]
         return [doc for batch in data for doc in self._documents(batch)]  # a dataset: its batches
@@ -146,7 +146,7 @@ class StringLookup:
         import numpy as np
         import torch
 
-        array = np.asarray(inputs.numpy() if hasattr(inputs, "numpy") else inputs, dtype=object)
+        array = np.asarray(inputs.detach().numpy() if hasattr(inputs, "numpy") else inputs, dtype=object)
         if self.invert:
             vocab = self.get_vocabulary()
             fallback = self.oov_token
@@ -253,7 +253,7 @@ class TextVectorization:
         import numpy as np
 
         if isinstance(data, (str, bytes, list, tuple, np.ndarray)) or hasattr(data, "numpy"):
-            return list(np.asarray(data.numpy() if hasattr(data, "numpy") else data, dtype=object).ravel())
+            return list(np.asarray(data.detach().numpy() if hasattr(data, "numpy") else data, dtype=object).ravel())
         return [text for batch in data for text in self._texts(batch)]  # a dataset: its batches
 
     def adapt(self, data, batch_size=None, steps=None):
@@ -263,7 +263,7 @@ class TextVectorization:
         import numpy as np
         import torch
 
-        array = np.asarray(inputs.numpy() if hasattr(inputs, "numpy") else inputs, dtype=object)
+        array = np.asarray(inputs.detach().numpy() if hasattr(inputs, "numpy") else inputs, dtype=object)
         one = array.ndim == 0
         texts = list(array.reshape(-1))  # (batch,) or (batch, 1)
         docs = [self._tokens(t) for t in texts]
