@@ -107,7 +107,8 @@ def _keras_list(weights: dict) -> list:
 def _run(args: list[str], cwd, **env) -> str:
     # without PYTHONUNBUFFERED (set where these tests ran): unbuffered, print writes each argument and the newline
     # apart, and two torchrun processes printing the same line at once interleave their pieces on the shared pipe
-    # (the epoch rows the loop test reads went missing); buffered, each process writes its few lines in one write
+    # (the epoch rows the loop test reads went missing); buffered, each process writes its few lines in one write.
+    # torchrun starts its workers with `python -u` (unbuffered) unless --no-python names the interpreter itself
     env = {**{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}, "OMP_NUM_THREADS": "1", **env}
     done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -143,7 +144,8 @@ def test_mirrored_strategy_fit_trains_alike_in_one_process_under_torchrun_and_in
     with contextlib.redirect_stdout(printed):
         exec(compile(out, "train_torch.py", "exec"), {"__name__": "__main__"})
     one = printed.getvalue()
-    two = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train_torch.py"],
+    two = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--no-python",
+                sys.executable, "train_torch.py"],
                tmp_path, **env, OUT="two.pt", OUT_REGRESSION="two_r.pt", OUT_CONV="two_c.pt", OUT_PAIR="two_p.pt")
     assert "replicas: 1" in one and two.count("replicas: 2") == 1  # printed by the first process alone
     got = {(which, run): torch.load(tmp_path / f"{run}{suffix}.pt") for run in ("one", "two")
@@ -364,7 +366,8 @@ def test_a_custom_loop_under_torchrun_trains_what_keras_trains_with_two_replicas
                                  tf.keras.layers.Dense(2)])
     built.set_weights([init["0.weight"].T, init["0.bias"], init["2.weight"].T, init["2.bias"]])
     built.save_weights(str(tmp_path / "init.weights.h5"))
-    two = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train_torch.py"],
+    two = _run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "--no-python",
+                sys.executable, "train_torch.py"],
                tmp_path, INIT="init.pt", OUT="two.pt")
     keras_out = _run([sys.executable, "keras_two.py"], tmp_path, INIT="init.weights.h5", OUT="keras.weights.h5",
                      TF_CPP_MIN_LOG_LEVEL="3")
