@@ -36,5 +36,6 @@ def test_a_vocabulary_layer_inside_the_graph_is_named_as_such(layer, args):
     msg = at_layer[0].message
     assert msg.startswith(f"{layer} inside the model: a vocabulary layer maps strings to ids")
     assert "no tf2torch rule yet" not in msg
+    assert f"# fwport: unsupported-construct: {layer} inside the model" in r.output  # the marker at the line
     # the model itself is left as written, and says where to look
     assert any(f.line == 9 and "left as written" in f.message for f in errs)
