@@ -632,6 +632,60 @@ def _kept_as_attribute(fn: cst.FunctionDef, param: str | int) -> str | None:
     return kept[0].targets[0].target.attr.value if len(kept) == 1 and len(names) == 1 else None
 
 
+def _self_owners(variables: cst.BaseExpression) -> list[str] | None:
+    """``self.g.trainable_variables`` (or a sum of such) → ["g"]; None for anything else."""
+    if isinstance(variables, cst.Attribute) and variables.attr.value in _VARIABLE_LISTS:
+        owner = variables.value
+        if isinstance(owner, cst.Attribute) and _is_self_attr(owner, owner.attr.value):
+            return [owner.attr.value]
+        return None
+    if isinstance(variables, cst.BinaryOperation) and isinstance(variables.operator, cst.Add):
+        left, right = _self_owners(variables.left), _self_owners(variables.right)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def _self_attr_bindings(cls: cst.ClassDef, attr: str) -> int:
+    """How many times the class's code binds ``self.<attr>`` (assignments, augmented ones, for targets)."""
+    n = 0
+    for kind in (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For):
+        for node in find_all(cls.body, kind):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            n += sum(1 for t in targets for a in find_all(t, cst.Attribute) if _is_self_attr(a, attr))
+    return n
+
+
+def _only_applied(cls: cst.ClassDef, attr: str) -> bool:
+    """Every read of ``self.<attr>`` in the class is ``self.<attr>.apply_gradients(...)`` or an argument of a
+    tf.train.Checkpoint(...) (which saves it); its binding is the one target."""
+    class _Reads(cst.CSTVisitor):
+        def __init__(self):
+            self.ok = True
+            self._allowed: set[int] = set()
+
+        def visit_Assign(self, node):
+            for t in node.targets:
+                self._allowed.add(id(t.target))
+
+        def visit_Call(self, node):
+            f = node.func
+            name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+            if name in ("Checkpoint", "CheckpointManager"):
+                for a in node.args:
+                    self._allowed.add(id(a.value))
+
+        def visit_Attribute(self, node):
+            if isinstance(node.value, cst.Attribute) and _is_self_attr(node.value, attr):
+                if node.attr.value == "apply_gradients":
+                    self._allowed.add(id(node.value))
+            if _is_self_attr(node, attr) and id(node) not in self._allowed:
+                self.ok = False
+
+    reads = _Reads()
+    cls.body.visit(reads)
+    return reads.ok
+
+
 def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
     """``self.<attr>``."""
     return (isinstance(node, cst.Attribute) and node.attr.value == attr and isinstance(node.value, cst.Name)
@@ -796,6 +850,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._callback_class: list[bool] = []  # ... a keras.callbacks.Callback subclass
         self._callback_predicts: set[int] = set()  # self.model.predict of callbacks → the written predict
         self._class_nodes: list[cst.ClassDef] = []  # the enclosing class definitions (input tree)
+        self._moves: dict[int, list] = {}  # id of an __init__ → optimizer lines to move after their models
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
         self._deferred = 0  # open lambdas, conditional expressions, and / or: code that may run later or never
@@ -884,6 +939,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def leave_FunctionDef(self, original_node, updated_node):
         updated_node = super().leave_FunctionDef(original_node, updated_node)
+        moves = self._moves.pop(id(original_node), None)
+        if moves:
+            updated_node = self._move_optimizers(updated_node, moves)
         if (original_node.name.value == "compile" and self._in_train_step_class()
                 and len(self._scopes) == 0):
             return self._custom_compile(updated_node)
@@ -2622,6 +2680,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         updates (compile runs once the model exists). Elsewhere the optimizer's rule says what to write."""
         target = code(original_node.targets[0].target)
         fn = self._scopes[-1] if self._scopes else None
+        if (isinstance(fn, cst.FunctionDef) and fn.name.value == "__init__" and len(self._scopes) == 1
+                and self.classes and not self._keras_class[-1] and not self._callback_class[-1]):
+            return self._trainer_optimizer(original_node, updated_node, fn)
         if not (self._in_train_step_class() and isinstance(fn, cst.FunctionDef)
                 and fn.name.value == "compile" and len(self._scopes) == 1):
             return updated_node
@@ -2647,6 +2708,84 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"{target} = {code(call.func)}(...) in compile → over {params}, the parameters "
                         f"{target}.apply_gradients updates (compile runs once the model exists)", call, rule)
         return updated_node.with_changes(value=out)
+
+    def _trainer_optimizer(self, original_node: cst.Assign, updated_node: cst.Assign,
+                           fn: cst.FunctionDef) -> cst.Assign:
+        """``self.g_optimizer = keras.optimizers.Adam(...)`` in the ``__init__`` of a plain class (a GAN trainer
+        object, not a Keras model) whose methods call ``self.g_optimizer.apply_gradients(zip(grads,
+        self.generator.trainable_variables))``, with ``self.generator`` bound once, in this ``__init__``: the
+        torch optimizer over ``self.generator.parameters()``. A torch optimizer needs the model when it is
+        created: where ``self.generator`` is bound after this line, the line moves down to just after it
+        (leave_FunctionDef), when the lines in between neither read the optimizer nor call a method of the
+        class. Anything else is left to the optimizer's rule, which refuses."""
+        target = code(original_node.targets[0].target)
+        attr = original_node.targets[0].target.attr.value
+        cls = self._class_nodes[-1]
+        texts = {code(v) for v in self.plan.variables.get(target, [])}
+        params = _params_of(self.plan.variables[target][0]) if len(texts) == 1 else None
+        if params is None:
+            return updated_node
+        owners = _self_owners(self.plan.variables[target][0])
+        if owners is None or not owners:
+            return updated_node
+        # the optimizer: bound once in the class, read only as self.<attr>.apply_gradients (or kept by a Checkpoint)
+        if _self_attr_bindings(cls, attr) != 1 or not _only_applied(cls, attr):
+            return updated_node
+        body = list(fn.body.body)
+        here = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
+                     and any(b is original_node for b in s.body)), None)
+        if here is None or len(body[here].body) != 1:
+            return updated_node
+        last = -1
+        for owner in owners:  # each bound once in the class, by a line of this __init__'s own body
+            if _self_attr_bindings(cls, owner) != 1:
+                return updated_node
+            at = [i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and any(
+                isinstance(b, cst.Assign) and any(_is_self_attr(t.target, owner) for t in b.targets) for b in s.body)]
+            if len(at) != 1:
+                return updated_node
+            last = max(last, at[0])
+        methods = self.plan.class_methods.get(cls.name.value, set())
+        between = body[here + 1:last + 1]
+        if any(_is_self_attr(a, attr) or (isinstance(a, cst.Attribute) and _is_self_attr(a, a.attr.value)
+                                          and a.attr.value in methods)
+               for s in between for a in find_all(s, cst.Attribute)):
+            return updated_node
+        call = original_node.value
+        rule = self.ctx.pack.by_name[self.qualname(call.func)]
+        m = map_call(updated_node.value, rule, self.ctx, call)
+        m.extras["params"] = parsed_expression(params)
+        out = build_call(m, self.ctx)
+        if out is None:
+            return self._settle(call, updated_node)
+        self.ctx.settle(out)
+        made = updated_node.with_changes(value=out)
+        moved = last > here
+        if moved:
+            self._moves.setdefault(id(fn), []).append((made, [o for o in owners]))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{target} = {code(call.func)}(...) in {cls.name.value}.__init__ → over {params}, the "
+                        f"parameters {target}.apply_gradients updates"
+                        + (f"; created after {', '.join('self.' + o for o in owners)} (a torch optimizer takes its "
+                           "parameters when it is created)" if moved else ""), call, rule)
+        return made
+
+    def _move_optimizers(self, fn: cst.FunctionDef, moves) -> cst.FunctionDef:
+        """Each optimizer line _trainer_optimizer made moves to just after the last line binding its models."""
+        body = list(fn.body.body)
+        for made, owners in moves:
+            line = next((s for s in body if isinstance(s, cst.SimpleStatementLine)
+                         and any(b is made for b in s.body)), None)
+            if line is None:
+                continue
+            body.remove(line)
+            last = max((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and any(
+                isinstance(b, cst.Assign) and any(_is_self_attr(t.target, o) for t in b.targets for o in owners)
+                for b in s.body)), default=None)
+            if last is None:  # not found in the output: leave the line where it was written
+                return fn
+            body.insert(last + 1, line)
+        return fn.with_changes(body=fn.body.with_changes(body=body))
 
     def _unscheduled(self, name: str) -> str | None:
         """Why the optimizer ``name`` given a schedule cannot get a LambdaLR stepped by its tape steps."""
