@@ -3882,6 +3882,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         o = n.value
         if (len(plan.optimizers.get(o, [])) != 1 or len(plan.bound_at.get(o, [])) != 1 or o in plan.variables
                 or plan.optimizer_scopes[o] not in (0, scope)):
+            local = _local_optimizer(plan, models, o, n, call, scope)
+            if local is not None:
+                return local
             made = _rebound_optimizer(plan, o, model, call, scope)
             if isinstance(made, str):
                 optimizer_why[:] = [made]
@@ -4056,7 +4059,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     if factory is not None:
-        if c.schedule or (c.optimizer[0] == "name" and not _factory_optimizer(plan, c.optimizer[3], model, scope)):
+        if c.schedule or (c.optimizer[0] == "name" and not _factory_optimizer(plan, c.optimizer[3], model, scope)
+                          and not _factory_local_optimizer(plan, models, c.optimizer[3], model, call, scope)):
             return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
                           "bound elsewhere, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
@@ -4171,6 +4175,59 @@ def _value_class(plan: _Plan, models, value: cst.BaseExpression) -> str | None:
     return made.pop() if len(made) == 1 and None not in made else None
 
 
+def _local_optimizer(plan: _Plan, models, o: str, given: cst.Name, call: cst.Call, scope: int) -> cst.Call | None:
+    """``optimizer = keras.optimizers.Adam(...)`` then ``model.compile(optimizer=optimizer)`` inside a function, the
+    file binding ``optimizer`` elsewhere too (each builder function its own): Python's scoping gives the compile the
+    function's own binding, where the function binds the name once, by a statement of its body's top level (straight-
+    line code, which has run when the compile runs) before the compile, and mentions it nowhere else (no parameter,
+    global, nested function, other use). That binding's call; None where this is not so."""
+    fn = getattr(models, "functions", {}).get(scope) if scope and models is not None else None
+    if fn is None or o in plan.globals or o in plan.scheduled:
+        return None
+    model = next((m for m, k, _ in plan.compiles if k is call), None)
+    if model is None or (o in plan.variables and (o not in plan.compiled_optimizers or {
+            code(v) for v in plan.variables[o]} != {f"{model}.trainable_variables"})):
+        return None  # (an accepted compile of it makes every binding of the name an optimizer over its model)
+    # the training pass creates every binding of the name over the parameters of the model the accepted compiles
+    # give (plan.variables is by name): only where each binding is a function's own, given to the compile of a
+    # model of the same name there
+    bindings = plan.optimizer_bindings.get(o, [])
+    if len(bindings) != len(plan.bound_at.get(o, [])) or len({b[1] for b in bindings}) != len(bindings) or any(
+            b[1] == 0 or not any(m == model and s == b[1] and _gives_optimizer(k, o) for m, k, s in plan.compiles)
+            for b in bindings):
+        return None
+    at = plan.call_order.get(id(call), 0)
+    mine = [b for b in bindings if b[1] == scope]
+    if len(mine) != 1 or mine[0][0] >= at or len([v for v in plan.values.get(o, []) if v[1] == scope]) != 1:
+        return None
+    made = mine[0][2]
+    top = [s for s in fn.body.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+           and isinstance(s.body[0], cst.Assign) and s.body[0].value is made]
+    if len(top) != 1 or len(top[0].body[0].targets) != 1:
+        return None
+
+    class _Mentions(cst.CSTVisitor):  # the name o read or bound anywhere in the function, not as x.o or o=
+        def __init__(self):
+            self.nodes: list[cst.Name] = []
+
+        def visit_Attribute(self, node):
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node):
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node):
+            if node.value == o:
+                self.nodes.append(node)
+
+    mentions = _Mentions()
+    fn.visit(mentions)
+    target = top[0].body[0].targets[0].target
+    return made if {id(x) for x in mentions.nodes} == {id(target), id(given)} else None
+
+
 def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
     """``optimizer = keras.optimizers.SGD(...)`` before each ``model.compile(optimizer=optimizer)``, all at the
     module's top level (a notebook trying one setting after another): the binding that reaches this compile, which
@@ -4280,6 +4337,25 @@ def _factory_optimizer(plan: _Plan, name: str, model: str, scope: int) -> bool:
         return False
     models = [order for order, where, _ in plan.values.get(model, []) if where == scope]
     return bool(models) and max(models) < made[0][0]
+
+
+def _gives_optimizer(compile_call: cst.Call, o: str) -> bool:
+    """``M.compile(optimizer=o, ...)``."""
+    given = call_argument(compile_call, "optimizer", 0)
+    return isinstance(given, cst.Name) and given.value == o
+
+
+def _factory_local_optimizer(plan: _Plan, models, name: str, model: str, call: cst.Call, scope: int) -> bool:
+    """:func:`_factory_optimizer` for a name other functions bind too: the factory's own binding
+    (:func:`_local_optimizer`), made after every binding of its model there."""
+    given = call_argument(call, "optimizer", 0)
+    if not isinstance(given, cst.Name) or given.value != name:
+        return False
+    if _local_optimizer(plan, models, name, given, call, scope) is None:
+        return False
+    mine = [order for order, where, _ in plan.optimizer_bindings.get(name, []) if where == scope]
+    built = [order for order, where, _ in plan.values.get(model, []) if where == scope]
+    return bool(built) and max(built) < mine[0]
 
 
 def factory_names(c: fitloop.Compiled, receiver: str) -> tuple[str, ...]:
