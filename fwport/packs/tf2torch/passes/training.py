@@ -632,6 +632,55 @@ def _kept_as_attribute(fn: cst.FunctionDef, param: str | int) -> str | None:
     return kept[0].targets[0].target.attr.value if len(kept) == 1 and len(names) == 1 else None
 
 
+def _given_model(fn, name: str) -> bool:
+    """``name`` is a parameter of the function ``fn`` (``def run_experiment(model, ...)``) that its body never binds
+    again: the model exists when the function starts, whatever the file binds to that name in other functions later
+    in the file (a torch optimizer created there takes its parameters)."""
+    if not isinstance(fn, cst.FunctionDef):
+        return False
+    p = fn.params
+    if name not in {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}:
+        return False
+
+    class _Binds(cst.CSTVisitor):
+        found = False
+
+        def visit_Name(self, node):
+            return None
+
+        def _targets(self, target):
+            if any(isinstance(n, cst.Name) and n.value == name for n in find_all(target, cst.Name)):
+                self.found = True
+
+        def visit_AssignTarget(self, node):
+            self._targets(node.target)
+
+        def visit_AugAssign(self, node):
+            self._targets(node.target)
+
+        def visit_AnnAssign(self, node):
+            self._targets(node.target)
+
+        def visit_For(self, node):
+            self._targets(node.target)
+
+        def visit_AsName(self, node):
+            self._targets(node.name)
+
+        def visit_NamedExpr(self, node):
+            self._targets(node.target)
+
+        def visit_Global(self, node):
+            self.found = True  # (conservative)
+
+        def visit_Nonlocal(self, node):
+            self.found = True
+
+    binds = _Binds()
+    fn.body.visit(binds)
+    return not binds.found
+
+
 def _self_owners(variables: cst.BaseExpression) -> list[str] | None:
     """``self.g.trainable_variables`` (or a sum of such) → ["g"]; None for anything else."""
     if isinstance(variables, cst.Attribute) and variables.attr.value in _VARIABLE_LISTS:
@@ -2646,7 +2695,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "once the model exists)", call, rule)
             return self._settle(call, updated_node)
         late = [o for o in owners if o in self.plan.bound_at and not any(
-            order < self.order or depth < len(self._scopes) for order, depth in self.plan.bound_at[o])]
+            order < self.order or depth < len(self._scopes) for order, depth in self.plan.bound_at[o])
+            and not _given_model(self._scopes[-1] if self._scopes else None, o)]
         if late:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{name} = {code(call)} is created before {', '.join(sorted(late))}: a torch optimizer "
