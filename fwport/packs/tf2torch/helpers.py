@@ -1658,7 +1658,7 @@ class LazyBuild({nn}modules.lazy.LazyModuleMixin):
     first call with the input's shape (a list of shapes for a list of inputs), as Keras calls it. The
     weights that __init__ declares as {nn}UninitializedParameter are filled in place by what build()
     creates, so an optimizer created before the first call holds them; weights loaded before it
-    (load_state_dict) are kept."""
+    (load_state_dict) are kept; one that build() does not make (an add_weight under an if) is removed."""
 
     def initialize_parameters(self, inputs, *args, **kwargs):
         shape = [tuple(t.shape) for t in inputs] if isinstance(inputs, (list, tuple)) else tuple(inputs.shape)
@@ -1667,6 +1667,9 @@ class LazyBuild({nn}modules.lazy.LazyModuleMixin):
         with {torch}no_grad():
             for name, old in declared.items():
                 new = self._parameters.get(name)
+                if new is old and isinstance(old, {nn}UninitializedParameter):
+                    del self._parameters[name]  # build() did not make it (add_weight under an if): no such weight
+                    continue
                 if new is old or old is None or new is None:
                     continue
                 if isinstance(old, {nn}UninitializedParameter):

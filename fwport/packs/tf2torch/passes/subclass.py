@@ -1474,7 +1474,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             top = any(isinstance(line, cst.SimpleStatementLine) and any(x is stmt for x in line.body)
                       for line in (fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []))
             if fn is plan.build_fn and plan.lazy_build and attr in plan.lazy_build:
+                # declared in __init__, made by the first call; LazyBuild removes one that build() does not make
                 conds.insert(0, f"not {ctx.spell_text('torch.nn.parameter.is_lazy')}({weight})")
+                if not top:
+                    conds.insert(0, f'hasattr(self, "{attr}")')
             elif not top or not (fn is plan.init_fn or (fn is plan.build_fn and plan.build_static)):
                 conds.insert(0, f'hasattr(self, "{attr}")')
             record = ctx.analyses.setdefault(regularizers.KEY, {}).setdefault(plan.name, {"terms": [], "store": []})
