@@ -173,3 +173,82 @@ def test_a_regularizer_add_weight_cannot_read_stays_an_error():
     r = tx(src)
     assert [line for line, m in errors(r) if "regularizer=make(self.units)" in m] == [14], errors(r)
     assert "# fwport: unsupported-argument: regularizer=make(self.units)" in r.output
+
+
+ADDED = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers, models, regularizers
+
+SCALE = 0.5
+
+
+class Net(keras.Model):
+    def __init__(self, wd=0.02):
+        super().__init__()
+        weight_decay = 0.01
+        model = models.Sequential()
+        model.add(layers.Dense(16, input_shape=(10,), kernel_regularizer=regularizers.l2(weight_decay)))
+        model.add(layers.Activation("tanh"))
+        model.add(layers.Dropout(0.0))
+        model.add(layers.Dense(3, kernel_regularizer=regularizers.l2(wd * SCALE),
+                               bias_regularizer=regularizers.l1(wd)))
+        self.net = model
+
+    def call(self, x):
+        return self.net(x)
+
+
+model = Net(wd=0.08)
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+
+def train(x, y):
+    history = model.fit(x, y, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+ADDED_DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(1)
+x = rng.normal(size=(64, 10)).astype("float32")
+y = ((x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5)).astype("int64")
+W = [(rng.normal(size=(10, 16)) * 0.5).astype("float32"), (rng.normal(size=16) * 0.5).astype("float32"),
+     (rng.normal(size=(16, 3)) * 0.5).astype("float32"), (rng.normal(size=3) * 0.5).astype("float32")]
+if sys.argv[2] == "torch":
+    import torch
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for m, (k, b) in zip(linears, (W[:2], W[2:])):
+            m.weight.copy_(torch.tensor(k).T)
+            m.bias.copy_(torch.tensor(b))
+    penalty = float(sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss")))
+    kernels = lambda: [p.detach().numpy().T.tolist() for m in linears for p in (m.weight, m.bias)]
+else:
+    model(x[:1])
+    model.set_weights(W)
+    penalty = float(sum(model.losses))
+    kernels = lambda: [w.tolist() for w in model.get_weights()]
+h, ev = train(x, y)
+print("RESULT " + json.dumps({"history": h, "evaluate": ev, "penalty": penalty, "kernels": kernels()}))
+'''
+
+
+def test_regularizers_of_layers_added_to_a_sequential_in_init_train_as_keras(tmp_path):
+    """``model = Sequential(); model.add(Dense(..., kernel_regularizer=l2(weight_decay)))`` in a class's __init__,
+    kept as self.net: the factors (a literal local, a parameter of __init__ times a module constant) go into the
+    class's regularization_loss() at the layers' indices in the nn.Sequential."""
+    trans = tx(ADDED)
+    assert errors(trans) == [], errors(trans)
+    out = trans.output
+    assert "loss = 0.01 * self.net[0].weight.square().sum()" in out
+    assert "loss = loss + self.wd * SCALE * self.net[3].weight.square().sum()" in out
+    assert "loss = loss + self.wd * self.net[3].bias.abs().sum()" in out
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(ADDED), out, ADDED_DRIVER)
+    assert keras_out["penalty"] > 0.1
+    np.testing.assert_allclose(torch_out["penalty"], keras_out["penalty"], rtol=1e-5)
+    compare_fit(keras_out, torch_out, ["loss"], atol=1e-5)
