@@ -252,3 +252,55 @@ def test_regularizers_of_layers_added_to_a_sequential_in_init_train_as_keras(tmp
     assert keras_out["penalty"] > 0.1
     np.testing.assert_allclose(torch_out["penalty"], keras_out["penalty"], rtol=1e-5)
     compare_fit(keras_out, torch_out, ["loss"], atol=1e-5)
+
+
+FROZEN_WEIGHT = '''
+import keras
+import numpy as np
+
+
+class Scale(keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+
+    def build(self, input_shape):
+        self.a = self.add_weight(shape=(3,), initializer="ones", regularizer="l2")
+        self.b = self.add_weight(shape=(3,), initializer="ones", regularizer=keras.regularizers.l1(0.5),
+                                 trainable=False)
+
+    def call(self, x):
+        return x * self.a + self.b
+
+
+layer = Scale()
+'''
+
+PENALTY_DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+x = np.ones((1, 3), "float32")
+if sys.argv[2] == "torch":
+    import torch
+    layer(torch.tensor(x))
+    penalty = float(layer.regularization_loss())
+else:
+    layer(x)
+    penalty = float(sum(layer.losses))
+print("RESULT " + json.dumps({"penalty": penalty}))
+'''
+
+
+def test_a_non_trainable_weights_penalty_counts_in_keras2_only(tmp_path):
+    """Keras 3 sums the penalties of trainable weights only (0.01 * 3 here); Keras 2 counts the non-trainable
+    weight's too (+ 0.5 * 3): each translation computes its Keras's value."""
+    keras2 = FROZEN_WEIGHT.replace("import keras\n", "import tf_keras as keras\n")
+    for src, env, want in ((FROZEN_WEIGHT, {}, 0.03), (keras2, {"TF_USE_LEGACY_KERAS": "1"}, 1.53)):
+        trans = tx(src)
+        assert errors(trans) == [], errors(trans)
+        (tmp_path / str(want)).mkdir()
+        keras_out, torch_out = keras_and_torch(tmp_path / str(want), textwrap.dedent(src), trans.output,
+                                               PENALTY_DRIVER, **env)
+        np.testing.assert_allclose(keras_out["penalty"], want, rtol=1e-6)
+        np.testing.assert_allclose(torch_out["penalty"], keras_out["penalty"], rtol=1e-6)
