@@ -90,17 +90,6 @@ GUIDANCE: dict[str, str] = {
         "when called: write the model as an nn.Module whose forward takes this input (a (batch, *shape) "
         "tensor), and where a value of that shape is needed (a first call that builds lazy modules) give "
         "torch.zeros(batch, *shape)",
-    "keras.regularizers.get":
-        "a regularizer resolved from a name, a config dict or an instance (None stays None), for a layer's "
-        "add_weight(regularizer=...) or kernel_regularizer=: torch parameters carry no regularizers: add the "
-        "penalty to the loss yourself (l2(f): f * p.square().sum(), l1(f): f * p.abs().sum() for each "
-        "parameter it was given), or, for an l2 on every parameter, weight_decay=2 * f on a torch optimizer "
-        "with coupled decay (SGD, Adam, RMSprop: it adds weight_decay * p to the gradient, the penalty's "
-        "gradient; not AdamW's decoupled decay)",
-    "keras.regularizers.serialize":
-        "a regularizer's config for get_config(): torch modules have no get_config; the regularizer itself becomes "
-        "a penalty added to the loss (see keras.regularizers.get), so keep its factor as a plain attribute of the "
-        "module and save the module's state_dict instead of a config",
     "keras.constraints":
         "a weight constraint (max_norm, non_neg, unit_norm, ...) resolved or serialized for a layer: torch "
         "parameters carry no constraints: apply it to the parameter after each optimizer step, under "

@@ -1658,7 +1658,7 @@ class LazyBuild({nn}modules.lazy.LazyModuleMixin):
     first call with the input's shape (a list of shapes for a list of inputs), as Keras calls it. The
     weights that __init__ declares as {nn}UninitializedParameter are filled in place by what build()
     creates, so an optimizer created before the first call holds them; weights loaded before it
-    (load_state_dict) are kept."""
+    (load_state_dict) are kept; one that build() does not make (an add_weight under an if) is removed."""
 
     def initialize_parameters(self, inputs, *args, **kwargs):
         shape = [tuple(t.shape) for t in inputs] if isinstance(inputs, (list, tuple)) else tuple(inputs.shape)
@@ -1667,6 +1667,9 @@ class LazyBuild({nn}modules.lazy.LazyModuleMixin):
         with {torch}no_grad():
             for name, old in declared.items():
                 new = self._parameters.get(name)
+                if new is old and isinstance(old, {nn}UninitializedParameter):
+                    del self._parameters[name]  # build() did not make it (add_weight under an if): no such weight
+                    continue
                 if new is old or old is None or new is None:
                     continue
                 if isinstance(old, {nn}UninitializedParameter):
@@ -1765,7 +1768,57 @@ class KerasInitializer:
         return {nn}init.trunc_normal_(t, std=std, a=-2.0 * std, b=2.0 * std)
 '''
 
+
+_KERAS_REGULARIZER = '''
+
+class KerasRegularizer:
+    """A Keras weight regularizer given by name ("l2", "L1", "L1L2"; Keras 2 also "l1_l2"), by its factors
+    (KerasRegularizer("L2", l2=1e-4)), by {"class_name": ..., "config": ...} or as an object that already is one
+    (returned as it is; None stays None, as keras.regularizers.get does). Called with a weight it gives Keras's
+    penalty, l1 * sum(|w|) + l2 * sum(w ** 2) (no 1/2), which the module's regularization_loss() adds to the
+    loss as Keras adds model.losses. get_config() gives {"class_name": ..., "config": ...}, which it reads back;
+    serialize(r) is that config, or None for None."""
+
+    _CLASSES = {"l1": "L1", "L1": "L1", "l2": "L2", "L2": "L2", "L1L2": "L1L2", "l1_l2": "L1L2"}
+    _DEFAULTS = {"L1": {"l1": 0.01}, "L2": {"l2": 0.01}, "L1L2": {"l1": 0.0, "l2": 0.0}}
+
+    def __new__(cls, identifier, keras2=False, **config):
+        if identifier is None or callable(identifier):
+            return identifier
+        return super().__new__(cls)
+
+    def __init__(self, identifier, keras2=False, **config):
+        if identifier is self:  # __new__ returned it as it was
+            return
+        if isinstance(identifier, dict):
+            identifier, config = identifier["class_name"], {**identifier.get("config", {}), **config}
+        name = self._CLASSES.get(identifier)
+        if name is None or (identifier == "l1_l2" and not keras2):  # Keras 3 knows l1_l2 only as a function
+            raise ValueError(f"unknown Keras regularizer: {identifier!r} (KerasRegularizer knows l1, l2, L1L2)")
+        defaults = {"l1": 0.01, "l2": 0.01} if identifier == "l1_l2" else self._DEFAULTS[name]
+        unknown = set(config) - set(defaults)
+        if unknown:
+            raise TypeError(f"{identifier} takes no {sorted(unknown)}")
+        self.name, self.config = name, {k: float(v) for k, v in {**defaults, **config}.items()}
+
+    def __call__(self, weight):
+        loss = 0.0
+        if self.config.get("l1"):
+            loss = loss + self.config["l1"] * weight.abs().sum()
+        if self.config.get("l2"):
+            loss = loss + self.config["l2"] * weight.square().sum()
+        return loss
+
+    def get_config(self):
+        return {"class_name": self.name, "config": dict(self.config)}
+
+    @staticmethod
+    def serialize(regularizer):
+        return None if regularizer is None else regularizer.get_config()
+'''
+
 HELPERS["LazyBuild"] = _LAZY_BUILD
+HELPERS["KerasRegularizer"] = _KERAS_REGULARIZER
 HELPERS["KerasInitializer"] = _KERAS_INITIALIZER
 
 

@@ -2805,6 +2805,34 @@ def initializer_config(m: MappedCall, ctx) -> cst.BaseExpression | None:
     return expr(f'{helpers.use(ctx, "KerasInitializer")}("{name}"{args})')
 
 
+@call_transform("keras-regularizer")
+def keras_regularizer(m: MappedCall, ctx) -> cst.BaseExpression | None:
+    """Keras regularizers held as values (custom layers): ``keras.regularizers.get(identifier)`` →
+    ``KerasRegularizer(identifier)`` (None stays None), ``l2(1e-4)`` / ``L1L2(l1=.., l2=..)`` →
+    ``KerasRegularizer("L2", l2=1e-4)``, ``serialize(r)`` → ``KerasRegularizer.serialize(r)``: the helper
+    (written into the file) that gives Keras's penalty when called with a weight; add_weight(regularizer=...)
+    adds it to the class's regularization_loss() (subclass pass). ``options.names``: the class each
+    constructor name makes; ``options.method``: "get" or "serialize"."""
+    helper = helpers.use(ctx, "KerasRegularizer")
+    keras2 = ", keras2=True" if ctx.version == 2 else ""
+    method = _option(m, "method")
+    if method == "serialize":
+        value = m.kwargs.get("regularizer")
+        return None if value is None else expr(f"{helper}.serialize({code(value)})")
+    if method == "get":
+        value = m.kwargs.get("identifier")
+        return None if value is None else expr(f"{helper}({code(value)}{keras2})")
+    qual = ctx.imports.resolve(m.node.func) if isinstance(m.node, cst.Call) else None
+    name = (_option(m, "names") or {}).get(qual)
+    if name is None:
+        return None
+    config = dict(m.kwargs)
+    if qual == "keras.regularizers.l1_l2" and ctx.version == 2:  # Keras 2's function: both factors 0.01
+        config = {"l1": expr("0.01"), "l2": expr("0.01"), **config}
+    args = "".join(f", {k}={code(v)}" for k, v in config.items())
+    return expr(f'{helper}("{name}"{args})')
+
+
 @call_transform("keras-initializer")
 def keras_initializer(m: MappedCall, ctx) -> cst.BaseExpression | None:
     """``keras.initializers.get(identifier)`` → ``KerasInitializer(identifier)``: the helper (written into

@@ -256,27 +256,25 @@ def _with_method(cls: cst.ClassDef, entry: dict, frozen: bool = False) -> cst.Cl
             if have.get(attr) != n:
                 lines.append(cst.parse_statement(f"self.{attr} = {n}\n"))
         members[init_i] = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *lines]))
-    terms = []
-    for factor, kind, weight, guard in entry["terms"]:
+    terms = []  # (the penalty, the conditions it is counted under)
+    for factor, kind, weight, guard, *more in entry["terms"]:
         for n, attr in stored.items():
             factor = _rename(factor, n, f"self.{attr}")
-        terms.append((f"{factor} * {_PENALTY[kind].format(w=weight)}", guard))
+        text = factor if kind == "text" else f"{factor} * {_PENALTY[kind].format(w=weight)}"
+        conds = [f'hasattr(self, "{guard}")'] if guard is not None else []
+        conds += list(more[0]) if more else []
+        if frozen and f"{weight}.requires_grad" not in conds:  # Keras 3 sums the trainable weights' penalties only
+            conds.append(f"{weight}.requires_grad")
+        terms.append((text, conds))
     lines = ['def regularization_loss(self):',
              '    """Keras\'s weight regularizer penalties (kernel, bias, embeddings) of this module\'s own layers (add to the loss)."""']
-    if frozen:  # Keras 3 sums the trainable weights' penalties only
-        lines.append("    loss = 0.0")
-        for (t, g), (_, _, weight, _) in zip(terms, entry["terms"]):
-            test = f"{weight}.requires_grad"
-            lines.append(f'    if hasattr(self, "{g}") and {test}:' if g is not None else f"    if {test}:")
+    plain = [t for t, c in terms if not c]
+    lines.append(f"    loss = {plain[0] if plain else '0.0'}")
+    lines += [f"    loss = loss + {t}" for t in plain[1:]]
+    for t, c in terms:
+        if c:
+            lines.append(f"    if {' and '.join(c)}:")
             lines.append(f"        loss = loss + {t}")
-    else:
-        plain = [t for t, g in terms if g is None]
-        lines.append(f"    loss = {plain[0] if plain else '0.0'}")
-        lines += [f"    loss = loss + {t}" for t in plain[1:]]
-        for t, g in terms:
-            if g is not None:
-                lines.append(f'    if hasattr(self, "{g}"):')
-                lines.append(f"        loss = loss + {t}")
     lines.append("    return loss")
     method = cst.parse_statement("\n".join(lines) + "\n")
     method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])

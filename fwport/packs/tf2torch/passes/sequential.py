@@ -31,6 +31,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, marked, scan, skip_unmarked
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.passes.runtime import MARK as DROP_MARK  # a statement runtime.finish removes
+from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 
 SEQUENTIAL = "keras.Sequential"
@@ -378,6 +379,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if chain.input_note:
             chain.input_note = _input_note(in_shape, nchw, input_text)
 
+        home = self._regularizer_home(chain)
         shape = in_shape
         flatten_of = None
         producer: tuple[LayerRecord, tuple] | None = None  # the Dense that computed the current features
@@ -436,8 +438,14 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 if not em.failed:
                     em.out_shape = shape
             else:
-                em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
-                                                                 mask_in, mask_out), el)
+                call, record_penalty = el, None
+                if home is not None and isinstance(el, cst.Call) and id(el) not in chain.repeated:
+                    call, record_penalty = regularizers.strip(el, rule, lambda f: self._resolve_in(f, home[2]),
+                                                              home[2], home[0], home[1], False, ctx)
+                em = translate_layer(call, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
+                                                                   mask_in, mask_out), el)
+                if record_penalty is not None and not em.failed and em.functional is None:
+                    record_penalty(f"{home[1]}.{index + em.weight_module}")
             if em.flatten_of is not None and not em.failed and _features_leave(layers[k + 1:]):
                 # nothing after it takes Keras's weights in torch's order (no Dense): flattened in Keras's order
                 em = self._flatten_channels_last(el, rule, em)
@@ -494,6 +502,30 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         ctx.analyses.setdefault(RANKS, {})[key] = (in_rank, len(shape) + 1 if shape is not None else None)
         if deferred:  # a local name in a method: the subclass pass looks for its calls (LOCAL_NCHW)
             chain.local = (*ctx.analyses[RANKS][key], scope)
+
+    def _regularizer_home(self, chain: _Chain) -> tuple[str, str, cst.FunctionDef] | None:
+        """(class, attribute, __init__) of a Sequential built in a class's ``__init__`` and held as
+        ``self.<attribute>`` (assigned there, or built in a local name that one ``self.<attribute> = name`` of
+        __init__ keeps): its layers' kernel_regularizer / bias_regularizer go into the class's
+        regularization_loss() (regularizers.py) as a subclass's own layers' do; None elsewhere (an nn.Sequential
+        has no method to hold them: the layer's rule reports them)."""
+        fn = self.fn_nodes[-1] if self.fn_nodes else None
+        if not self.classes or fn is None or fn.name.value != "__init__":
+            return None
+        if chain.target.startswith("self.") and chain.target[len("self."):].isidentifier():
+            return self.classes[-1], chain.target[len("self."):], fn
+        if not chain.target.isidentifier():
+            return None
+        kept = [t.target.attr.value for st in find_all(fn.body, cst.Assign) for t in st.targets
+                if isinstance(st.value, cst.Name) and st.value.value == chain.target
+                and isinstance(t.target, cst.Attribute) and dotted_text(t.target.value) == "self"]
+        return (self.classes[-1], kept[0], fn) if len(kept) == 1 else None
+
+    def _resolve_in(self, node: cst.BaseExpression, fn: cst.FunctionDef) -> str | None:
+        parts = dotted_text(node)
+        if not parts or parts.split(".")[0] in bound_names(fn):
+            return None
+        return self.qualname(node)
 
     def _translate_list(self, chain: _Chain) -> None:
         """``keras.Sequential(layers)`` with ``layers`` a list built in the same function

@@ -165,6 +165,8 @@ class _Plan:
     training: dict[str, str] = field(default_factory=dict)
     layout_reported: bool = False
     weight_attrs: set[str] = field(default_factory=set)  # self.<attr> = self.add_weight(...)
+    # add_weight(regularizer=...) to add to regularization_loss(): (attr, the statement, its method, regularizer, trainable)
+    weight_penalties: list = field(default_factory=list)
 
 
 def _self_rooted(node: cst.BaseExpression) -> bool:
@@ -662,6 +664,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             self._plan_add_weights(plan, m)
         if plan.build_fn is not None:
             self._plan_build(plan, plan.build_fn)
+        self._plan_weight_penalties(plan)
         if plan.call_fn is not None:
             self._plan_call(plan, plan.call_fn)
         for a in plan.attrs.values():  # layers never called in call(): translated without a known input
@@ -1405,11 +1408,86 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 new = cst.Call(cst.Attribute(cst.Name("self"), cst.Name("register_parameter")),
                                [cst.Arg(name), cst.Arg(new)])
             plan.replace[id(node)] = new
+            attr = None
             if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
                 t = dotted(stmt.targets[0].target)
                 if t and len(t) == 2 and t[0] == "self":
                     self.ctx.layers.append(LayerRecord(plan.name, t[1], t[1], rule.id))
                     plan.weight_attrs.add(t[1])
+                    attr = t[1]
+            elif isinstance(stmt, cst.Expr):  # registered under its name= (a literal string)
+                lit = literal_value(name, NOT_LITERAL)
+                attr = lit if isinstance(lit, str) and lit.isidentifier() else None
+            reg = _keyword_or_positional(node, "regularizer", _POSITIONAL[2 if self.ctx.version == 2 else 3])
+            if reg is not None and literal_value(reg, NOT_LITERAL) is not None:
+                trainable = _keyword_or_positional(node, "trainable", _POSITIONAL[2 if self.ctx.version == 2 else 3])
+                plan.weight_penalties.append((attr, stmt, fn, reg, trainable, node))
+
+    def _plan_weight_penalties(self, plan: _Plan) -> None:
+        """``self.w = self.add_weight(..., regularizer=R)`` → R's penalty on ``self.w`` in the class's
+        regularization_loss() (regularizers.py), as Keras adds it to model.losses: R a literal name ("l2"),
+        l2(f) / l1(f) with a factor readable there, or a value kept on the module (``self.kernel_regularizer``,
+        from keras.regularizers.get: the KerasRegularizer helper) or at module level, counted while it is not None.
+        A weight that may not exist (made under an ``if``, by a build that is not run from __init__) counts
+        where it exists; one that LazyBuild declares, once it is built. Keras 3 leaves a non-trainable weight's
+        penalty out (it walks trainable_weights), Keras 2 counts it."""
+        ctx = self.ctx
+        for attr, stmt, fn, reg, trainable, node in plan.weight_penalties:
+            where = f"regularizer={code(reg)}"
+            if attr is None:
+                ctx.report(Severity.ERROR, "unsupported-argument", f"{where}: the weight is not kept as self.<name>, "
+                           "so regularization_loss() cannot read it: torch parameters have no regularizers: add the "
+                           "penalty to the loss", node)
+                continue
+            weight = f"self.{attr}"
+            tr = literal_value(trainable, NOT_LITERAL) if trainable is not None else True
+            conds: list[str] = []
+            if ctx.version != 2 and tr is False:
+                ctx.report(Severity.INFO, "idiom-replaced", f"{where} of the non-trainable weight {attr}: Keras 3 "
+                           "leaves its penalty out of model.losses (it walks trainable_weights), so no term is added",
+                           node)
+                continue
+            if ctx.version != 2 and tr is not True:
+                conds.append(f"{weight}.requires_grad")
+            params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}
+            if fn.params.star_kwarg is not None:
+                params.add(fn.params.star_kwarg.name.value)
+            if isinstance(fn.params.star_arg, cst.Param):
+                params.add(fn.params.star_arg.name.value)
+            local = params | regularizers._assigned_names(fn)
+            term = regularizers._term(reg, lambda f: self._resolve_in(f, fn), set(), local)
+            if term == "none":
+                continue
+            if term is not None:
+                kind, factor, _ = term
+                entry = (factor, kind, weight, None, conds)
+            else:
+                names = {n for n in regularizers._free_names(reg) if not n.startswith("self.")}
+                if not (isinstance(reg, (cst.Name, cst.Attribute)) and dotted(reg) and not names & local):
+                    ctx.report(Severity.ERROR, "unsupported-argument", f"{where}: torch parameters have no "
+                               "regularizers, and fwport reads a regularizer for regularization_loss() only as a "
+                               "literal name, l2(f) / l1(f), or a value kept on self or at module level: add the "
+                               "penalty to the loss (or weight_decay on the optimizer)", node)
+                    continue
+                conds.insert(0, f"{code(reg)} is not None")
+                entry = (f"{helpers.use(ctx, 'KerasRegularizer')}({code(reg)})({weight})", "text", weight, None, conds)
+            top = any(isinstance(line, cst.SimpleStatementLine) and any(x is stmt for x in line.body)
+                      for line in (fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []))
+            if fn is plan.build_fn and plan.lazy_build and attr in plan.lazy_build:
+                # declared in __init__, made by the first call; LazyBuild removes one that build() does not make
+                conds.insert(0, f"not {ctx.spell_text('torch.nn.parameter.is_lazy')}({weight})")
+                if not top:
+                    conds.insert(0, f'hasattr(self, "{attr}")')
+            elif not top or not (fn is plan.init_fn or (fn is plan.build_fn and plan.build_static)):
+                conds.insert(0, f'hasattr(self, "{attr}")')
+            record = ctx.analyses.setdefault(regularizers.KEY, {}).setdefault(plan.name, {"terms": [], "store": []})
+            record["terms"].append(entry)
+            said = code(reg) if entry[1] == "text" else f"{entry[1]}({entry[0]})"
+            ctx.report(Severity.INFO, "idiom-replaced", f"add_weight(regularizer={code(reg)}) → {plan.name}."
+                       f"regularization_loss() adds {said} of {weight}: Keras adds the penalty to the loss itself "
+                       "(model.losses), torch does not: the fit / evaluate fwport writes for a compile add it; in a "
+                       "loop of your own add sum(m.regularization_loss() for m in model.modules() if hasattr(m, "
+                       "'regularization_loss')) to the loss", node)
 
     def _add_weight(self, plan: _Plan, call: cst.Call, rule) -> cst.BaseExpression | None:
         ctx = self.ctx
@@ -1436,6 +1514,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return None
         ex = m.extras
         dtype = literal_value(ex["dtype"], NOT_LITERAL) if "dtype" in ex else None
+        if dtype is NOT_LITERAL:  # dtype=tf.float32: the name of TensorFlow's dtype
+            q = self._resolve_in(ex["dtype"], plan.build_fn or plan.init_fn) if plan.build_fn or plan.init_fn else None
+            if q and q.rsplit(".", 1)[0] in ("tensorflow", "tensorflow.dtypes") and q.rsplit(".", 1)[1] in _DTYPES:
+                dtype = q.rsplit(".", 1)[1]
         dtype_name = getattr(dtype, "name", dtype)
         if dtype_name is not None and not (isinstance(dtype_name, str) and dtype_name in _DTYPES):
             m.fail(ctx, "unsupported-argument", f"dtype={code(ex['dtype'])}: give a literal dtype name such as "
@@ -1946,6 +2028,16 @@ class _AddWeightCalls(cst.CSTVisitor):
         p = dotted(n.func)
         if p and len(p) == 2 and p[0] == "self" and p[1] in _ADD_WEIGHT_METHODS:
             self.out.append((self.stmt if self.stmt is not None and self.stmt.value is n else None, n))
+
+
+def _keyword_or_positional(call: cst.Call, name: str, order: tuple) -> cst.BaseExpression | None:
+    """The value ``call`` gives parameter ``name`` of add_weight, by keyword or at its place in ``order``."""
+    for i, a in enumerate(call.args):
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+        if a.keyword is None and not a.star and i < len(order) and order[i] == name:
+            return a.value
+    return None
 
 
 def _add_weight_calls(fn: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, cst.Call]]:
