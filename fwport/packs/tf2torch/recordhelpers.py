@@ -118,13 +118,12 @@ def tfrecord_dataset(filenames, compression_type=None, num_parallel_reads=None):
             if len(active) == cycle:
                 break
         while active:
-            for i in range(len(active)):
+            for i in range(len(active)):  # a file that ends gives its turn to the next file in its place
                 record = next(active[i], None)
-                while record is None and active[i] is not None:
+                if record is None:
                     path = next(pending, None)
                     active[i] = None if path is None else read(path)
-                    record = None if path is None else next(active[i], None)
-                if record is not None:
+                else:
                     yield record
             active = [reader for reader in active if reader is not None]
     return DataPipeline(run)
