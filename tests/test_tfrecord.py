@@ -229,3 +229,22 @@ def test_what_is_not_translated_stays_an_error():
     assert {f.line for f in errors} == {2, 3}, [f.message for f in errors]
     assert any("parse_single_example" in f.message for f in errors)
     assert r.output.count("# fwport:") >= 2
+
+
+@pytest.mark.parametrize("value", ["é-ok", b"\xc3\xa9", bytearray(b"ab"), 3, None])
+@pytest.mark.parametrize("fn", ["as_bytes", "as_text", "as_str"])
+def test_compat_as_bytes_and_as_text_are_tensorflows(fn, value):
+    ns = {}
+    exec(compile(_translate(f"import tensorflow as tf\nf = tf.compat.{fn}\nr = tf.compat.{fn}(b'x')\n"), "t.py", "exec"),
+         ns)
+    ours = ns["as_bytes" if fn == "as_bytes" else "as_text"]
+    try:
+        expected = getattr(tf.compat, fn)(value)
+    except Exception as e:  # noqa: BLE001 - the same kind of error in both
+        with pytest.raises(type(e)):
+            ours(value)
+        return
+    got = ours(value)
+    assert got == expected and type(got) is type(expected)
+    if isinstance(value, str) and fn == "as_bytes":
+        assert ours(value, "latin-1") == tf.compat.as_bytes(value, "latin-1")

@@ -434,7 +434,34 @@ def parse_single_example(serialized, features):
     return out
 '''
 
+_AS_BYTES = '''
+
+def as_bytes(bytes_or_text, encoding="utf-8"):
+    """tf.compat.as_bytes: a str encoded (encoding), bytes as they are, a bytearray as bytes; anything else
+    is a TypeError, as in TensorFlow."""
+    if isinstance(bytes_or_text, bytearray):
+        return bytes(bytes_or_text)
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text.encode(encoding)
+    if isinstance(bytes_or_text, bytes):
+        return bytes_or_text
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+'''
+
+_AS_TEXT = '''
+
+def as_text(bytes_or_text, encoding="utf-8"):
+    """tf.compat.as_text / as_str: bytes decoded (encoding), a str as it is; anything else is a TypeError,
+    as in TensorFlow."""
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text
+    if isinstance(bytes_or_text, bytes):
+        return bytes_or_text.decode(encoding)
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+'''
+
 RECORD_HELPERS: dict[str, str] = {
+    "as_bytes": _AS_BYTES, "as_text": _AS_TEXT,
     "masked_crc32c": _CRC32C, "TFRecordWriter": _WRITER, "tfrecord_dataset": _DATASET, "protobuf_fields": _WIRE,
     "Int64List": _INT64_LIST, "FloatList": _FLOAT_LIST, "BytesList": _BYTES_LIST, "Feature": _FEATURE,
     "Features": _FEATURES, "Example": _EXAMPLE, "FixedLenFeature": _FIXED_LEN, "VarLenFeature": _VAR_LEN,
