@@ -222,13 +222,40 @@ def test_what_is_not_translated_stays_an_error():
     src = textwrap.dedent("""
         import tensorflow as tf
         spec = {"x": tf.io.FixedLenSequenceFeature([], tf.int64, allow_missing=True)}
-        batch = tf.io.parse_example(records, spec)
+        writer = tf.io.TFRecordWriter(path, options=tf.io.TFRecordOptions(compression_type="GZIP"))
         """).lstrip()
     r = translate_source(src, "records.py")
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert {f.line for f in errors} == {2, 3}, [f.message for f in errors]
-    assert any("parse_single_example" in f.message for f in errors)
+    assert any("VarLenFeature" in f.message for f in errors)
     assert r.output.count("# fwport:") >= 2
+
+
+BATCH = """
+import tensorflow as tf
+
+spec = {"bbox": tf.io.FixedLenFeature([2, 2], tf.float32), "label": tf.io.FixedLenFeature([], tf.int64),
+        "image": tf.io.FixedLenFeature([], tf.string), "tags": tf.io.VarLenFeature(tf.int64)}
+
+
+def parse(records):
+    example = tf.io.parse_example(records, spec)
+    return example["bbox"], example["label"], tf.sparse.to_dense(example["tags"]), example["image"]
+
+
+batches = list(tf.data.TFRecordDataset(files).batch(3).map(parse))
+"""
+
+
+def test_parse_example_parses_batches_as_tensorflow(tmp_path):
+    files = _tf_files(tmp_path)
+    ns_tf, ns_torch = _run(BATCH, files=files)
+    assert len(ns_tf["batches"]) == len(ns_torch["batches"]) == 4
+    for a, b in zip(ns_tf["batches"], ns_torch["batches"], strict=True):
+        for x, y in zip(a[:3], b[:3], strict=True):
+            assert y.dtype == {tf.int64: torch.int64, tf.float32: torch.float32}[x.dtype]
+            np.testing.assert_array_equal(x.numpy(), y.numpy())
+        assert list(a[3].numpy()) == b[3]
 
 
 @pytest.mark.parametrize("value", ["é-ok", b"\xc3\xa9", bytearray(b"ab"), 3, None])

@@ -9,15 +9,13 @@ bench/coverage.py (only rules and structural passes do).
 """
 from __future__ import annotations
 
-_TFRECORD = ("TFRecordDataset, parse_single_example, FixedLenFeature / VarLenFeature and the tf.train.Example "
+_TFRECORD = ("TFRecordDataset, parse_single_example / parse_example, FixedLenFeature / VarLenFeature and the tf.train.Example "
              "messages are translated (plain-Python helpers written into the file, recordhelpers.py); ")
 
 GUIDANCE: dict[str, str] = {
     # TFRecord: files, parsing, writing, the Example protocol buffers
     "tensorflow.io.FixedLenSequenceFeature": "a feature spec of tf.train.SequenceExample records or of padded "
         "lists: " + _TFRECORD + "this spec is not: use a VarLenFeature and pad its values by hand",
-    "tensorflow.io.parse_example": "parsing a batch of tf.train.Example records: " + _TFRECORD + "map the "
-        "translated parse_single_example over the records before .batch() instead of parsing after it",
     # text and CSV readers: string tensors parsed by tf.strings / tf.io ops downstream
     "tensorflow.data.TextLineDataset":
         "a dataset of the files' lines as string tensors, parsed downstream by tf.strings ops: in PyTorch read "

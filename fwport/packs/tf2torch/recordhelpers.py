@@ -460,7 +460,38 @@ def as_text(bytes_or_text, encoding="utf-8"):
     raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
 '''
 
+_PARSE_BATCH = '''
+
+def parse_example(serialized, features):
+    """tf.io.parse_example: a batch of serialized tf.train.Example records (a list of bytes, as a batched
+    DataPipeline gives them) parsed with parse_single_example's rules, each feature with the batch first: a
+    FixedLenFeature's tensors stacked (a list for strings), a VarLenFeature a 2-D sparse COO tensor of shape
+    (batch, longest) whose row b holds record b's values (a list of lists for strings)."""
+    import torch
+
+    if isinstance(serialized, (bytes, bytearray)):
+        return parse_single_example(serialized, features)
+    rows = [parse_single_example(record, features) for record in serialized]
+    out = {}
+    for name, spec in features.items():
+        values = [row[name] for row in rows]
+        if getattr(spec, "shape", None) is not None:  # FixedLenFeature
+            out[name] = list(values) if spec.dtype is bytes else (
+                torch.stack(values) if values else torch.zeros([0, *spec.shape], dtype=spec.dtype))
+        elif spec.dtype is bytes:
+            out[name] = list(values)
+        else:
+            dense = [v.coalesce().values() for v in values]
+            index = [[b, i] for b, v in enumerate(dense) for i in range(len(v))]
+            indices = torch.tensor(index, dtype=torch.int64).reshape(-1, 2).T
+            data = torch.cat(dense) if dense else torch.zeros([0], dtype=spec.dtype)
+            out[name] = torch.sparse_coo_tensor(indices, data, (len(dense), max([len(v) for v in dense], default=0)),
+                                                check_invariants=True)
+    return out
+'''
+
 RECORD_HELPERS: dict[str, str] = {
+    "parse_example": _PARSE_BATCH,
     "as_bytes": _AS_BYTES, "as_text": _AS_TEXT,
     "masked_crc32c": _CRC32C, "TFRecordWriter": _WRITER, "tfrecord_dataset": _DATASET, "protobuf_fields": _WIRE,
     "Int64List": _INT64_LIST, "FloatList": _FLOAT_LIST, "BytesList": _BYTES_LIST, "Feature": _FEATURE,
@@ -475,4 +506,5 @@ RECORD_DEPS: dict[str, tuple[str, ...]] = {
     "Int64List": ("protobuf_fields",), "FloatList": ("protobuf_fields",), "BytesList": ("protobuf_fields",),
     "Feature": _LISTS, "Features": ("Feature", *_LISTS), "Example": ("Features", "Feature", *_LISTS),
     "parse_single_example": ("Example", "Features", "Feature", *_LISTS),
+    "parse_example": ("parse_single_example", "Example", "Features", "Feature", *_LISTS),
 }
