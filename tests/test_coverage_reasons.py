@@ -57,7 +57,7 @@ def test_a_reason_stands_for_the_names_under_it_and_guidance_comes_first():
     assert coverage.reason_for("tensorflow.RaggedTensor.from_row_splits", direction, reasons) == \
         reasons["tensorflow.RaggedTensor"]
     assert coverage.reason_for("tensorflow.experimental.numpy.exp", direction, reasons).startswith("not yet")
-    assert coverage.reason_for("tensorflow.io.FixedLenFeature", direction, reasons).startswith("guidance")
+    assert coverage.reason_for("tensorflow.io.FixedLenSequenceFeature", direction, reasons).startswith("guidance")
     assert coverage.reason_for("tensorflow.no_such_api", direction, reasons) is None
 
 

@@ -47,8 +47,14 @@ for name in names:
     except Exception as e:
         out[name] = {"error": f"{type(e).__name__}: {e}"}
         continue
+    if inspect.isclass(obj) and hasattr(getattr(obj, "DESCRIPTOR", None), "fields"):
+        # a protocol buffer message (tf.train.Example): its fields, keywords only, unset by default
+        out[name] = {"params": [[f.name, "KEYWORD_ONLY", "None"] for f in obj.DESCRIPTOR.fields]}
+        continue
     try:
         target = obj.__init__ if inspect.isclass(obj) else obj
+        if target is object.__init__:  # a namedtuple (tf.io.FixedLenFeature): the class's own (__new__'s)
+            target = obj
         sig = inspect.signature(target)
     except (TypeError, ValueError) as e:
         out[name] = {"error": f"no signature: {e}"}

@@ -10,6 +10,7 @@ from fwport.core.engine import build_call, code
 from fwport.core.names import ValueVisitor, dotted, scan
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
+from fwport.packs.tf2torch.values import torch_dtype
 
 
 def _options(m) -> dict:
@@ -263,4 +264,23 @@ def vocabulary_layer(m, ctx):
                    f"{' / '.join(repr(v) for v in allowed)} here (a value fwport can read): write the "
                    "vocabulary code by hand for this one")
             return None
+    return helper(m, ctx)
+
+
+@call_transform("record-feature")
+def record_feature(m, ctx):
+    """tf.io.FixedLenFeature / VarLenFeature → the helper class of the same name (recordhelpers.py); the dtype
+    becomes torch.int64 / torch.float32 (translated already), or ``bytes`` for tf.string, whose values stay
+    Python bytes."""
+    value = m.kwargs.get("dtype")
+    if value is not None:
+        lit = literal_value(value, NOT_LITERAL)
+        q = None if isinstance(lit, str) else ctx.imports.resolve(value)
+        if lit == "string" or q in ("tensorflow.string", "tensorflow.dtypes.string"):
+            m.kwargs["dtype"] = cst.Name("bytes")
+        else:
+            out = torch_dtype(value, m, ctx)
+            if out is None:
+                return None
+            m.kwargs["dtype"] = out
     return helper(m, ctx)

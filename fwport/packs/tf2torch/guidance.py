@@ -2,35 +2,20 @@
 
 A call or reference of one of these names is an error (no-rule, or residue for a name used as a value)
 whose message is the guidance here: what a PyTorch program uses for the same job. They have no rule
-because there is no faithful one-to-one translation: TFRecord files are protocol buffers read by
-TensorFlow's own reader (torch has no reader for them), and tf.data's file readers yield string tensors
+because there is no faithful one-to-one translation: the TFRecord specs that recordhelpers.py does not
+cover, and tf.data's file readers that yield string tensors
 that the rest of a pipeline parses with tf.strings / tf.io ops. None of them counts as covered in
 bench/coverage.py (only rules and structural passes do).
 """
 from __future__ import annotations
 
-_TFRECORD = ("TFRecord files hold tf.train.Example protocol buffers that only TensorFlow's reader parses: convert "
-             "the data once (with TensorFlow) to files torch reads directly (NumPy .npy/.npz, image files, "
-             "or torch.save of tensors) and write a torch.utils.data.Dataset whose __getitem__ returns one "
-             "example's tensors; or read the records in PyTorch with the `tfrecord` package "
-             "(tfrecord.torch.dataset.TFRecordDataset(path, index_path, description)), whose description "
-             "dict plays the part of the feature spec")
+_TFRECORD = ("TFRecordDataset, parse_single_example / parse_example, FixedLenFeature / VarLenFeature and the tf.train.Example "
+             "messages are translated (plain-Python helpers written into the file, recordhelpers.py); ")
 
 GUIDANCE: dict[str, str] = {
     # TFRecord: files, parsing, writing, the Example protocol buffers
-    "tensorflow.data.TFRecordDataset": _TFRECORD,
-    "tensorflow.io.TFRecordWriter": "writing TFRecord files: " + _TFRECORD,
-    "tensorflow.io.FixedLenFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
-    "tensorflow.io.VarLenFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
-    "tensorflow.io.FixedLenSequenceFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
-    "tensorflow.io.parse_single_example": "parsing a tf.train.Example record: " + _TFRECORD,
-    "tensorflow.io.parse_example": "parsing tf.train.Example records: " + _TFRECORD,
-    "tensorflow.train.Example": "a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
-    "tensorflow.train.Features": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
-    "tensorflow.train.Feature": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
-    "tensorflow.train.BytesList": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
-    "tensorflow.train.Int64List": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
-    "tensorflow.train.FloatList": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.io.FixedLenSequenceFeature": "a feature spec of tf.train.SequenceExample records or of padded "
+        "lists: " + _TFRECORD + "this spec is not: use a VarLenFeature and pad its values by hand",
     # text and CSV readers: string tensors parsed by tf.strings / tf.io ops downstream
     "tensorflow.data.TextLineDataset":
         "a dataset of the files' lines as string tensors, parsed downstream by tf.strings ops: in PyTorch read "
