@@ -1100,6 +1100,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 if isinstance(compiled, cst.Call) and len(compiled.args) == len(call.args) else None
         elif loss_kind == "function":
             loss = _loss_function(loss_node, loss_rule, self.ctx)
+        elif loss_kind == "added":  # no loss: the written loop's is the terms the layers gave add_loss
+            loss = cst.Name("None")
         elif c.outputs:  # a loss per output: {output name: its torch loss}, which the written loops index
             loss = self._output_losses(c)
         else:
@@ -1179,6 +1181,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return cst.Name(c.names["loss_fn"])
         if loss_kind == "object":
             return None
+        if loss_kind == "added":
+            return cst.Name("None")
         if loss_kind == "function":
             loss = _loss_function(loss_node, loss_rule, self.ctx)
         else:
@@ -1353,8 +1357,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{', '.join(taken)}", original_node)
             self.ctx.settle(original_node)
             return updated_node
-        if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
-                k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
+        counted = {"steps_per_epoch", "validation_steps", "steps"} & set(
+            k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)
+        if bad is None and c.loss[0] == "added" and method in ("fit", "evaluate") and (
+                counted or self._dataset_value(args.get("x"))):
+            bad = ("its compile gives no loss (the loop's loss: the terms the layers give add_loss), and the loop "
+                   "written for it reads arrays (x, and y or none), not an iterable of batches nor counted steps")
+        if bad is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
+                            f"{', '.join(taken)}", original_node)
+            self.ctx.settle(original_node)
+            return updated_node
+        if method in ("fit", "evaluate") and c.loss[0] != "added" and ("y" not in args or counted):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "predict" and self._dataset_value(args.get("x")):
             c.predict_batches = True  # a tf.data pipeline: predict iterates its batches
@@ -3590,7 +3605,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
-        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object") else ctx.pack.by_name[c.loss[1]]
+        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object", "added") \
+            else ctx.pack.by_name[c.loss[1]]
         c.key = (loss_rule.id if loss_rule is not None else (c.loss[0], c.loss[3]), c.from_logits,
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics,
@@ -3841,7 +3857,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return refuse(per_output)
         # the optimizer (and what else compile gives) planned as a compile of the first output's loss alone
         planned = _with_loss(call, per_output[0][1])
-    c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object)
+    # a compile without a loss in a file whose layers give add_loss, trained only by the written loops: the loop's loss
+    # is those terms alone, as Keras's (the subclass pass keeps them on the modules: fitloop.ADDED_LOSSES)
+    added_only = plan.add_loss and not plan.own_training and per_output is None
+    c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object,
+                             added_only)
     if not isinstance(c, str) and c.weighted_metrics:
         if per_output is not None:
             return refuse("weighted_metrics of a model of several outputs is not translated")
@@ -3890,7 +3910,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
-    if c.loss[0] not in ("function", "object") and not c.from_logits:  # a probabilities' cross-entropy: Keras's way
+    if c.loss[0] not in ("function", "object", "added") and not c.from_logits:  # a probabilities' cross-entropy
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if rule.emit.get("options", {}).get("probabilities_input"):
             activation = _final_activation(plan, ctx, model, scope, models) if c.loss[0] != "name" else None
@@ -4204,7 +4224,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             rule = ctx.pack.by_name[rule]
         # a loss function: the labels its named accuracy reads (the loop calls the function in Keras's order)
         options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind in ("function", "object") \
-            else optim.loss_options(rule, ctx)
+            else {} if kind == "added" else optim.loss_options(rule, ctx)
         if kind == "object" and ctx.version == 2:  # Keras 2's compile adds a trailing axis to 1-D labels of 2-D outputs
             options["keras2_rank"] = True
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
@@ -4519,7 +4539,7 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     mark, imports = len(ctx.pending), set(ctx.needed_imports)
     ok = True
     for kind, rule, node, *_ in (c.optimizer, c.loss):
-        if kind == "object":  # the file's own class, translated where it is defined
+        if kind in ("object", "added"):  # the file's own class, translated where it is defined; no loss
             continue
         if kind == "function":
             if rule is not None and _loss_function(node, rule, ctx) is None:
