@@ -155,6 +155,15 @@ def test_a_loss_less_compile_trains_on_the_added_terms_as_keras(tmp_path):
     assert keras_out["history"]["loss"][0] > keras_zero["history"]["loss"][0] + 0.05
 
 
+def test_a_comment_that_names_add_loss_does_not_keep_the_call_an_error():
+    # (the call is the one add_loss of the method; a comment or docstring naming it is no second call)
+    src = _src().replace("    def call(self, inputs):\n", "    def call(self, inputs):\n        # Keras collects it: self.add_loss()\n")
+    assert "# Keras collects it" in src
+    r = translate_source(src, "model.py")
+    assert errors(r) == [], errors(r)
+    assert "self.added_loss = self.rate * torch.mean(torch.square(inputs))" in r.output
+
+
 def test_metrics_beside_a_loss_less_compile_stay_an_error():
     src = _src().replace("learning_rate=0.3)", "learning_rate=0.3), metrics=[\"mae\"]")
     r = translate_source(src, "model.py")

@@ -433,7 +433,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return False
         tops = [s.body[0].value for s in fn.body.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
                 and isinstance(s.body[0], cst.Expr)]
-        if not any(t is call for t in tops) or code(fn).count("add_loss") != 1:
+        # (add_loss named once in the method's code: comments and strings that mention it do not count)
+        if not any(t is call for t in tops) or sum(
+                1 for a in find_all(fn, cst.Attribute) if a.attr.value == "add_loss") != 1:
             return False
         self._added_losses.add(id(call))
         return True
