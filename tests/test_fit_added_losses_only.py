@@ -155,6 +155,35 @@ def test_a_loss_less_compile_trains_on_the_added_terms_as_keras(tmp_path):
     assert keras_out["history"]["loss"][0] > keras_zero["history"]["loss"][0] + 0.05
 
 
+def _keras2_src() -> str:
+    """The model in tf.keras code for Keras 2 (tf_keras), evaluate in batches of 3 (14 samples: 3 + ... + 2)."""
+    src = "# fwport: keras=2\n" + _src().replace("import keras\nfrom keras import layers",
+                                                 "import tensorflow as tf\nfrom tensorflow import keras\n"
+                                                 "from tensorflow.keras import layers")
+    src = src.replace("keras.ops.mean(keras.ops.square(inputs))", "tf.reduce_mean(tf.square(inputs))")
+    src = src.replace("keras.ops.mean(keras.ops.abs(x))", "tf.reduce_mean(tf.abs(x))")
+    src = src.replace("net.evaluate(x, verbose=0)", "net.evaluate(x, batch_size=3, verbose=0)")
+    assert "keras.ops" not in src and "batch_size=3" in src
+    return src
+
+
+def test_keras2_averages_the_added_terms_over_the_batches(tmp_path):
+    """tf_keras 2.21 with no compiled loss: no batch size weighs the History's loss metric (nor evaluate's), so it is
+    the plain mean over the batches (here 4, 4 and 2 training samples); the written loop of Keras 2 code divides by
+    the number of batches. The Keras 3 weighing (by samples) would differ by about 0.01 here."""
+    src = _keras2_src()
+    r = translate_source(src, "model.py")
+    assert errors(r) == [], errors(r)
+    assert "total += loss.item() * 1" in r.output and "math.ceil(len(x) / batch_size)" in r.output
+    keras_out, torch_out = keras_and_torch(tmp_path, src, r.output, DRIVER, TF_USE_LEGACY_KERAS="1")
+    compare_fit(keras_out, torch_out, ["loss", "val_loss"])
+    # (Keras 3's weighing gives another number for these batches: the difference is measured, not assumed)
+    k3 = translate_source(src.replace("# fwport: keras=2\n", "# fwport: keras=3\n"), "model.py").output
+    (tmp_path / "k3").mkdir()
+    _, torch_k3 = keras_and_torch(tmp_path / "k3", src, k3, DRIVER, TF_USE_LEGACY_KERAS="1")
+    assert abs(torch_k3["history"]["loss"][0] - keras_out["history"]["loss"][0]) > 1e-3
+
+
 def test_a_comment_that_names_add_loss_does_not_keep_the_call_an_error():
     # (the call is the one add_loss of the method; a comment or docstring naming it is no second call)
     src = _src().replace("    def call(self, inputs):\n", "    def call(self, inputs):\n        # Keras collects it: self.add_loss()\n")
@@ -162,6 +191,21 @@ def test_a_comment_that_names_add_loss_does_not_keep_the_call_an_error():
     r = translate_source(src, "model.py")
     assert errors(r) == [], errors(r)
     assert "self.added_loss = self.rate * torch.mean(torch.square(inputs))" in r.output
+
+
+def test_a_model_only_predicted_with_still_translates():
+    # (a predict of a model never compiled has no loss plan at all: the check for the loss-less kind passes it by)
+    src = textwrap.dedent('''
+        import numpy as np
+        import keras
+        from keras import layers
+
+        model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)])
+        print(model.predict(np.zeros((3, 4), "float32"), verbose=0))
+    ''').lstrip("\n")
+    r = translate_source(src, "model.py")
+    assert not [f for f in r.findings if f.code == "internal-error"], r.findings
+    assert "def predict(model, x" in r.output and "predict(model, np.zeros((3, 4), \"float32\"), verbose=0)" in r.output
 
 
 def test_metrics_beside_a_loss_less_compile_stay_an_error():

@@ -452,6 +452,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     added_only = c.loss[0] == "added"
     if added_only:
         batch_loss, added_sum = ADDED_SUM, ""
+    # ... and Keras 2's History "loss" (and evaluate's) is then the plain mean over the batches: with no compiled loss
+    # no batch size weighs the loss metric (measured with tf_keras 2.21; Keras 3 weighs each batch by its samples)
+    batch_mean = added_only and c.keras2 and not c.batches and not distributed
     t = spell("torch.as_tensor")
     no_grad = spell("torch.no_grad")
     randperm = spell("torch.randperm")
@@ -688,7 +691,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
         *(["            scheduler.step()"] if c.schedule else []),
-        f"            total += loss.item() * {count}",
+        f"            total += loss.item() * {'1' if batch_mean else count}",
     ]
     if general or distributed:
         lines.append(f"            seen += {batch_n if general else count}")
@@ -697,6 +700,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if ms:
         lines += _metric_updates(c)
     size = "seen" if general else samples("x")  # (evaluate's too)
+    if batch_mean:  # (the number of batches)
+        size = f"{spell('math.ceil')}({samples('x')} / batch_size)"
     fit_size = "seen" if distributed else size
     if distributed:
         sums = "total, correct, seen" if acc else "total, seen"
@@ -836,7 +841,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             *([f"            xb, yb = {_moved('xb', multi)}, yb.to(device)"] if distributed else []),
             *forward,
             *weighed,
-            *_total(eval_loss, penalty, bool(added_sum), batch_n),
+            *_total(eval_loss, penalty, bool(added_sum), "1" if batch_mean else batch_n),
         ]
     if acc:
         lines += [f"            correct += {correct}"]

@@ -1359,7 +1359,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return updated_node
         counted = {"steps_per_epoch", "validation_steps", "steps"} & set(
             k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)
-        if bad is None and c.loss[0] == "added" and method in ("fit", "evaluate") and (
+        added = c.loss is not None and c.loss[0] == "added"  # a compile without a loss (the add_loss terms alone)
+        if added and method in ("fit", "evaluate") and (
                 counted or self._dataset_value(args.get("x"))):
             bad = ("its compile gives no loss (the loop's loss: the terms the layers give add_loss), and the loop "
                    "written for it reads arrays (x, and y or none), not an iterable of batches nor counted steps")
@@ -1369,7 +1370,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{', '.join(taken)}", original_node)
             self.ctx.settle(original_node)
             return updated_node
-        if method in ("fit", "evaluate") and c.loss[0] != "added" and ("y" not in args or counted):
+        if method in ("fit", "evaluate") and not added and ("y" not in args or counted):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "predict" and self._dataset_value(args.get("x")):
             c.predict_batches = True  # a tf.data pipeline: predict iterates its batches
@@ -3611,7 +3612,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics,
                  tuple((name, plan_[1] if isinstance(plan_[1], str) else plan_[1].id, logits, factor)
-                       for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False,
+                       for name, plan_, logits, factor in c.outputs),
+                 c.keras2 if c.outputs or c.loss[0] == "added" else False,
                  tuple(c.metric_outputs), tuple(c.history_names), c.dict_outputs)
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
@@ -3862,6 +3864,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     added_only = plan.add_loss and not plan.own_training and per_output is None
     c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object,
                              added_only)
+    if not isinstance(c, str) and c.loss[0] == "added":
+        c.keras2 = ctx.version == 2  # (Keras 2's History averages the added terms over the batches)
+        if c.keras2 and ctx.options.get(runtime.DISTRIBUTED):
+            return refuse("no loss is given (Keras then trains on the terms the layers give add_loss alone), and Keras "
+                          "2's History averages them over the global batches, which the distributed loop does not")
     if not isinstance(c, str) and c.weighted_metrics:
         if per_output is not None:
             return refuse("weighted_metrics of a model of several outputs is not translated")
