@@ -208,6 +208,19 @@ def test_a_model_only_predicted_with_still_translates():
     assert "def predict(model, x" in r.output and "predict(model, np.zeros((3, 4), \"float32\"), verbose=0)" in r.output
 
 
+def test_a_conditional_add_loss_keeps_the_loss_less_compile_an_error():
+    # the subclass pass keeps no term under an if (its add_loss stays an error): the written loop would have none
+    src = _src().replace("    def call(self, inputs):\n        self.add_loss(",
+                         "    def call(self, inputs, training=None):\n        if training:\n            self.add_loss(")
+    assert "if training:" in src
+    r = translate_source(src, "model.py")
+    lines = src.splitlines()
+    errs = dict(errors(r))
+    compile_at = next(i for i, s in enumerate(lines) if s.startswith("net.compile(")) + 1
+    assert "reproduce only where every add_loss is a statement of its own" in errs.get(compile_at, ""), errs
+    assert any("torch modules have no add_loss" in m for m in errs.values()), errs
+
+
 def test_metrics_beside_a_loss_less_compile_stay_an_error():
     src = _src().replace("learning_rate=0.3)", "learning_rate=0.3), metrics=[\"mae\"]")
     r = translate_source(src, "model.py")

@@ -339,6 +339,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
         self.own_training = False
         self.add_loss = False  # the file calls add_loss (a compile without a loss then trains on its terms alone)
+        self.add_loss_kept = False  # ... and each call has the shape the subclass pass keeps (_add_loss_kept)
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
@@ -3445,6 +3446,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     scan(module, plan)
     _through_calls(plan)
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
+    plan.add_loss_kept = plan.add_loss and _add_loss_kept(module)
     models = None
     if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
         models = models_of(module, ctx)
@@ -3861,7 +3863,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         planned = _with_loss(call, per_output[0][1])
     # a compile without a loss in a file whose layers give add_loss, trained only by the written loops: the loop's loss
     # is those terms alone, as Keras's (the subclass pass keeps them on the modules: fitloop.ADDED_LOSSES)
-    added_only = plan.add_loss and not plan.own_training and per_output is None
+    added_only = plan.add_loss_kept and not plan.own_training and per_output is None
     c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object,
                              added_only)
     if not isinstance(c, str) and c.loss[0] == "added":
@@ -3891,8 +3893,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if isinstance(c, str):
         if c == "no loss is given" and plan.add_loss:
             c = ("no loss is given: Keras then trains the model on the terms its layers give add_loss alone (its "
-                 "History's \"loss\" their sum), which the written loops do not (they start from a loss): write the "
-                 "loop by hand, its loss the sum of the terms the layers' forward return")
+                 "History's \"loss\" their sum), which the written loops reproduce only where every add_loss is a "
+                 "statement of its own at the top of a layer's call and the file has no training code of its own "
+                 "(a GradientTape, a read of .losses): write the loop by hand, its loss the sum of the terms the "
+                 "layers' forward return")
         if c.startswith("optimizer= is neither") and optimizer_why:
             c = f"optimizer={code(call_argument(call, 'optimizer', 0))}: {optimizer_why[0]}"
         given = call_argument(call, "loss", 1)
@@ -3976,6 +3980,27 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
         c.names["loss_fn"] = c.loss[3]
     return c
+
+
+def _add_loss_kept(module: cst.Module) -> bool:
+    """Whether every add_loss of the file is one the subclass pass keeps as ``self.added_loss = term``: a statement
+    ``self.add_loss(term)`` of its own at the top of a class's ``call``, the method's only add_loss (subclass.py's
+    _added_loss). Elsewhere (under an if, in a functional model's code, twice in a method) the call stays an error,
+    and a compile without a loss stays one too: its loop would have no terms to train on."""
+    kept = set()
+    for cls in find_all(module, cst.ClassDef):
+        for fn in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if not (isinstance(fn, cst.FunctionDef) and fn.name.value == "call"
+                    and isinstance(fn.body, cst.IndentedBlock)):
+                continue
+            named = [a for a in find_all(fn, cst.Attribute) if a.attr.value == "add_loss"]
+            for st in fn.body.body:
+                e = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+                if (len(named) == 1 and isinstance(e, cst.Expr) and isinstance(e.value, cst.Call)
+                        and e.value.func is named[0] and dotted_text(e.value.func) == "self.add_loss"
+                        and len(e.value.args) == 1 and e.value.args[0].keyword is None and not e.value.args[0].star):
+                    kept.add(id(named[0]))
+    return all(id(a) in kept for a in find_all(module, cst.Attribute) if a.attr.value == "add_loss")
 
 
 def _def_of(plan: _Plan, cls: str, name: str, call: cst.Call) -> cst.ClassDef | None:
