@@ -230,7 +230,7 @@ def bind(call: cst.Call, params: tuple) -> dict | None:
 
 
 def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=None, loss_function=None,
-                 metric_list=None, loss_object=None) -> Compiled | str:
+                 metric_list=None, loss_object=None, added_only: bool = False) -> Compiled | str:
     """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
     a call's callee (or None); ``named(name)``: the Keras optimizer call a name given as the optimizer
     is bound to, when the training pass creates it over the model's parameters (or None);
@@ -242,7 +242,10 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     other than one accuracy or error, [(Keras's name, expression, written class or "")] of its metric
     objects (``c.metrics``), or why the loop cannot compute them; ``loss_object(node)``: whether a loss given as
     an instance of the file's own keras.losses.Loss subclass (``MyLoss()`` or a name bound once to one) is one the
-    loop calls as Keras does, ``loss_fn(y_true, y_pred)`` (the subclass, a KerasLoss, reduces its values itself)."""
+    loop calls as Keras does, ``loss_fn(y_true, y_pred)`` (the subclass, a KerasLoss, reduces its values itself).
+    ``added_only``: the file's layers give add_loss terms, so a compile without a loss is planned as the loss kind
+    "added" (``("added", None, call, "")``): Keras then trains on those terms alone (their sum, with the weight
+    regularizers' penalties: model.losses), which is the written loop's loss; no metrics beside it."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
@@ -268,6 +271,9 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     for kind, table, default in (("optimizer", OPTIMIZERS, "rmsprop"), ("loss", LOSSES, None)):
         node = args.get(kind)
         if node is None:
+            if default is None and added_only:
+                plans[kind] = ("added", None, call, "")
+                continue
             if default is None:
                 return "no loss is given"
             plans[kind] = ("string", table[default], call)
@@ -290,6 +296,10 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
                            else "")
         else:
             return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
+    if plans["loss"][0] == "added" and literal_value(args.get("metrics", cst.Name("None")), NOT_LITERAL) not in (
+            None, [], ()):
+        return ("no loss is given (Keras then trains on the terms the layers give add_loss alone), and metrics= "
+                "beside it are not translated: compute them in the loop")
     metric = _accuracy_metric(args.get("metrics"), rule_of)
     metrics = metric_list(args["metrics"], plans["loss"]) if metric is NOT_LITERAL and metric_list is not None else None
     if isinstance(metrics, str):
@@ -437,6 +447,14 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
                   else f"loss_fn({labels}, pred)" if c.loss[0] == "object" else f"loss_fn({inp}, {target})")
     penalty = PENALTY_SUM if regularized else ""
     added_sum = ADDED_SUM if added else ""
+    # compile without a loss (the kind "added"): Keras's loss is the terms the layers gave add_loss alone (their sum,
+    # the regularizers' penalties added as ever); fit(x) / evaluate(x) take no labels
+    added_only = c.loss[0] == "added"
+    if added_only:
+        batch_loss, added_sum = ADDED_SUM, ""
+    # ... and Keras 2's History "loss" (and evaluate's) is then the plain mean over the batches: with no compiled loss
+    # no batch size weighs the loss metric (measured with tf_keras 2.21; Keras 3 weighs each batch by its samples)
+    batch_mean = added_only and c.keras2 and not c.batches and not distributed
     t = spell("torch.as_tensor")
     no_grad = spell("torch.no_grad")
     randperm = spell("torch.randperm")
@@ -472,7 +490,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += _class_weight_helper(n, spell)
     if not general and not cbs and not weighted and not fit_sw:
         lines += [
-            f"def {n['fit']}({head}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+            f"def {n['fit']}({head}, x, y{'=None' if added_only else ''}, batch_size=None, epochs=1, verbose=1, "
+            "validation_split=0.0,",
             "        validation_data=None, shuffle=True):",
         ]
     else:
@@ -533,7 +552,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
               if general else []),
             f"        sample_weight = {n['tensor']}(sample_weight).reshape(len(y))",
         ]
+    no_labels = [
+        "    if y is None:  # no labels: the loss is the terms the layers give add_loss (placeholders, never read)",
+        f"        y = {spell('torch.zeros')}({samples('x')})",
+    ] if added_only and not general else []
     lines += [
+        *no_labels,
         "    if validation_split and validation_data is None:",
         f"        split = int({samples('x')} * (1 - validation_split))",
         f"        x, y, validation_data = {take('x', ':split')}, y[:split], ({take('x', 'split:')}, y[split:])",
@@ -667,7 +691,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
         *(["            scheduler.step()"] if c.schedule else []),
-        f"            total += loss.item() * {count}",
+        f"            total += loss.item() * {'1' if batch_mean else count}",
     ]
     if general or distributed:
         lines.append(f"            seen += {batch_n if general else count}")
@@ -676,6 +700,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if ms:
         lines += _metric_updates(c)
     size = "seen" if general else samples("x")  # (evaluate's too)
+    if batch_mean:  # (the number of batches)
+        size = f"{spell('math.ceil')}({samples('x')} / batch_size)"
     fit_size = "seen" if distributed else size
     if distributed:
         sums = "total, correct, seen" if acc else "total, seen"
@@ -798,8 +824,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         ]
     else:
         lines += [
-            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1{as_dict}):",
+            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y{'=None' if added_only else ''}, batch_size=None, "
+            f"verbose=1{as_dict}):",
             f'    """model.evaluate: {what} over the samples, in inference mode.{sw_doc}"""',
+            *no_labels,
             f"    x, y = {conv('x')}, {n['tensor']}(y)",
             "    batch_size = batch_size or 32",
             *device_line,
@@ -813,7 +841,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             *([f"            xb, yb = {_moved('xb', multi)}, yb.to(device)"] if distributed else []),
             *forward,
             *weighed,
-            *_total(eval_loss, penalty, bool(added_sum), batch_n),
+            *_total(eval_loss, penalty, bool(added_sum), "1" if batch_mean else batch_n),
         ]
     if acc:
         lines += [f"            correct += {correct}"]

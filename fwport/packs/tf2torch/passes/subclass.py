@@ -28,7 +28,8 @@ What changes, each on the line it was written on:
   ``train_step`` derives from the written ``TrainStepModule`` (passes/fitloop.py), whose compile / fit
   drive it (its ``test_step`` / ``predict_step`` too, through TrainStepModule's evaluate / predict);
   ``self.add_loss(term)``, a statement of its own at the top of ``call`` in a file trained only by the loops fwport
-  writes, is ``self.added_loss = term`` (those loops add every module's); ``test_step``/``predict_step`` elsewhere,
+  writes, is ``self.added_loss = term`` (those loops add every module's; a compile without a loss: their sum is the
+  loss); ``test_step``/``predict_step`` elsewhere,
   other ``add_loss`` calls, ``add_metric``, and the functional API (``keras.Model(inputs, outputs)``) are errors.
 
 Shapes are followed through straight-line ``x = self.layer(x)`` code in ``call`` so that a BatchNorm
@@ -434,7 +435,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return False
         tops = [s.body[0].value for s in fn.body.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
                 and isinstance(s.body[0], cst.Expr)]
-        if not any(t is call for t in tops) or code(fn).count("add_loss") != 1:
+        # (add_loss named once in the method's code: comments and strings that mention it do not count)
+        if not any(t is call for t in tops) or sum(
+                1 for a in find_all(fn, cst.Attribute) if a.attr.value == "add_loss") != 1:
             return False
         self._added_losses.add(id(call))
         return True

@@ -339,6 +339,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
         self.own_training = False
         self.add_loss = False  # the file calls add_loss (a compile without a loss then trains on its terms alone)
+        self.add_loss_kept = False  # ... and each call has the shape the subclass pass keeps (_add_loss_kept)
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
@@ -1207,6 +1208,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 if isinstance(compiled, cst.Call) and len(compiled.args) == len(call.args) else None
         elif loss_kind == "function":
             loss = _loss_function(loss_node, loss_rule, self.ctx)
+        elif loss_kind == "added":  # no loss: the written loop's is the terms the layers gave add_loss
+            loss = cst.Name("None")
         elif c.outputs:  # a loss per output: {output name: its torch loss}, which the written loops index
             loss = self._output_losses(c)
         else:
@@ -1286,6 +1289,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return cst.Name(c.names["loss_fn"])
         if loss_kind == "object":
             return None
+        if loss_kind == "added":
+            return cst.Name("None")
         if loss_kind == "function":
             loss = _loss_function(loss_node, loss_rule, self.ctx)
         else:
@@ -1460,8 +1465,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{', '.join(taken)}", original_node)
             self.ctx.settle(original_node)
             return updated_node
-        if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
-                k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
+        counted = {"steps_per_epoch", "validation_steps", "steps"} & set(
+            k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)
+        added = c.loss is not None and c.loss[0] == "added"  # a compile without a loss (the add_loss terms alone)
+        if added and method in ("fit", "evaluate") and (
+                counted or self._dataset_value(args.get("x"))):
+            bad = ("its compile gives no loss (the loop's loss: the terms the layers give add_loss), and the loop "
+                   "written for it reads arrays (x, and y or none), not an iterable of batches nor counted steps")
+        if bad is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
+                            f"{', '.join(taken)}", original_node)
+            self.ctx.settle(original_node)
+            return updated_node
+        if method in ("fit", "evaluate") and not added and ("y" not in args or counted):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "predict" and self._dataset_value(args.get("x")):
             c.predict_batches = True  # a tf.data pipeline: predict iterates its batches
@@ -3618,6 +3635,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     scan(module, plan)
     _through_calls(plan)
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
+    plan.add_loss_kept = plan.add_loss and _add_loss_kept(module)
     models = None
     if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
         models = models_of(module, ctx)
@@ -3779,12 +3797,14 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
-        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object") else ctx.pack.by_name[c.loss[1]]
+        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object", "added") \
+            else ctx.pack.by_name[c.loss[1]]
         c.key = (loss_rule.id if loss_rule is not None else (c.loss[0], c.loss[3]), c.from_logits,
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics,
                  tuple((name, plan_[1] if isinstance(plan_[1], str) else plan_[1].id, logits, factor)
-                       for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False,
+                       for name, plan_, logits, factor in c.outputs),
+                 c.keras2 if c.outputs or c.loss[0] == "added" else False,
                  tuple(c.metric_outputs), tuple(c.history_names), c.dict_outputs)
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
@@ -4033,7 +4053,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return refuse(per_output)
         # the optimizer (and what else compile gives) planned as a compile of the first output's loss alone
         planned = _with_loss(call, per_output[0][1])
-    c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object)
+    # a compile without a loss in a file whose layers give add_loss, trained only by the written loops: the loop's loss
+    # is those terms alone, as Keras's (the subclass pass keeps them on the modules: fitloop.ADDED_LOSSES)
+    added_only = plan.add_loss_kept and not plan.own_training and per_output is None
+    c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object,
+                             added_only)
+    if not isinstance(c, str) and c.loss[0] == "added":
+        c.keras2 = ctx.version == 2  # (Keras 2's History averages the added terms over the batches)
+        if c.keras2 and ctx.options.get(runtime.DISTRIBUTED):
+            return refuse("no loss is given (Keras then trains on the terms the layers give add_loss alone), and Keras "
+                          "2's History averages them over the global batches, which the distributed loop does not")
     if not isinstance(c, str) and c.weighted_metrics:
         if per_output is not None:
             return refuse("weighted_metrics of a model of several outputs is not translated")
@@ -4056,8 +4085,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if isinstance(c, str):
         if c == "no loss is given" and plan.add_loss:
             c = ("no loss is given: Keras then trains the model on the terms its layers give add_loss alone (its "
-                 "History's \"loss\" their sum), which the written loops do not (they start from a loss): write the "
-                 "loop by hand, its loss the sum of the terms the layers' forward return")
+                 "History's \"loss\" their sum), which the written loops reproduce only where every add_loss is a "
+                 "statement of its own at the top of a layer's call and the file has no training code of its own "
+                 "(a GradientTape, a read of .losses): write the loop by hand, its loss the sum of the terms the "
+                 "layers' forward return")
         if c.startswith("optimizer= is neither") and optimizer_why:
             c = f"optimizer={code(call_argument(call, 'optimizer', 0))}: {optimizer_why[0]}"
         given = call_argument(call, "loss", 1)
@@ -4082,7 +4113,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
-    if c.loss[0] not in ("function", "object") and not c.from_logits:  # a probabilities' cross-entropy: Keras's way
+    if c.loss[0] not in ("function", "object", "added") and not c.from_logits:  # a probabilities' cross-entropy
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if rule.emit.get("options", {}).get("probabilities_input"):
             activation = _final_activation(plan, ctx, model, scope, models) if c.loss[0] != "name" else None
@@ -4142,6 +4173,27 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
         c.names["loss_fn"] = c.loss[3]
     return c
+
+
+def _add_loss_kept(module: cst.Module) -> bool:
+    """Whether every add_loss of the file is one the subclass pass keeps as ``self.added_loss = term``: a statement
+    ``self.add_loss(term)`` of its own at the top of a class's ``call``, the method's only add_loss (subclass.py's
+    _added_loss). Elsewhere (under an if, in a functional model's code, twice in a method) the call stays an error,
+    and a compile without a loss stays one too: its loop would have no terms to train on."""
+    kept = set()
+    for cls in find_all(module, cst.ClassDef):
+        for fn in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if not (isinstance(fn, cst.FunctionDef) and fn.name.value == "call"
+                    and isinstance(fn.body, cst.IndentedBlock)):
+                continue
+            named = [a for a in find_all(fn, cst.Attribute) if a.attr.value == "add_loss"]
+            for st in fn.body.body:
+                e = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+                if (len(named) == 1 and isinstance(e, cst.Expr) and isinstance(e.value, cst.Call)
+                        and e.value.func is named[0] and dotted_text(e.value.func) == "self.add_loss"
+                        and len(e.value.args) == 1 and e.value.args[0].keyword is None and not e.value.args[0].star):
+                    kept.add(id(named[0]))
+    return all(id(a) in kept for a in find_all(module, cst.Attribute) if a.attr.value == "add_loss")
 
 
 def _def_of(plan: _Plan, cls: str, name: str, call: cst.Call) -> cst.ClassDef | None:
@@ -4469,7 +4521,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             rule = ctx.pack.by_name[rule]
         # a loss function: the labels its named accuracy reads (the loop calls the function in Keras's order)
         options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind in ("function", "object") \
-            else optim.loss_options(rule, ctx)
+            else {} if kind == "added" else optim.loss_options(rule, ctx)
         if kind == "object" and ctx.version == 2:  # Keras 2's compile adds a trailing axis to 1-D labels of 2-D outputs
             options["keras2_rank"] = True
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
@@ -4784,7 +4836,7 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     mark, imports = len(ctx.pending), set(ctx.needed_imports)
     ok = True
     for kind, rule, node, *_ in (c.optimizer, c.loss):
-        if kind == "object":  # the file's own class, translated where it is defined
+        if kind in ("object", "added"):  # the file's own class, translated where it is defined; no loss
             continue
         if kind == "function":
             if rule is not None and _loss_function(node, rule, ctx) is None:
