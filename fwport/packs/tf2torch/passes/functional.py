@@ -1946,6 +1946,10 @@ class _Builder:
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
                     body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
                     continue
+            unpacked = self._unpacked_known(small, body[k:], tensors)
+            if unpacked is not None:  # filters1, filters2, filters3 = filters (a known list): each written in place
+                body[k:] = [rewrite(b, _Substitute(unpacked), fresh=True) for b in body[k:]]
+                continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
                     st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
@@ -1997,6 +2001,32 @@ class _Builder:
             if self.errors:
                 return None
         return None
+
+    def _unpacked_known(self, small, rest: list, tensors) -> dict[str, cst.BaseExpression] | None:
+        """``filters1, filters2, filters3 = filters`` in a helper whose argument is a list or tuple of literals
+        at the call (ResNet's identity_block(x, 3, [64, 64, 256])), or ``a, b = 3, 4``: each name → its item,
+        written in place in the statements below as a literal argument is. None where the value is not known
+        here, its length is not the targets', a target is not a plain name, or a statement below binds one of
+        the names again (then the statement stays refused as before)."""
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, (cst.Tuple, cst.List)) and not _calls(small.value)):
+            return None
+        elements = small.targets[0].target.elements
+        if not elements or not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in elements):
+            return None
+        names = [e.value.value for e in elements]
+        if len(set(names)) != len(names) or set(names) & set(self.env):
+            return None
+        try:
+            value = self._static(small.value, tensors)
+        except _Refused:
+            return None
+        if not isinstance(value, (list, tuple)) or len(value) != len(names) \
+                or not all(_plain_value(v) and not isinstance(v, (list, dict, set)) for v in value):
+            return None
+        if any(set(names) & _names_bound_in(b) for b in rest):
+            return None
+        return {n: _literal_node(v) for n, v in zip(names, value)}
 
     def _sizes_written_in(self, stmts: list, i: int, m_index: int) -> bool:
         """Statement ``i`` of a builder reads static sizes of a tensor of the model into names (``channels =
