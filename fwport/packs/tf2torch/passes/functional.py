@@ -4460,12 +4460,30 @@ class _Builder:
             return node
         return rewrite(node, _Replace(self.replace), fresh=True)
 
+    def _known_target_shape(self, call: cst.Call) -> cst.Call:
+        """``layers.Reshape(target_shape=new_shape)`` after ``new_shape = ((img_width // 4), (img_height // 4) *
+        64)`` in the builder (keras-io's captcha_ocr): the tuple of ints the name holds there written in its place
+        (``_Builder.known_shapes``, forgotten where a statement binds the name again), as keras.Input(shape=) reads
+        it. The call unchanged for anything else."""
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("target_shape" if i == 0 and not a.star else None)
+            if kw != "target_shape" or not isinstance(a.value, cst.Name):
+                continue
+            known = self.known_shapes.get(a.value.value)
+            if known is None or a.value.value in self.env or not all(is_int(d) for d in known):
+                return call
+            value = _literal_node(tuple(int(d) for d in known))
+            return call.with_changes(args=[*call.args[:i], a.with_changes(value=value), *call.args[i + 1:]])
+        return call
+
     def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None, t: _Tensor | None = None):
         """One rule layer translated for an input: (emission, whether its channels-last output must be
         moved to channels-first where it is called)."""
         layout = self.layout
         movedim = False
         node, call = call, self.sized_calls.get(id(call), call)  # findings at the source's call
+        if rule.emit.get("shape") == "reshape":
+            call = self._known_target_shape(call)
         if flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
             raise _Refused(node, f"{code(call.func)} after the Flatten of a feature map converted to channels-first "
                                  "sees the features in (c, h, w) order instead of Keras's (h, w, c): only "

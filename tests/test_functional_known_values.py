@@ -1,7 +1,8 @@
-"""The functional pass on a helper that unpacks a parameter given a list or tuple of literals at its call
+"""Values the functional pass reads where the model is built. A helper that unpacks a parameter given a list or tuple of literals at its call
 (ResNet's ``filters1, filters2, filters3 = filters`` in identity_block / conv_block, called as
 ``identity_block(x, 3, [64, 64, 256], ...)``): each name is the item the call gives, written in place as a
-literal argument is, one class per variant. Each model is verified against Keras (weights moved by the records)."""
+literal argument is, one class per variant. A Reshape's target_shape held by a builder name bound to a tuple of
+known ints (captcha_ocr's ``new_shape = ((img_width // 4), (img_height // 4) * 64)``). Each model is verified against Keras (weights moved by the records)."""
 from __future__ import annotations
 
 import textwrap
@@ -86,3 +87,40 @@ def test_an_unpacking_of_the_wrong_length_stays_refused():
     r = _tx(RESNET.replace("[4, 5, 6]", "[4, 5]"))
     msgs = [f.message for f in _errors(r)]
     assert any("`filters1, filters2, filters3 = [4, 5]` is not followed" in m for m in msgs), msgs
+
+
+OCR = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+img_width = 16
+img_height = 8
+
+
+def build_model():
+    input_img = layers.Input(shape=(img_width, img_height, 1), name="image")
+    x = layers.Conv2D(4, (3, 3), activation="relu", padding="same", name="Conv1")(input_img)
+    x = layers.MaxPooling2D((2, 2), name="pool1")(x)
+    x = layers.Conv2D(6, (3, 3), activation="relu", padding="same", name="Conv2")(x)
+    x = layers.MaxPooling2D((2, 2), name="pool2")(x)
+    new_shape = ((img_width // 4), (img_height // 4) * 6)
+    x = layers.Reshape(target_shape=new_shape, name="reshape")(x)
+    x = layers.Dense(5, activation="relu", name="dense1")(x)
+    x = layers.Bidirectional(layers.LSTM(3, return_sequences=True))(x)
+    output = layers.Dense(4, activation="softmax", name="dense2")(x)
+    return keras.Model(input_img, output, name="ocr_model_v1")
+'''
+
+
+def test_a_reshape_to_a_builder_name_holding_known_sizes_computes_what_keras_does(tmp_path):
+    r = _tx(OCR)
+    assert not _errors(r), _errors(r)
+    assert "nn.Unflatten(1, (4, 12))" in r.output
+    cert = _verify(tmp_path, OCR, r.output, "build_model()", "float32[2,16,8,1]")
+    assert len(cert["results"]["gradients"]) == 2 * 2 + 2 + 2 * 3 + 2  # two convolutions, two Dense, two LSTMs
+
+
+def test_a_reshape_name_bound_again_below_its_tuple_stays_refused():
+    src = OCR.replace("    x = layers.Reshape(", "    new_shape = new_shape[::-1] + new_shape[:0]\n    x = layers.Reshape(")
+    r = _tx(src)
+    assert any("target_shape must be a tuple" in f.message for f in _errors(r)), r.findings
