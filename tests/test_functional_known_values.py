@@ -232,3 +232,32 @@ def test_a_helpers_known_value_bound_again_is_read_with_its_new_value(tmp_path):
     assert "nn.Linear(5, 3)" not in stepped.output
     assert any("is not followed inside a helper" in f.message and f.line == 13 for f in _errors(stepped)), \
         stepped.findings
+
+
+# the same for a size unpacked from x.shape and bound again (channel = channel * 2): Dense(6), not Dense(3)
+REBOUND_SIZE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def block(x):
+    _, n, c = x.shape
+    c = c * 2
+    return layers.Dense(c)(x)
+
+
+def build():
+    inputs = keras.Input(shape=(4, 3))
+    outputs = block(inputs)
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_a_helpers_unpacked_size_bound_again_is_read_with_its_new_value(tmp_path):
+    r = _tx(REBOUND_SIZE)
+    assert not _errors(r), _errors(r)
+    assert "nn.Linear(3, 6)" in r.output
+    _verify(tmp_path, REBOUND_SIZE, r.output, "build()", "float32[2,4,3]")
+    stepped = _tx(REBOUND_SIZE.replace("c = c * 2", "c += 3"))
+    assert "nn.Linear(3, 3)" not in stepped.output
+    assert any(f.line == 13 for f in _errors(stepped)), stepped.findings

@@ -2007,9 +2007,13 @@ class _Builder:
             k += 1
             small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
             sizes = self._unpacked_sizes(small) or self._indexed_size(small)
-            if sizes:  # _, num_patch, channel = x.shape: the sizes written in place in what follows
-                subst = _Substitute({n: _literal_node(v) for n, v in sizes.items()})
-                body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+            upto = {n: _until_rebound(n, body[k:]) for n in sizes} if sizes else {}
+            if sizes and None not in upto.values():
+                # _, num_patch, channel = x.shape: the sizes written in place in what follows (each up to and into
+                # the value of a plain assignment binding its name again: `channel = channel * 2`)
+                for n, v in sizes.items():
+                    subst = _Substitute({n: _literal_node(v)})
+                    body[k:k + upto[n]] = [rewrite(b, subst, fresh=True) for b in body[k:k + upto[n]]]
                 continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
