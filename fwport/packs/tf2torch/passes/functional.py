@@ -715,6 +715,81 @@ def _plain_value(v) -> bool:
     return v is None or isinstance(v, (bool, int, float))
 
 
+def _plain_nested(v) -> bool:
+    """A list or tuple (nested) of plain values (:func:`_plain_value`): written in place as a literal."""
+    if isinstance(v, (list, tuple)):
+        return all(_plain_nested(x) for x in v)
+    return _plain_value(v)
+
+
+class _ItemReads(cst.CSTVisitor):
+    """The uses of one name: how many, and how many only read its items (``for v in n``, ``enumerate(n)``,
+    ``len(n)``, ``n[i]`` read)."""
+
+    def __init__(self, name: str):
+        self.name, self.uses, self.reads = name, 0, 0
+        self.stored: set[int] = set()
+
+    def _is(self, node) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.name
+
+    def visit_Name(self, node):
+        if node.value == self.name:
+            self.uses += 1
+
+    def visit_AssignTarget(self, node):
+        self._store(node.target)
+
+    def visit_AugAssign(self, node):
+        self._store(node.target)
+
+    def visit_Del(self, node):
+        self._store(node.target)
+
+    def _store(self, target):
+        for n in find_all(target, cst.Name):
+            if n.value == self.name:
+                self.stored.add(id(n))
+
+    def visit_For(self, node):
+        if self._is(node.iter):
+            self.reads += 1
+
+    def visit_Call(self, node):
+        if isinstance(node.func, cst.Name) and node.func.value in ("enumerate", "len") and len(node.args) == 1 \
+                and node.args[0].keyword is None and not node.args[0].star and self._is(node.args[0].value):
+            self.reads += 1
+
+    def visit_Subscript(self, node):
+        if self._is(node.value) and id(node.value) not in self.stored:
+            self.reads += 1
+
+
+def _until_rebound(name: str, stmts: list) -> int | None:
+    """How many of ``stmts`` see the value ``name`` holds before them: all of them, or those up to and including
+    the first that binds it again when that is a plain ``name = ...`` (its value reads the old one); None where a
+    compound statement or any other binding (``for name in``, ``name += 1``, unpacking) binds it again."""
+    for j, st in enumerate(stmts):
+        if name not in _names_bound_in(st):
+            continue
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and small.targets[0].target.value == name:
+            return j + 1
+        return None
+    return len(stmts)
+
+
+def _only_read(name: str, stmts: list) -> bool:
+    """``name`` is neither bound again nor mutated nor passed on in ``stmts``: each use reads its items."""
+    v = _ItemReads(name)
+    for st in stmts:
+        if name in _names_bound_in(st):
+            return False
+        scan(st, v)
+    return not v.stored and v.uses == v.reads
+
+
 def _constant_value(node: cst.BaseExpression, consts: dict, depth: int = 0):
     """A call's argument as a value: a literal, a module constant's (``num_classes=NUM_CLASSES``), or tuples /
     lists of those joined by + (``input_shape=image_size + (3,)``); NOT_LITERAL otherwise."""
@@ -1392,6 +1467,8 @@ class _Builder:
             if lit is NOT_LITERAL and (not given or _names_in(v) <= set(self.sizes.constants)):
                 # a default, or module constants (mlp(x, hidden_units=transformer_units)): their values
                 lit = self.sizes.constant(v) if self.sizes.constant(v) is not None else NOT_LITERAL
+            if lit is NOT_LITERAL and given:
+                lit = self._known_item(v)  # n_stages[1] of the builder's n_stages = [16, 16 * WIDTH_MULT, ...]
             if lit is not NOT_LITERAL:
                 if pname not in stable:
                     raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
@@ -1930,9 +2007,13 @@ class _Builder:
             k += 1
             small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
             sizes = self._unpacked_sizes(small) or self._indexed_size(small)
-            if sizes:  # _, num_patch, channel = x.shape: the sizes written in place in what follows
-                subst = _Substitute({n: _literal_node(v) for n, v in sizes.items()})
-                body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+            upto = {n: _until_rebound(n, body[k:]) for n in sizes} if sizes else {}
+            if sizes and None not in upto.values():
+                # _, num_patch, channel = x.shape: the sizes written in place in what follows (each up to and into
+                # the value of a plain assignment binding its name again: `channel = channel * 2`)
+                for n, v in sizes.items():
+                    subst = _Substitute({n: _literal_node(v)})
+                    body[k:k + upto[n]] = [rewrite(b, subst, fresh=True) for b in body[k:k + upto[n]]]
                 continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
@@ -1941,11 +2022,38 @@ class _Builder:
                     value = self._static(small.value, tensors)
                 except _Refused:
                     value = NOT_LITERAL
-                if value is not NOT_LITERAL and isinstance(value, (int, float, str, bool, tuple, type(None))):
-                    # a value known where the model is built: written in place in what follows
+                upto = _until_rebound(small.targets[0].target.value, body[k:])
+                if value is not NOT_LITERAL and isinstance(value, (int, float, str, bool, tuple, type(None))) \
+                        and upto is not None:
+                    # a value known where the model is built: written in place in what follows, up to and into
+                    # the value of a plain assignment binding the name again (`width = width * 2`; the name's
+                    # reads below it were this value before: a smaller layer, no finding)
+                    subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
+                    body[k:k + upto] = [rewrite(b, subst, fresh=True) for b in body[k:k + upto]]
+                    continue
+                if isinstance(value, list) and _plain_nested(value) \
+                        and _only_read(small.targets[0].target.value, body[k:]):
+                    # conv_params = [[3, 3, stride, "same"], ...] only iterated and indexed below (adamatch's
+                    # wide_basic): the list written in place, so its for statements are written out pass by pass
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
                     body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
                     continue
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
+                                                                                          cst.Name) \
+                    and isinstance(small.value, cst.Name) and small.value.value not in self.env \
+                    and small.targets[0].target.value not in self.env and small.value.value not in (
+                        "True", "False", "None") \
+                    and not any({small.value.value, small.targets[0].target.value} & _names_bound_in(b)
+                                for b in body[k:]):
+                # n_bottleneck_plane = n_output_plane (adamatch's wide_basic): another name of a value that is
+                # not a tensor, neither bound again below: the value's name written in place of the alias
+                subst = _Substitute({small.targets[0].target.value: cst.Name(small.value.value)})
+                body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+                continue
+            unpacked = self._unpacked_known(small, body[k:], tensors)
+            if unpacked is not None:  # filters1, filters2, filters3 = filters (a known list): each written in place
+                body[k:] = [rewrite(b, _Substitute(unpacked), fresh=True) for b in body[k:]]
+                continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
                     st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
@@ -1997,6 +2105,32 @@ class _Builder:
             if self.errors:
                 return None
         return None
+
+    def _unpacked_known(self, small, rest: list, tensors) -> dict[str, cst.BaseExpression] | None:
+        """``filters1, filters2, filters3 = filters`` in a helper whose argument is a list or tuple of literals
+        at the call (ResNet's identity_block(x, 3, [64, 64, 256])), or ``a, b = 3, 4``: each name → its item,
+        written in place in the statements below as a literal argument is. None where the value is not known
+        here, its length is not the targets', a target is not a plain name, or a statement below binds one of
+        the names again (then the statement stays refused as before)."""
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, (cst.Tuple, cst.List)) and not _calls(small.value)):
+            return None
+        elements = small.targets[0].target.elements
+        if not elements or not all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in elements):
+            return None
+        names = [e.value.value for e in elements]
+        if len(set(names)) != len(names) or set(names) & set(self.env):
+            return None
+        try:
+            value = self._static(small.value, tensors)
+        except _Refused:
+            return None
+        if not isinstance(value, (list, tuple)) or len(value) != len(names) \
+                or not all(_plain_value(v) and not isinstance(v, (list, dict, set)) for v in value):
+            return None
+        if any(set(names) & _names_bound_in(b) for b in rest):
+            return None
+        return {n: _literal_node(v) for n, v in zip(names, value)}
 
     def _sizes_written_in(self, stmts: list, i: int, m_index: int) -> bool:
         """Statement ``i`` of a builder reads static sizes of a tensor of the model into names (``channels =
@@ -2995,7 +3129,8 @@ class _Builder:
                 if step is not None:  # filters *= 2: the next statements see its new value
                     ints[step[0]] = step[1]
                     continue
-                st = self._copy(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}))
+                # (an item of a pass's list value taken by a literal index is that item: v[2] → (2, 2))
+                st = self._copy(st, _SubstituteIndexed({**subst, **{n: _literal_node(x) for n, x in ints.items()}}))
                 if v is not _AS_WRITTEN:  # activation="gelu" if idx == 0 else None: this pass's branch
                     st = self._copy(st, _FoldIfExp(self))
                 if isinstance(st, cst.If) and v is not _AS_WRITTEN:  # if i < 2: decided by the pass's values
@@ -4430,12 +4565,44 @@ class _Builder:
             return node
         return rewrite(node, _Replace(self.replace), fresh=True)
 
+    def _known_item(self, v: cst.BaseExpression):
+        """``n_stages[1]`` given to a helper, ``n_stages`` a name of this builder bound to a list or tuple of
+        known ints (``_Builder.known_shapes``: forgotten where a statement binds it again), the index a literal
+        int: that item, as an int (adamatch's get_network); NOT_LITERAL otherwise."""
+        if not (isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name) and len(v.slice) == 1
+                and isinstance(v.slice[0].slice, cst.Index)):
+            return NOT_LITERAL
+        known = self.known_shapes.get(v.value.value)
+        i = literal_value(v.slice[0].slice.value, NOT_LITERAL)
+        if known is None or v.value.value in self.env or not is_int(i) or not -len(known) <= i < len(known) \
+                or not is_int(known[i]):
+            return NOT_LITERAL
+        return int(known[i])
+
+    def _known_target_shape(self, call: cst.Call) -> cst.Call:
+        """``layers.Reshape(target_shape=new_shape)`` after ``new_shape = ((img_width // 4), (img_height // 4) *
+        64)`` in the builder (keras-io's captcha_ocr): the tuple of ints the name holds there written in its place
+        (``_Builder.known_shapes``, forgotten where a statement binds the name again), as keras.Input(shape=) reads
+        it. The call unchanged for anything else."""
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("target_shape" if i == 0 and not a.star else None)
+            if kw != "target_shape" or not isinstance(a.value, cst.Name):
+                continue
+            known = self.known_shapes.get(a.value.value)
+            if known is None or a.value.value in self.env or not all(is_int(d) for d in known):
+                return call
+            value = _literal_node(tuple(int(d) for d in known))
+            return call.with_changes(args=[*call.args[:i], a.with_changes(value=value), *call.args[i + 1:]])
+        return call
+
     def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None, t: _Tensor | None = None):
         """One rule layer translated for an input: (emission, whether its channels-last output must be
         moved to channels-first where it is called)."""
         layout = self.layout
         movedim = False
         node, call = call, self.sized_calls.get(id(call), call)  # findings at the source's call
+        if rule.emit.get("shape") == "reshape":
+            call = self._known_target_shape(call)
         if flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
             raise _Refused(node, f"{code(call.func)} after the Flatten of a feature map converted to channels-first "
                                  "sees the features in (c, h, w) order instead of Keras's (h, w, c): only "
