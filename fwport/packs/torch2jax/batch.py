@@ -1442,6 +1442,8 @@ class Forward(cst.CSTTransformer):
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
         size = self.batch_size_argument(node)
+        if size is None and self.ctx.imports.resolve(f) in ("einops.rearrange", "einops.reduce", "einops.repeat"):
+            size = self.einops_batch_size(node)  # rearrange(x, 'b n d -> n b d', b=batch): b goes from the pattern
         if size is not None:
             self.kept.add(id(size))
 
@@ -2363,29 +2365,57 @@ class Forward(cst.CSTTransformer):
         return None
 
     def einops_batch_axis(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        """An einops pattern whose first axis is the same on both sides (``'b n (h d) -> b h n d'``): inside a
-        per-example module the tensor has no batch axis. Where the tensor is computed from the module's input
-        (whose first axis is the batch's: what moves it is refused), the pattern for one example is written
-        (``'n (h d) -> h n d'``, an info finding); where that is not proven, and the axis is named like a batch
-        (b...), a ``batch-axis`` error gives that pattern (the call would fail, or split the wrong axis)."""
+        """An einops pattern naming the batch axis alone on both sides (``'b n (h d) -> b h n d'``, ``'b n d -> n b d'``):
+        inside a per-example module the tensor has no batch axis. Where the tensor is computed from the module's input
+        and its batch position is known, the name standing there on the left is dropped from both sides (``'n (h d) ->
+        h n d'``, an info finding; a size given for it goes too) and the result holds the batch axis where the name
+        stood on the right. A pattern grouping that axis with others (``'(b h) n d'``, ``'b n d -> (b n) d'``),
+        reducing it away or placing it after a ``...`` is an error. Where the tensor is not proven batched and the
+        first axis is named like a batch (b...), a ``batch-axis`` error gives the per-example pattern."""
         a, _ = _args(original, ("tensor", "pattern"))
         pattern = literal_value(a["pattern"], None) if "pattern" in a else None
-        one = per_example_pattern(pattern) if isinstance(pattern, str) else None
-        if one is None:
+        if not isinstance(pattern, str):
             return updated
-        first, text = one
         if "tensor" in a and self.is_batched(a["tensor"]):
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the first axis, {first}, "
-                            "is the batch axis of the module's input, which one example does not have", original)
-            i = next(i for i, x in enumerate(original.args) if x.value is a["pattern"])
-            args = list(updated.args)
-            args[i] = args[i].with_changes(value=_string(text, args[i].value))
-            return updated.with_changes(args=args)
-        if first.lower().startswith("b"):
+            k = self.plain_axis(a["tensor"])
+            plan = per_example_einops(pattern, k) if k is not None else None
+            if plan is None:
+                return updated
+            if isinstance(plan, str):
+                self.error(original, f"{q}: the pattern '{pattern}' {plan}; a per-example module has no batch axis: "
+                           "write it for one example, or do this outside the module, over the vmapped outputs")
+                return updated
+            name, text, out = plan
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the axis {name} is the "
+                            "batch axis of the module's input, which one example does not have"
+                            + (f" (the result holds it at dimension {out})" if out else ""), original)
+            args = []
+            for x, y in zip(original.args, updated.args):
+                if x.keyword is not None and x.keyword.value == name:
+                    continue  # its size: one example has no such axis
+                args.append(y.with_changes(value=_string(text, y.value)) if x.value is a["pattern"] else y)
+            new = updated.with_changes(args=_commas(args))
+            return self.moved(new, out) if out or k else new  # (its parts' positions say nothing of the result's)
+        one = per_example_pattern(pattern)
+        if one is not None and one[0].lower().startswith("b"):
+            first, text = one
             self.error(original, f"{q}: the pattern '{pattern}' keeps the batch axis {first}, which one example does "
                        f"not have; write it for one example ('{text}') and check the layers around it take one example "
                        "(a per-token layer on a sequence needs jax.vmap)")
         return updated
+
+    def einops_batch_size(self, node: cst.Call) -> cst.BaseExpression | None:
+        """The size given for the batch axis's name in an einops call :meth:`einops_batch_axis` rewrites
+        (``rearrange(x, 'b n d -> n b d', b=batch)``): it goes with the name."""
+        a, _ = _args(node, ("tensor", "pattern"))
+        pattern = literal_value(a["pattern"], None) if "pattern" in a else None
+        if not isinstance(pattern, str) or "tensor" not in a or not self.is_batched(a["tensor"]):
+            return None
+        k = self.plain_axis(a["tensor"])
+        plan = per_example_einops(pattern, k) if k is not None else None
+        if not isinstance(plan, tuple):
+            return None
+        return next((x.value for x in node.args if x.keyword is not None and x.keyword.value == plan[0]), None)
 
     def other_size(self, node: cst.BaseExpression) -> bool:
         """``len(x)`` of a tensor holding the batch axis after its first (seq2seq's ``n_step = len(dec_inputs)`` of
@@ -2983,6 +3013,42 @@ def per_example_pattern(pattern: str) -> tuple[str, str] | None:
             or left.count(left[0]) != 1 or right.count(right[0]) != 1:
         return None
     return left[0], f"{' '.join(left[1:])} -> {' '.join(right[1:])}"
+
+
+def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | None:
+    """An einops pattern given a tensor holding the batch axis at dimension ``k``: (the name standing there, the
+    pattern without it on both sides, its position on the right) where that name is a lone axis on both sides with no
+    ``...`` before it (``'b (two d) -> two b 1 d'``, k 0 → ``('b', '(two d) -> two 1 d', 1)``); a reason (str) where
+    the pattern moves examples into other axes or away; None where the batch axis lies in a leading ``...`` on both
+    sides (the pattern is the same for one example) or the pattern is not read."""
+    if pattern.count("->") != 1:
+        return None
+    left, right = (_pattern_axes(side) for side in pattern.split("->"))
+    if left is None or right is None:
+        return None
+    lead = [i for i, x in enumerate(left[:k + 1]) if "..." in x]
+    if lead:
+        if lead == [0] and left[0] == "..." and right and right[0] == "..." and k == 0:
+            return None
+        return f"holds the batch axis (dimension {k} of the tensor) in or after a '...'"
+    if k >= len(left):
+        return None
+    name = left[k]
+    if not name.isidentifier():
+        return f"reads the batch axis (dimension {k} of the tensor) as {name}"
+    words = (lambda axes: [w for x in axes for w in re.findall(r"\.\.\.|\w+", x)])
+    if words(left).count(name) != 1:
+        return None
+    if name not in right:
+        where = "groups it with other axes" if name in words(right) else "reduces it away"
+        return f"{where}: {name} is the batch axis (dimension {k} of the tensor)"
+    out = right.index(name)
+    if words(right).count(name) != 1:
+        return f"uses the batch axis {name} more than once"
+    if any("..." in x for x in right[:out]):
+        return f"places the batch axis {name} after a '...'"
+    rest = (lambda axes: " ".join(x for x in axes if x != name))
+    return name, f"{rest(left)} -> {rest(right)}", out
 
 
 def pattern_rank(pattern: str) -> int | None:
