@@ -71,3 +71,58 @@ class Net(nn.Module):
     r = t2j(src)
     found = [f for f in errors(r) if f.code == "batch-axis"]
     assert any(message in f.message for f in found), r.findings
+
+
+# --- an einops layer moving the batch axis, last in a Sequential (vit-pytorch's FiLM) ----------------------------
+
+FILM = '''
+import torch
+import torch.nn as nn
+from einops.layers.torch import Rearrange
+
+
+class FiLM(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.to_gamma_beta = nn.Sequential(nn.Linear(dim, dim * 2), Rearrange('b (two d) -> two b 1 d', two=2))
+
+    def forward(self, tokens, cond):
+        gamma, beta = self.to_gamma_beta(cond)
+        return tokens * gamma + beta
+
+
+class Net(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.film = FiLM(dim)
+        self.to_cond = nn.Linear(3, dim)
+        self.to_scale = nn.Sequential(nn.Linear(dim, 2 * dim), Rearrange('b (two d) -> two b d', two=2))
+
+    def forward(self, tokens, labels):
+        x = self.film(tokens, self.to_cond(labels))
+        scale = self.to_scale(x.mean(dim=1))
+        return x * scale.sum(dim=0).unsqueeze(1)
+'''
+
+
+def test_a_layer_moving_the_batch_axis_last_in_a_sequential_is_written_for_one_example():
+    r = t2j(FILM)
+    assert errors(r) == [], r.findings
+    assert "einops.rearrange(x, '(two d) -> two 1 d', two=2)" in r.output
+    assert "einops.rearrange(x, '(two d) -> two d', two=2)" in r.output
+    # scale holds the batch axis second: its sum over dim 0 (the two halves) is one example's dim 0, its unsqueeze(1)
+    # of (b, d) is (d,)'s unsqueeze(0)
+    assert "jnp.sum(scale, axis=0)" in r.output or "scale.sum(axis=0)" in r.output, r.output
+    assert "jnp.expand_dims(" in r.output and ", 0)" in r.output.split("jnp.expand_dims(")[1].split("\n")[0]
+
+
+@needs_frameworks
+def test_a_layer_moving_the_batch_axis_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, FILM, "Net", ["float64[2,5,4]", "float64[2,3]"])
+
+
+def test_a_layer_moving_the_batch_axis_before_other_layers_is_still_refused():
+    src = FILM.replace("nn.Sequential(nn.Linear(dim, dim * 2), Rearrange('b (two d) -> two b 1 d', two=2))",
+                       "nn.Sequential(Rearrange('b (two d) -> two b 1 d', two=2), nn.Linear(dim // 2, dim))")
+    r = t2j(src)
+    assert any(f.code == "batch-axis" and "Rearrange(" in f.message for f in errors(r)), r.findings

@@ -582,6 +582,7 @@ class Forward(cst.CSTTransformer):
         self.seen_axes: dict[str, list] = {}  # per call of a module class: (positional axes, keyword axes)
         self.return_axes: list = []
         self.constants: dict[str, tuple[int, bool]] = {}  # names bound to literal-built tensors (constant_rank)
+        self.one_tensor: set[int] = set()  # results that are one tensor (not several): unpacking goes over dimension 0
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -681,6 +682,9 @@ class Forward(cst.CSTTransformer):
         self.unpack_ranks(original, updated)
         a = self.axis_of(updated.value) if hit else None
         origin = self.origins(original.value)
+        if id(updated.value) in self.one_tensor and isinstance(a, int) and a > 0:
+            a = tuple(a - 1 for _ in original.targets[0].target.elements) \
+                if isinstance(original.targets[0].target, (cst.Tuple, cst.List)) else a  # its rows: one axis less
         for t in original.targets:
             self.bind_axes(t.target, a)
             for n in _target_names(t.target):
@@ -1614,6 +1618,13 @@ class Forward(cst.CSTTransformer):
             and module[1] in self.file.table else None
         if out_axes is not None and (self.axes_moved() or out_axes != 0 or isinstance(out_axes, (tuple, Merged))):
             self.node_axis[id(out)] = out_axes  # where that forward returns it (ranks.py); first: as ever
+        if module is not None and module[0] == "sequence" and updated.args \
+                and self.axis_of(updated.args[0].value) == 0 and self.is_batched(original.args[0].value):
+            last = moving_last_layer(self.file.sequences[module[1]])
+            if last is not None:  # FiLM's Sequential(Linear, Rearrange('b (two d) -> two b 1 d')): at `two b`'s b
+                self.ctx.analyses.setdefault(MOVING_LAYERS, set()).add(code(last[0]))
+                self.node_axis[id(out)] = last[1]
+                self.one_tensor.add(id(out))
         if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
             del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
             if out is updated:
@@ -2378,7 +2389,12 @@ class Forward(cst.CSTTransformer):
             return updated
         if "tensor" in a and self.is_batched(a["tensor"]):
             k = self.plain_axis(a["tensor"])
-            plan = per_example_einops(pattern, k) if k is not None else None
+            if k is None:
+                self.error(original, f"{q}: the batch axis of this tensor is not at one known position (merged into "
+                           "another axis, or its parts disagree): the pattern cannot be written for one example; do this "
+                           "outside the module, over the vmapped outputs")
+                return updated
+            plan = per_example_einops(pattern, k)
             if plan is None:
                 return updated
             if isinstance(plan, str):
@@ -3049,6 +3065,27 @@ def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | Non
         return f"places the batch axis {name} after a '...'"
     rest = (lambda axes: " ".join(x for x in axes if x != name))
     return name, f"{rest(left)} -> {rest(right)}", out
+
+
+#: ctx.analyses entry: the source code of einops layers whose pattern moves the batch axis and which batch.Forward
+#: follows (the last layer of a Sequential every call of which it saw): ops.py writes them for one example
+MOVING_LAYERS = "torch2jax.moving-einops-layers"
+
+
+def moving_last_layer(seq) -> tuple[cst.Call, int] | None:
+    """A Sequential (ranks.Sequence) whose last layer is an einops Rearrange / Reduce that moves the batch axis from
+    first to another top-level position (``Rearrange('b (two d) -> two b 1 d', two=2)``), every layer before it taking
+    the batch axis first: (that layer's source call, the position). None for any other Sequential."""
+    from fwport.core.engine import literal_value
+    from fwport.packs.torch2jax.ranks import PATTERNED
+    if not seq.layers or seq.other is not None or seq.layers[-1][0] not in PATTERNED:
+        return None
+    call = seq.layers[-1][1]
+    pattern = literal_value(call.args[0].value, None) if call.args and call.args[0].keyword is None else None
+    plan = per_example_einops(pattern, 0) if isinstance(pattern, str) else None
+    if not isinstance(plan, tuple) or plan[2] == 0:
+        return None
+    return call, plan[2]
 
 
 def pattern_rank(pattern: str) -> int | None:
