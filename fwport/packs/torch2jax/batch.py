@@ -2380,38 +2380,33 @@ class Forward(cst.CSTTransformer):
         inside a per-example module the tensor has no batch axis. Where the tensor is computed from the module's input
         and its batch position is known, the name standing there on the left is dropped from both sides (``'n (h d) ->
         h n d'``, an info finding; a size given for it goes too) and the result holds the batch axis where the name
-        stood on the right. A pattern grouping that axis with others (``'(b h) n d'``, ``'b n d -> (b n) d'``),
-        reducing it away or placing it after a ``...`` is an error. Where the tensor is not proven batched and the
-        first axis is named like a batch (b...), a ``batch-axis`` error gives the per-example pattern."""
+        stood on the right (a name not read as a batch's, b..., only where that is first). A pattern grouping a b...
+        axis at the batch position with others (``'(b h) n d'``, ``'b n d -> (b n) d'``) or reducing it away is an
+        error; the batch axis in a ``...`` leaves the pattern as written. Where the tensor is not proven batched and
+        the first axis is named like a batch, a ``batch-axis`` error gives the per-example pattern."""
         a, _ = _args(original, ("tensor", "pattern"))
         pattern = literal_value(a["pattern"], None) if "pattern" in a else None
         if not isinstance(pattern, str):
             return updated
         if "tensor" in a and self.is_batched(a["tensor"]):
+            # (a name computed from sizes, `wsz = x.shape[-1]`, counts as batched here: the new positions and errors
+            # are for patterns naming the batch axis like one, b...; the first-axis rewrite is for any name, as ever)
             k = self.plain_axis(a["tensor"])
-            if k is None:
-                self.error(original, f"{q}: the batch axis of this tensor is not at one known position (merged into "
-                           "another axis, or its parts disagree): the pattern cannot be written for one example; do this "
-                           "outside the module, over the vmapped outputs")
-                return updated
+            if k is None:  # merged or unknown (mostly after an error that says so): the first-axis rewrite, as ever
+                one = per_example_pattern(pattern)
+                return updated if one is None else \
+                    self.rewrite_pattern(q, original, updated, pattern, (one[0], one[1], 0), 0)
             plan = per_example_einops(pattern, k)
             if plan is None:
                 return updated
             if isinstance(plan, str):
-                self.error(original, f"{q}: the pattern '{pattern}' {plan}; a per-example module has no batch axis: "
-                           "write it for one example, or do this outside the module, over the vmapped outputs")
+                if _batch_like(_word_at(pattern, k)):
+                    self.error(original, f"{q}: the pattern '{pattern}' {plan}; a per-example module has no batch "
+                               "axis: write it for one example, or do this outside the module, over the vmapped outputs")
                 return updated
-            name, text, out = plan
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the axis {name} is the "
-                            "batch axis of the module's input, which one example does not have"
-                            + (f" (the result holds it at dimension {out})" if out else ""), original)
-            args = []
-            for x, y in zip(original.args, updated.args):
-                if x.keyword is not None and x.keyword.value == name:
-                    continue  # its size: one example has no such axis
-                args.append(y.with_changes(value=_string(text, y.value)) if x.value is a["pattern"] else y)
-            new = updated.with_changes(args=_commas(args))
-            return self.moved(new, out) if out or k else new  # (its parts' positions say nothing of the result's)
+            if k and not _batch_like(plan[0]):
+                return updated
+            return self.rewrite_pattern(q, original, updated, pattern, plan, k)
         one = per_example_pattern(pattern)
         if one is not None and one[0].lower().startswith("b"):
             first, text = one
@@ -2419,6 +2414,21 @@ class Forward(cst.CSTTransformer):
                        f"not have; write it for one example ('{text}') and check the layers around it take one example "
                        "(a per-token layer on a sequence needs jax.vmap)")
         return updated
+
+    def rewrite_pattern(self, q, original, updated, pattern, plan, k) -> cst.BaseExpression:
+        """The einops call with :func:`per_example_einops`'s pattern (its size argument for the name dropped)."""
+        a, _ = _args(original, ("tensor", "pattern"))
+        name, text, out = plan
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the axis {name} is the "
+                        "batch axis of the module's input, which one example does not have"
+                        + (f" (the result holds it at dimension {out})" if out else ""), original)
+        args = []
+        for x, y in zip(original.args, updated.args):
+            if x.keyword is not None and x.keyword.value == name:
+                continue  # its size: one example has no such axis
+            args.append(y.with_changes(value=_string(text, y.value)) if x.value is a["pattern"] else y)
+        new = updated.with_changes(args=_commas(args))
+        return self.moved(new, out) if out or k else new  # (its parts' positions say nothing of the result's)
 
     def einops_batch_size(self, node: cst.Call) -> cst.BaseExpression | None:
         """The size given for the batch axis's name in an einops call :meth:`einops_batch_axis` rewrites
@@ -3031,6 +3041,21 @@ def per_example_pattern(pattern: str) -> tuple[str, str] | None:
     return left[0], f"{' '.join(left[1:])} -> {' '.join(right[1:])}"
 
 
+def _batch_like(word: str | None) -> bool:
+    """An einops axis name that reads as the batch's (``b``, ``batch``, ``bs``; a group by its first name)."""
+    return bool(word) and word.strip("( ").lower().startswith("b")
+
+
+def _first_word(pattern: str) -> str | None:
+    return _word_at(pattern, 0)
+
+
+def _word_at(pattern: str, k: int) -> str | None:
+    """The top-level axis at position ``k`` of an einops pattern's left side (None where not read)."""
+    left = _pattern_axes(pattern.split("->")[0]) if pattern.count("->") == 1 else None
+    return left[k] if left and k < len(left) else None
+
+
 def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | None:
     """An einops pattern given a tensor holding the batch axis at dimension ``k``: (the name standing there, the
     pattern without it on both sides, its position on the right) where that name is a lone axis on both sides with no
@@ -3042,11 +3067,8 @@ def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | Non
     left, right = (_pattern_axes(side) for side in pattern.split("->"))
     if left is None or right is None:
         return None
-    lead = [i for i, x in enumerate(left[:k + 1]) if "..." in x]
-    if lead:
-        if lead == [0] and left[0] == "..." and right and right[0] == "..." and k == 0:
-            return None
-        return f"holds the batch axis (dimension {k} of the tensor) in or after a '...'"
+    if any("..." in x for x in left[:k + 1]):  # the batch axis in (or after) a '...': left as written
+        return None
     if k >= len(left):
         return None
     name = left[k]
