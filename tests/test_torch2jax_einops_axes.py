@@ -126,3 +126,47 @@ def test_a_layer_moving_the_batch_axis_before_other_layers_is_still_refused():
                        "nn.Sequential(Rearrange('b (two d) -> two b 1 d', two=2), nn.Linear(dim // 2, dim))")
     r = t2j(src)
     assert any(f.code == "batch-axis" and "Rearrange(" in f.message for f in errors(r)), r.findings
+
+
+# --- an einops result holding the batch axis second, unpacked or sliced (vit-pytorch's wwt) ----------------------
+
+HEADS_FIRST = '''
+import torch
+import torch.nn as nn
+from einops import rearrange
+from einops.layers.torch import Rearrange
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.to_patch = nn.Sequential(Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)', p1=2, p2=2),
+                                      nn.Linear(12, dim))
+        self.to_qkv = nn.Linear(dim, dim * 3)
+        self.to_g = nn.Linear(dim, dim * 3)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, img):
+        x = self.to_patch(img)
+        q, k, v = rearrange(self.to_qkv(x), 'b n (qkv h d) -> qkv b h n d', qkv=3, h=self.heads)
+        g = rearrange(self.to_g(x), 'b n (g d) -> g b n d', g=3)
+        gates, last = g[:-1], g[-1]
+        gates = rearrange(gates, 'g b n d -> b g n d').sum(dim=1)
+        attn = torch.matmul(q, k.transpose(-1, -2)).softmax(dim=-1)
+        out = rearrange(torch.matmul(attn, v), 'b h n d -> b n (h d)')
+        return self.out(out) * torch.sigmoid(gates) + last
+'''
+
+
+def test_an_einops_result_holding_the_batch_axis_second_is_unpacked_and_sliced_per_example():
+    r = t2j(HEADS_FIRST)
+    assert errors(r) == [], r.findings
+    assert "'n (qkv h d) -> qkv h n d'" in r.output
+    assert "gates, last = g[:-1], g[-1]" in r.output
+    assert "rearrange(gates, 'g n d -> g n d').sum(axis=0)" in r.output
+
+
+@needs_frameworks
+def test_an_einops_result_holding_the_batch_axis_second_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, HEADS_FIRST, "Net", ["float64[2,3,4,4]"])

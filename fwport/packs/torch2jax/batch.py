@@ -2404,7 +2404,7 @@ class Forward(cst.CSTTransformer):
                     self.error(original, f"{q}: the pattern '{pattern}' {plan}; a per-example module has no batch "
                                "axis: write it for one example, or do this outside the module, over the vmapped outputs")
                 return updated
-            if k and not _batch_like(plan[0]):
+            if (k or plan[2]) and not _batch_like(plan[0]):  # ('j d -> i j d' of a size-derived array: as written)
                 return updated
             return self.rewrite_pattern(q, original, updated, pattern, plan, k)
         one = per_example_pattern(pattern)
@@ -2428,6 +2428,8 @@ class Forward(cst.CSTTransformer):
                 continue  # its size: one example has no such axis
             args.append(y.with_changes(value=_string(text, y.value)) if x.value is a["pattern"] else y)
         new = updated.with_changes(args=_commas(args))
+        if out:
+            self.one_tensor.add(id(new))  # `k, v = rearrange(t, 'b s (kv d) -> kv b s d', kv=2)`: rows hold it at 0
         return self.moved(new, out) if out or k else new  # (its parts' positions say nothing of the result's)
 
     def einops_batch_size(self, node: cst.Call) -> cst.BaseExpression | None:
