@@ -58,8 +58,9 @@ def sequential(m, ctx):
 def _one_example(text, node=None, ctx=None) -> tuple[str, str] | None:
     """An einops layer's pattern → (the batch axis's name, the pattern for one example): ``'b c h w -> b (c h w)'`` →
     ``('b', 'c h w -> (c h w)')``; a pattern whose both sides start with ``...`` (``'... () () -> ...'``, LeViT's
-    and CvT's heads) is one example's as written, the batch axis among the leading axes ``...`` stands for. None for
-    any other."""
+    and CvT's heads) is one example's as written, the batch axis among the leading axes ``...`` stands for; one moving
+    the batch axis to another position (``'b (two d) -> two b 1 d'``) where batch.py follows the layer's result
+    (``MOVING_LAYERS``: the last layer of a Sequential forward calls). None for any other."""
     from fwport.packs.torch2jax.batch import MOVING_LAYERS, _pattern_axes, per_example_einops, per_example_pattern
     if not isinstance(text, str):
         return None
