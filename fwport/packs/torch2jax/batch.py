@@ -582,6 +582,7 @@ class Forward(cst.CSTTransformer):
         self.seen_axes: dict[str, list] = {}  # per call of a module class: (positional axes, keyword axes)
         self.return_axes: list = []
         self.constants: dict[str, tuple[int, bool]] = {}  # names bound to literal-built tensors (constant_rank)
+        self.one_tensor: set[int] = set()  # results that are one tensor (not several): unpacking goes over dimension 0
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -681,6 +682,9 @@ class Forward(cst.CSTTransformer):
         self.unpack_ranks(original, updated)
         a = self.axis_of(updated.value) if hit else None
         origin = self.origins(original.value)
+        if id(updated.value) in self.one_tensor and isinstance(a, int) and a > 0:
+            a = tuple(a - 1 for _ in original.targets[0].target.elements) \
+                if isinstance(original.targets[0].target, (cst.Tuple, cst.List)) else a  # its rows: one axis less
         for t in original.targets:
             self.bind_axes(t.target, a)
             for n in _target_names(t.target):
@@ -1442,6 +1446,8 @@ class Forward(cst.CSTTransformer):
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
         size = self.batch_size_argument(node)
+        if size is None and self.ctx.imports.resolve(f) in ("einops.rearrange", "einops.reduce", "einops.repeat"):
+            size = self.einops_batch_size(node)  # rearrange(x, 'b n d -> n b d', b=batch): b goes from the pattern
         if size is not None:
             self.kept.add(id(size))
 
@@ -1612,6 +1618,13 @@ class Forward(cst.CSTTransformer):
             and module[1] in self.file.table else None
         if out_axes is not None and (self.axes_moved() or out_axes != 0 or isinstance(out_axes, (tuple, Merged))):
             self.node_axis[id(out)] = out_axes  # where that forward returns it (ranks.py); first: as ever
+        if module is not None and module[0] == "sequence" and updated.args \
+                and self.axis_of(updated.args[0].value) == 0 and self.is_batched(original.args[0].value):
+            last = moving_last_layer(self.file.sequences[module[1]])
+            if last is not None:  # FiLM's Sequential(Linear, Rearrange('b (two d) -> two b 1 d')): at `two b`'s b
+                self.ctx.analyses.setdefault(MOVING_LAYERS, set()).add(code(last[0]))
+                self.node_axis[id(out)] = last[1]
+                self.one_tensor.add(id(out))
         if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
             del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
             if out is updated:
@@ -2363,29 +2376,74 @@ class Forward(cst.CSTTransformer):
         return None
 
     def einops_batch_axis(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        """An einops pattern whose first axis is the same on both sides (``'b n (h d) -> b h n d'``): inside a
-        per-example module the tensor has no batch axis. Where the tensor is computed from the module's input
-        (whose first axis is the batch's: what moves it is refused), the pattern for one example is written
-        (``'n (h d) -> h n d'``, an info finding); where that is not proven, and the axis is named like a batch
-        (b...), a ``batch-axis`` error gives that pattern (the call would fail, or split the wrong axis)."""
+        """An einops pattern naming the batch axis alone on both sides (``'b n (h d) -> b h n d'``, ``'b n d -> n b d'``):
+        inside a per-example module the tensor has no batch axis. Where the tensor is computed from the module's input
+        and its batch position is known, the name standing there on the left is dropped from both sides (``'n (h d) ->
+        h n d'``, an info finding; a size given for it goes too) and the result holds the batch axis where the name
+        stood on the right (a name not read as a batch's, b..., only where that is first). A pattern grouping a b...
+        axis at the batch position with others (``'(b h) n d'``, ``'b n d -> (b n) d'``) or reducing it away is an
+        error; the batch axis in a ``...`` leaves the pattern as written. Where the tensor is not proven batched and
+        the first axis is named like a batch, a ``batch-axis`` error gives the per-example pattern."""
         a, _ = _args(original, ("tensor", "pattern"))
         pattern = literal_value(a["pattern"], None) if "pattern" in a else None
-        one = per_example_pattern(pattern) if isinstance(pattern, str) else None
-        if one is None:
+        if not isinstance(pattern, str):
             return updated
-        first, text = one
         if "tensor" in a and self.is_batched(a["tensor"]):
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the first axis, {first}, "
-                            "is the batch axis of the module's input, which one example does not have", original)
-            i = next(i for i, x in enumerate(original.args) if x.value is a["pattern"])
-            args = list(updated.args)
-            args[i] = args[i].with_changes(value=_string(text, args[i].value))
-            return updated.with_changes(args=args)
-        if first.lower().startswith("b"):
+            # (a name computed from sizes, `wsz = x.shape[-1]`, counts as batched here: the new positions and errors
+            # are for patterns naming the batch axis like one, b...; the first-axis rewrite is for any name, as ever)
+            k = self.plain_axis(a["tensor"])
+            if k is None:  # merged or unknown (mostly after an error that says so): the first-axis rewrite, as ever
+                one = per_example_pattern(pattern)
+                return updated if one is None else \
+                    self.rewrite_pattern(q, original, updated, pattern, (one[0], one[1], 0), 0)
+            plan = per_example_einops(pattern, k)
+            if plan is None:
+                return updated
+            if isinstance(plan, str):
+                if _batch_like(_word_at(pattern, k)):
+                    self.error(original, f"{q}: the pattern '{pattern}' {plan}; a per-example module has no batch "
+                               "axis: write it for one example, or do this outside the module, over the vmapped outputs")
+                return updated
+            if (k or plan[2]) and not _batch_like(plan[0]):  # ('j d -> i j d' of a size-derived array: as written)
+                return updated
+            return self.rewrite_pattern(q, original, updated, pattern, plan, k)
+        one = per_example_pattern(pattern)
+        if one is not None and one[0].lower().startswith("b"):
+            first, text = one
             self.error(original, f"{q}: the pattern '{pattern}' keeps the batch axis {first}, which one example does "
                        f"not have; write it for one example ('{text}') and check the layers around it take one example "
                        "(a per-token layer on a sequence needs jax.vmap)")
         return updated
+
+    def rewrite_pattern(self, q, original, updated, pattern, plan, k) -> cst.BaseExpression:
+        """The einops call with :func:`per_example_einops`'s pattern (its size argument for the name dropped)."""
+        a, _ = _args(original, ("tensor", "pattern"))
+        name, text, out = plan
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the axis {name} is the "
+                        "batch axis of the module's input, which one example does not have"
+                        + (f" (the result holds it at dimension {out})" if out else ""), original)
+        args = []
+        for x, y in zip(original.args, updated.args):
+            if x.keyword is not None and x.keyword.value == name:
+                continue  # its size: one example has no such axis
+            args.append(y.with_changes(value=_string(text, y.value)) if x.value is a["pattern"] else y)
+        new = updated.with_changes(args=_commas(args))
+        if out:
+            self.one_tensor.add(id(new))  # `k, v = rearrange(t, 'b s (kv d) -> kv b s d', kv=2)`: rows hold it at 0
+        return self.moved(new, out) if out or k else new  # (its parts' positions say nothing of the result's)
+
+    def einops_batch_size(self, node: cst.Call) -> cst.BaseExpression | None:
+        """The size given for the batch axis's name in an einops call :meth:`einops_batch_axis` rewrites
+        (``rearrange(x, 'b n d -> n b d', b=batch)``): it goes with the name."""
+        a, _ = _args(node, ("tensor", "pattern"))
+        pattern = literal_value(a["pattern"], None) if "pattern" in a else None
+        if not isinstance(pattern, str) or "tensor" not in a or not self.is_batched(a["tensor"]):
+            return None
+        k = self.plain_axis(a["tensor"])
+        plan = per_example_einops(pattern, k) if k is not None else None
+        if not isinstance(plan, tuple):
+            return None
+        return next((x.value for x in node.args if x.keyword is not None and x.keyword.value == plan[0]), None)
 
     def other_size(self, node: cst.BaseExpression) -> bool:
         """``len(x)`` of a tensor holding the batch axis after its first (seq2seq's ``n_step = len(dec_inputs)`` of
@@ -2983,6 +3041,75 @@ def per_example_pattern(pattern: str) -> tuple[str, str] | None:
             or left.count(left[0]) != 1 or right.count(right[0]) != 1:
         return None
     return left[0], f"{' '.join(left[1:])} -> {' '.join(right[1:])}"
+
+
+def _batch_like(word: str | None) -> bool:
+    """An einops axis name that reads as the batch's (``b``, ``batch``, ``bs``; a group by its first name)."""
+    return bool(word) and word.strip("( ").lower().startswith("b")
+
+
+def _first_word(pattern: str) -> str | None:
+    return _word_at(pattern, 0)
+
+
+def _word_at(pattern: str, k: int) -> str | None:
+    """The top-level axis at position ``k`` of an einops pattern's left side (None where not read)."""
+    left = _pattern_axes(pattern.split("->")[0]) if pattern.count("->") == 1 else None
+    return left[k] if left and k < len(left) else None
+
+
+def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | None:
+    """An einops pattern given a tensor holding the batch axis at dimension ``k``: (the name standing there, the
+    pattern without it on both sides, its position on the right) where that name is a lone axis on both sides with no
+    ``...`` before it (``'b (two d) -> two b 1 d'``, k 0 → ``('b', '(two d) -> two 1 d', 1)``); a reason (str) where
+    the pattern moves examples into other axes or away; None where the batch axis lies in a leading ``...`` on both
+    sides (the pattern is the same for one example) or the pattern is not read."""
+    if pattern.count("->") != 1:
+        return None
+    left, right = (_pattern_axes(side) for side in pattern.split("->"))
+    if left is None or right is None:
+        return None
+    if any("..." in x for x in left[:k + 1]):  # the batch axis in (or after) a '...': left as written
+        return None
+    if k >= len(left):
+        return None
+    name = left[k]
+    if not name.isidentifier():
+        return f"reads the batch axis (dimension {k} of the tensor) as {name}"
+    words = (lambda axes: [w for x in axes for w in re.findall(r"\.\.\.|\w+", x)])
+    if words(left).count(name) != 1:
+        return None
+    if name not in right:
+        where = "groups it with other axes" if name in words(right) else "reduces it away"
+        return f"{where}: {name} is the batch axis (dimension {k} of the tensor)"
+    out = right.index(name)
+    if words(right).count(name) != 1:
+        return f"uses the batch axis {name} more than once"
+    if any("..." in x for x in right[:out]):
+        return f"places the batch axis {name} after a '...'"
+    rest = (lambda axes: " ".join(x for x in axes if x != name))
+    return name, f"{rest(left)} -> {rest(right)}", out
+
+
+#: ctx.analyses entry: the source code of einops layers whose pattern moves the batch axis and which batch.Forward
+#: follows (the last layer of a Sequential every call of which it saw): ops.py writes them for one example
+MOVING_LAYERS = "torch2jax.moving-einops-layers"
+
+
+def moving_last_layer(seq) -> tuple[cst.Call, int] | None:
+    """A Sequential (ranks.Sequence) whose last layer is an einops Rearrange / Reduce that moves the batch axis from
+    first to another top-level position (``Rearrange('b (two d) -> two b 1 d', two=2)``), every layer before it taking
+    the batch axis first: (that layer's source call, the position). None for any other Sequential."""
+    from fwport.core.engine import literal_value
+    from fwport.packs.torch2jax.ranks import PATTERNED
+    if not seq.layers or seq.other is not None or seq.layers[-1][0] not in PATTERNED:
+        return None
+    call = seq.layers[-1][1]
+    pattern = literal_value(call.args[0].value, None) if call.args and call.args[0].keyword is None else None
+    plan = per_example_einops(pattern, 0) if isinstance(pattern, str) else None
+    if not isinstance(plan, tuple) or plan[2] == 0:
+        return None
+    return call, plan[2]
 
 
 def pattern_rank(pattern: str) -> int | None:

@@ -55,19 +55,24 @@ def sequential(m, ctx):
     return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(listed)])
 
 
-def _one_example(text) -> tuple[str, str] | None:
+def _one_example(text, node=None, ctx=None) -> tuple[str, str] | None:
     """An einops layer's pattern → (the batch axis's name, the pattern for one example): ``'b c h w -> b (c h w)'`` →
     ``('b', 'c h w -> (c h w)')``; a pattern whose both sides start with ``...`` (``'... () () -> ...'``, LeViT's
-    and CvT's heads) is one example's as written, the batch axis among the leading axes ``...`` stands for. None for
-    any other."""
-    from fwport.packs.torch2jax.batch import _pattern_axes, per_example_pattern
+    and CvT's heads) is one example's as written, the batch axis among the leading axes ``...`` stands for; one moving
+    the batch axis to another position (``'b (two d) -> two b 1 d'``) where batch.py follows the layer's result
+    (``MOVING_LAYERS``: the last layer of a Sequential forward calls). None for any other."""
+    from fwport.packs.torch2jax.batch import MOVING_LAYERS, _pattern_axes, per_example_einops, per_example_pattern
     if not isinstance(text, str):
         return None
     if text.count("->") == 1:
         sides = [_pattern_axes(side) for side in text.split("->")]
         if all(sides) and all(side[0] == "..." for side in sides):
             return "...", text
-    return per_example_pattern(text)
+    one = per_example_pattern(text)
+    if one is None and node is not None and code(node) in ctx.analyses.get(MOVING_LAYERS, ()):
+        moving = per_example_einops(text, 0)  # the batch axis moved elsewhere: batch.py follows where to
+        return moving[:2] if isinstance(moving, tuple) else None
+    return one
 
 
 @call_transform("rearrange-layer")
@@ -78,7 +83,7 @@ def rearrange_layer(m, ctx):
     from fwport.packs.torch2jax.batch import _string
     pattern = m.kwargs.get("pattern")
     text = literal_value(pattern, None) if pattern is not None else None
-    one = _one_example(text)
+    one = _one_example(text, m.node, ctx)
     if one is None:
         m.fail(ctx, "batch-axis", f"einops Rearrange({m.written('pattern')}): translated when the pattern is a string "
                "whose first axis is the batch's on both sides ('b ... -> b ...', or '...' leading both: '... () () -> "
@@ -97,7 +102,7 @@ def reduce_layer(m, ctx):
     from fwport.packs.torch2jax.batch import _string
     pattern, reduction = m.kwargs.get("pattern"), m.kwargs.get("reduction")
     text = literal_value(pattern, None) if pattern is not None else None
-    one = _one_example(text)
+    one = _one_example(text, m.node, ctx)
     if one is None:
         m.fail(ctx, "batch-axis", f"einops Reduce({m.written('pattern')}): translated when the pattern is a string "
                "whose first axis is the batch's on both sides ('b ... -> b ...', or '...' leading both); one example "

@@ -128,12 +128,15 @@ def per_vector(q: str | None, call: cst.Call) -> bool:
 def through(seq: Sequence, rank: int | None, blind: list | None = None) -> tuple[int | None, list[cst.Call]]:
     """The rank a Sequential gives for one of ``rank``, and its per-vector layers that get more than one axis
     (``blind`` collects those whose input rank is not known)."""
-    from fwport.packs.torch2jax.batch import SAME_RANK, ellipsis_rank, pattern_rank, per_example_pattern
+    from fwport.packs.torch2jax.batch import SAME_RANK, ellipsis_rank, pattern_rank, per_example_einops, \
+        per_example_pattern
     wraps = []
     for q, call in seq.layers:
         if q in PATTERNED:
             pattern = literal_value(call.args[0].value, None) if call.args and call.args[0].keyword is None else None
             one = per_example_pattern(pattern) if isinstance(pattern, str) else None
+            moving = per_example_einops(pattern, 0) if isinstance(pattern, str) and one is None else None
+            one = one or (moving if isinstance(moving, tuple) else None)  # (ops.py writes it where batch.py follows it)
             rank = pattern_rank(one[1]) if one else ellipsis_rank(pattern, rank) if isinstance(pattern, str) else None
         elif per_vector(q, call):
             if rank is not None and rank > 1:
