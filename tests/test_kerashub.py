@@ -373,3 +373,285 @@ def test_written_modules_equal_keras_hub_itself(ns):
                                              "_feedforward_output_dense")}
     b.copy_to(t_enc)
     _close(ke, t_enc(_t(ky), mask=_t(ids != 0)), 1e-5)
+
+
+# --- fwport verify with the weight maps: a stand-in keras_hub on the Keras side ---------------------------
+
+# keras_hub 0.32's layers (keras_hub/src/layers/modeling/*.py) written again from Keras's own layers, with keras_hub's
+# attribute names, masks and call signatures: the Keras side of `fwport verify` imports it as keras_hub (and
+# keras_nlp). Checked against keras_hub 0.32.0 itself by test_stand_in_equals_keras_hub where that imports.
+KERAS_HUB_STAND_IN = '''
+import keras
+from keras import ops
+from keras.src.backend import get_keras_mask
+
+
+def _merge(inputs, padding_mask, attention_mask):
+    mask = get_keras_mask(inputs) if padding_mask is None else padding_mask
+    if mask is not None:
+        mask = ops.cast(ops.expand_dims(mask, axis=1), "int32")
+    if attention_mask is not None:
+        attention_mask = ops.cast(attention_mask, "int32")
+        return attention_mask if mask is None else ops.minimum(mask, attention_mask)
+    return mask
+
+
+class CachedMultiHeadAttention(keras.layers.MultiHeadAttention):
+    """keras_hub's CachedMultiHeadAttention without a cache: reads no Keras mask."""
+
+    def call(self, query, value, key=None, attention_mask=None, training=None):
+        key = value if key is None else key
+        q, k, v = self._query_dense(query), self._key_dense(key), self._value_dense(value)
+        out, _ = self._compute_attention(q, k, v, attention_mask=attention_mask, training=training)
+        return self._output_dense(out)
+
+
+class PositionEmbedding(keras.layers.Layer):
+    def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length, self.initializer = int(sequence_length), initializer
+
+    def build(self, shape):
+        self.position_embeddings = self.add_weight(name="embeddings", shape=[self.sequence_length, shape[-1]],
+                                                   initializer=self.initializer)
+
+    def call(self, inputs, start_index=0):
+        shape = ops.shape(inputs)
+        table = ops.slice(ops.convert_to_tensor(self.position_embeddings), (start_index, 0), (shape[-2], shape[-1]))
+        return ops.broadcast_to(table, shape)
+
+
+class SinePositionEncoding(keras.layers.Layer):
+    def __init__(self, max_wavelength=10000, **kwargs):
+        super().__init__(**kwargs)
+        self.max_wavelength = max_wavelength
+
+    def call(self, inputs, start_index=0):
+        shape = ops.shape(inputs)
+        steps, hidden = shape[-2], shape[-1]
+        positions = ops.expand_dims(ops.cast(ops.arange(steps) + start_index, self.compute_dtype), 0)
+        timescales = ops.power(ops.cast(1 / self.max_wavelength, self.compute_dtype),
+                               ops.cast(2 * (ops.arange(hidden) // 2), self.compute_dtype) / ops.cast(hidden, self.compute_dtype))
+        angles = ops.einsum("bi,j->bij", positions, timescales)
+        cos_mask = ops.cast(ops.arange(hidden) % 2, self.compute_dtype)
+        encoding = ops.sin(angles) * (1 - cos_mask) + ops.cos(angles) * cos_mask
+        return ops.broadcast_to(encoding, shape)
+
+
+class TokenAndPositionEmbedding(keras.layers.Layer):
+    def __init__(self, vocabulary_size, sequence_length, embedding_dim, tie_weights=True,
+                 embeddings_initializer="uniform", mask_zero=False, **kwargs):
+        super().__init__(**kwargs)
+        self.token_embedding = keras.layers.Embedding(vocabulary_size, embedding_dim, mask_zero=mask_zero,
+                                                      embeddings_initializer=embeddings_initializer)
+        self.position_embedding = PositionEmbedding(sequence_length, initializer=embeddings_initializer)
+        self.mask_zero = self.supports_masking = mask_zero
+
+    def build(self, shape):
+        self.token_embedding.build(shape)
+        self.position_embedding.build(tuple(shape) + (self.token_embedding.output_dim,))
+
+    def call(self, inputs, start_index=0):
+        tokens = self.token_embedding(inputs)
+        return tokens + self.position_embedding(tokens, start_index=start_index)
+
+    def compute_mask(self, inputs, mask=None):
+        return ops.not_equal(inputs, 0) if self.mask_zero else None
+
+
+class _Block(keras.layers.Layer):
+    def __init__(self, intermediate_dim, num_heads=None, dropout=0, activation="relu", layer_norm_epsilon=1e-05,
+                 normalize_first=False, **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_dim, self.num_heads, self.dropout = intermediate_dim, num_heads, dropout
+        self.activation, self.eps, self.normalize_first = activation, layer_norm_epsilon, normalize_first
+
+    def _norm(self, name, shape):
+        layer = keras.layers.LayerNormalization(epsilon=self.eps)
+        layer.build(shape)
+        setattr(self, name, layer)
+
+    def _feedforward(self, prefix, shape):
+        dense = keras.layers.Dense(self.intermediate_dim, activation=self.activation)
+        dense.build(shape)
+        setattr(self, prefix + "_intermediate_dense", dense)
+        out = keras.layers.Dense(shape[-1])
+        out.build(tuple(shape[:-1]) + (self.intermediate_dim,))
+        setattr(self, prefix + "_output_dense", out)
+
+    def _attention(self, name, shape, cls=keras.layers.MultiHeadAttention):
+        layer = cls(self.num_heads, int(shape[-1] // self.num_heads), dropout=self.dropout)
+        layer.build(shape, shape)
+        setattr(self, name, layer)
+        self._norm(name + "_norm", shape)
+        setattr(self, name.replace("_layer", "_dropout"), keras.layers.Dropout(self.dropout))
+
+    def _residual(self, x, norm, step):
+        y = step(norm(x) if self.normalize_first else x) + x
+        return y if self.normalize_first else norm(y)
+
+
+class TransformerEncoder(_Block):
+    def __init__(self, intermediate_dim, num_heads, **kwargs):
+        super().__init__(intermediate_dim, num_heads, **kwargs)
+        self.supports_masking = True
+
+    def build(self, shape):
+        self._attention("_self_attention_layer", shape)
+        self._norm("_feedforward_layer_norm", shape)
+        self._feedforward("_feedforward", shape)
+        self._feedforward_dropout = keras.layers.Dropout(self.dropout)
+
+    def call(self, inputs, padding_mask=None, attention_mask=None, training=None):
+        mask = _merge(inputs, padding_mask, attention_mask)
+        x = self._residual(inputs, self._self_attention_layer_norm, lambda h: self._self_attention_dropout(
+            self._self_attention_layer(query=h, value=h, attention_mask=mask, training=training), training=training))
+        return self._residual(x, self._feedforward_layer_norm, lambda h: self._feedforward_dropout(
+            self._feedforward_output_dense(self._feedforward_intermediate_dense(h)), training=training))
+
+
+class TransformerDecoder(_Block):
+    def __init__(self, intermediate_dim, num_heads, **kwargs):
+        super().__init__(intermediate_dim, num_heads, **kwargs)
+        self.supports_masking = True
+
+    def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
+        shape = decoder_sequence_shape
+        self._attention("_self_attention_layer", shape, CachedMultiHeadAttention)
+        self._cross_attention_layer = None
+        if encoder_sequence_shape:
+            self._attention("_cross_attention_layer", shape, CachedMultiHeadAttention)
+        self._feedforward("_feedforward", shape)
+        self._norm("_feedforward_layer_norm", shape)
+        self._feedforward_dropout = keras.layers.Dropout(self.dropout)
+
+    def call(self, decoder_sequence, encoder_sequence=None, decoder_padding_mask=None, decoder_attention_mask=None,
+             encoder_padding_mask=None, encoder_attention_mask=None, use_causal_mask=True, training=None):
+        mask = _merge(decoder_sequence, decoder_padding_mask, decoder_attention_mask)
+        if use_causal_mask:
+            n = ops.shape(decoder_sequence)[1]
+            causal = ops.cast(ops.expand_dims(ops.arange(n)[:, None] >= ops.arange(n)[None, :], 0), "int32")
+            mask = causal if mask is None else ops.minimum(mask, causal)
+        x = self._residual(decoder_sequence, self._self_attention_layer_norm, lambda h: self._self_attention_dropout(
+            self._self_attention_layer(h, h, attention_mask=mask, training=training), training=training))
+        if self._cross_attention_layer is not None:
+            cross = _merge(encoder_sequence, encoder_padding_mask, encoder_attention_mask)
+            x = self._residual(x, self._cross_attention_layer_norm, lambda h: self._cross_attention_dropout(
+                self._cross_attention_layer(h, encoder_sequence, attention_mask=cross, training=training),
+                training=training))
+        return self._residual(x, self._feedforward_layer_norm, lambda h: self._feedforward_dropout(
+            self._feedforward_output_dense(self._feedforward_intermediate_dense(h)), training=training))
+
+
+class FNetEncoder(_Block):
+    def __init__(self, intermediate_dim, dropout=0, activation="relu", layer_norm_epsilon=1e-05, **kwargs):
+        super().__init__(intermediate_dim, None, dropout, activation, layer_norm_epsilon, **kwargs)
+
+    def build(self, shape):
+        self._norm("_mixing_layer_norm", shape)
+        self._norm("_output_layer_norm", shape)
+        self._feedforward("", shape)
+        self._output_dropout = keras.layers.Dropout(self.dropout)
+
+    def call(self, inputs, training=None):
+        real = ops.cast(inputs, "float32")
+        real, _ = ops.fft2((real, ops.zeros_like(real)))
+        mixing = self._mixing_layer_norm(inputs + ops.cast(real, inputs.dtype))
+        x = self._output_dropout(self._output_dense(self._intermediate_dense(mixing)), training=training)
+        return self._output_layer_norm(mixing + x)
+'''
+
+
+@pytest.fixture(scope="module")
+def hub_session(tmp_path_factory):
+    """A verify Session whose Keras worker imports the stand-in keras_hub (and keras_nlp)."""
+    import os
+    from fwport.verify.run import Session
+
+    stub = tmp_path_factory.mktemp("keras-hub-stand-in")
+    for pkg, text in (("keras_hub", "from . import layers\n"), ("keras_nlp", "from keras_hub import layers\n")):
+        (stub / pkg).mkdir()
+        (stub / pkg / "__init__.py").write_text(text)
+    (stub / "keras_hub" / "layers.py").write_text(KERAS_HUB_STAND_IN)
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(stub) + (os.pathsep + old if old else "")
+    try:
+        with Session() as s:
+            yield s, stub
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+POSITION_MODEL = '''
+import keras
+import keras_hub
+
+inputs = keras.Input(shape=(7, 8))
+x = keras.layers.Add()([inputs, keras_hub.layers.PositionEmbedding(sequence_length=9)(inputs)])
+x = keras.layers.Add()([x, keras_hub.layers.SinePositionEncoding(max_wavelength=100)(x)])
+model = keras.Model(inputs, keras.layers.Dense(3)(x))
+'''
+
+
+FNET_MODEL = '''
+import keras
+import keras_nlp
+
+inputs = keras.Input(shape=(6, 8))
+x = keras_nlp.layers.FNetEncoder(intermediate_dim=16, activation="gelu")(inputs=inputs)
+model = keras.Model(inputs, keras.layers.Dense(3)(x))
+'''
+
+
+@pytest.mark.parametrize("src,inputs,dtype", [
+    (ENCODER_MODEL, ["int64[3,9]:4"], "float64"),
+    (DECODER_MODEL.replace("d = keras_nlp.layers.FNetEncoder(16)(d)\n", ""), ["int64[3,9]:4", "int64[3,7]:4"], "float64"),
+    # SinePositionEncoding computes in the layer's compute dtype (Keras's float32 policy even where verify gives
+    # float64 inputs), the written module in its input's: the same in float32 models
+    (POSITION_MODEL, ["float32[2,7,8]"], "float32"),
+    # FNet's FFT runs in float32 on both sides (keras_hub casts to float32), so float64 cannot tighten it
+    (FNET_MODEL, ["float32[2,6,8]"], "float32"),
+], ids=["encoder", "encoder-decoder", "positions", "fnet"])
+def test_translations_verify_against_the_stand_in(hub_session, tmp_path, src, inputs, dtype):
+    """`fwport verify` with the rules' weight maps: forward, gradients and a training step equal Keras's (ids
+    0..3, so many padded steps and some sequences of padding only)."""
+    from fwport.verify import Options, verify
+    session, _ = hub_session
+    r = translate_source(src, "m.py")
+    assert not errors(r), errors(r)
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "m_torch.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "model", inputs=inputs,
+                          checks=("forward", "grad", "step"), device="cpu", dtype=dtype), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def test_stand_in_equals_keras_hub(hub_session):
+    """The stand-in computes what keras_hub computes (where keras_hub imports), masks included."""
+    import importlib.util
+    import sys
+    hub = pytest.importorskip("keras_hub")
+    _, stub = hub_session
+    spec = importlib.util.spec_from_file_location("stand_in_layers", stub / "keras_hub" / "layers.py")
+    stand = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stand)
+    sys.modules.pop("stand_in_layers", None)
+    rng = np.random.default_rng(0)
+    ids, ids2 = _padded_ids(rng), _padded_ids(rng)
+
+    def model(lib):
+        a, b = keras.Input((9,), dtype="int32"), keras.Input((9,), dtype="int32")
+        x = lib.TokenAndPositionEmbedding(40, 9, 8, mask_zero=True)(a)
+        e = lib.TransformerEncoder(16, 2)(inputs=x)
+        d = lib.TokenAndPositionEmbedding(40, 9, 8, mask_zero=True)(b)
+        d = lib.TransformerDecoder(16, 2)(d, e)
+        d = lib.FNetEncoder(16)(lib.TransformerEncoder(16, 2, normalize_first=True)(d))
+        return keras.Model([a, b], d + lib.SinePositionEncoding()(d))
+    ours, theirs = model(stand), model(hub.layers)
+    for w, v in zip(ours.weights, theirs.weights):
+        assert tuple(w.shape) == tuple(v.shape), (w.path, v.path)
+        w.assign(v)
+    _close(theirs([ids, ids2]), ours([ids, ids2]), 1e-5)
