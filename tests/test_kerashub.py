@@ -22,8 +22,8 @@ from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 NAMES = ("KerasMultiHeadAttention", "KerasPositionEmbedding", "KerasTokenAndPositionEmbedding",
-         "KerasSinePositionEncoding", "_keras_dense", "KerasTransformerEncoder", "KerasTransformerDecoder",
-         "KerasFNetEncoder")
+         "KerasSinePositionEncoding", "_keras_dense", "_keras_attention", "KerasTransformerEncoder",
+         "KerasTransformerDecoder", "KerasFNetEncoder")
 
 
 def _ns():

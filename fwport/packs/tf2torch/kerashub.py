@@ -87,7 +87,9 @@ def _keras_dense(n_in, n_out):
     {nn}init.xavier_uniform_(layer.weight)
     {nn}init.zeros_(layer.bias)
     return layer
+'''
 
+_ATTENTION = '''
 
 def _keras_padding_and_attention_mask(padding_mask, attention_mask):
     """keras_hub's merge_padding_and_attention_mask: padding_mask (batch, keys) as (batch, 1, keys), combined
@@ -233,14 +235,16 @@ helpers.HELPERS["KerasPositionEmbedding"] = _POSITION_EMBEDDING
 helpers.HELPERS["KerasTokenAndPositionEmbedding"] = _TOKEN_AND_POSITION_EMBEDDING
 helpers.HELPERS["KerasSinePositionEncoding"] = _SINE_POSITION_ENCODING
 helpers.HELPERS["_keras_dense"] = _DENSE_INIT
+helpers.HELPERS["_keras_attention"] = _ATTENTION
 helpers.HELPERS["KerasTransformerEncoder"] = _TRANSFORMER_ENCODER
 helpers.HELPERS["KerasTransformerDecoder"] = _TRANSFORMER_DECODER
 helpers.HELPERS["KerasFNetEncoder"] = _FNET_ENCODER
 DATA_DEPS["KerasTokenAndPositionEmbedding"] = ("KerasPositionEmbedding",)
-DATA_DEPS["_keras_dense"] = ("KerasMultiHeadAttention",)
-DATA_DEPS["KerasTransformerEncoder"] = ("_keras_dense", "KerasMultiHeadAttention")  # one level is followed
-DATA_DEPS["KerasTransformerDecoder"] = ("_keras_dense", "KerasMultiHeadAttention")  # one level is followed
-DATA_DEPS["KerasFNetEncoder"] = ("_keras_dense", "KerasMultiHeadAttention")  # one level is followed
+DATA_DEPS["_keras_attention"] = ("KerasMultiHeadAttention",)
+# finish() follows one level of DATA_DEPS: the attention helper's own dependency is listed too
+DATA_DEPS["KerasTransformerEncoder"] = ("_keras_dense", "_keras_attention", "KerasMultiHeadAttention")
+DATA_DEPS["KerasTransformerDecoder"] = ("_keras_dense", "_keras_attention", "KerasMultiHeadAttention")
+DATA_DEPS["KerasFNetEncoder"] = ("_keras_dense",)
 
 
 # --- shape functions ----------------------------------------------------------------------------------
