@@ -17,7 +17,7 @@ import re
 
 from fwport.core.direction import CliOption, Direction, Requirements, Spelling, Trigger
 from fwport.core.names import SourceNames
-from fwport.packs.tf2torch import attention, data, image, layer, ops, optim, utilities, values  # noqa: F401  (they register the named transforms)
+from fwport.packs.tf2torch import attention, data, image, kerashub, layer, ops, optim, utilities, values  # noqa: F401  (they register the named transforms)
 from fwport.packs.tf2torch import trace
 from fwport.packs.tf2torch.tf1 import refuse_graph_code
 from fwport.packs.tf2torch.guidance import GUIDANCE

@@ -87,6 +87,7 @@ from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTW
                                                       symbolic_parts)
 from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
+from fwport.packs.tf2torch import kerashub
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, mentions_source_alias, recurrent_kind
 
@@ -3829,6 +3830,8 @@ class _Builder:
         carried = next((p for p in parents if p.mask is not None), None)
         if carried is not None and id(where) not in self.mask_flows:
             raise _Refused(where or carried.where, masks.refusal(carried.mask))
+        if carried is not None and self.ctx.analyses.get(kerashub.STRIPPED, {}).get(id(carried), id(where)) != id(where):
+            raise _Refused(where or carried.where, kerashub.STRIPPED_WHY)
         n = _Node(op, parents, where, mask)
         self.nodes.append(n)
         return n
@@ -4388,7 +4391,9 @@ class _Builder:
         tensor's (the query's)."""
         shape_fn = layer.rule.emit.get("shape")
         bound = bind_call(call, shape_fn)
-        if bound is None or not ({"query", "value"} <= set(bound) or "inputs" in bound):
+        hub = shape_fn in kerashub.CALLS
+        if bound is None or not ({"query", "value"} <= set(bound) or "inputs" in bound
+                                 or hub and MULTI_INPUT[shape_fn][0] in bound):
             raise _Refused(call, f"{code(call).strip()}: the call's arguments do not bind to "
                                  f"({', '.join(MULTI_INPUT[shape_fn])})")
         tensors: list[_Tensor] = []
@@ -4415,10 +4420,45 @@ class _Builder:
                                   "return_attention_scores=False only (one output)", "unsupported-argument")
             new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
         t = tensors[0]
-        self._built_for(layer, t, call)
-        out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call), layer.out[1], False)
+        out_mask = None
+        if hub:
+            out_mask, extra = self._kerashub_masks(layer, call, bound, shape_fn, tensors)
+            new_args += [cst.Arg(expr(e.split("=", 1)[1]), keyword=cst.Name(e.split("=", 1)[0]), equal=cst.AssignEqual(
+                cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))) for e in extra]
+            self.ctx.analyses[kerashub.CROSS] = "encoder_sequence" in bound
+        try:
+            self._built_for(layer, t, call)
+        finally:
+            self.ctx.analyses.pop(kerashub.CROSS, None)
+        out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call, out_mask), layer.out[1],
+                      False)
         self.replace[id(call)] = cst.Call(_module_ref(layer), new_args)
         return out
+
+    def _kerashub_masks(self, layer: _Layer, call: cst.Call, bound: dict, shape_fn: str,
+                        tensors: list[_Tensor]) -> tuple[str | None, list[str]]:
+        """Keras's mask at a KerasHub layer's call (kerashub.mask_flow): the mask its output carries and the
+        keyword arguments that give the module the masks Keras reads. A masked tensor whose mask Keras's
+        MultiHeadAttention deletes (a TransformerEncoder's input) cannot also feed another layer: refused."""
+        by_name = {}
+        for name, a in bound.items():
+            t = self._tensor(a.value) if name in kerashub.TENSORS else None
+            if t is not None:
+                by_name[name] = t
+        first = by_name[MULTI_INPUT[shape_fn][0]]
+        masks_of = {n: t.node.mask for n, t in by_name.items()}
+        extra, out_mask, strips = kerashub.mask_flow(shape_fn, self.sized_calls.get(id(layer.call), layer.call),
+                                                     bound, masks_of, code(self._out_expr(bound[MULTI_INPUT[shape_fn][0]].value)))
+        stripped = self.ctx.analyses.setdefault(kerashub.STRIPPED, {})  # node id → id of the call that stripped it
+        for t in tensors:
+            if id(t.node) in stripped and t.node.mask is not None:
+                raise _Refused(call, kerashub.STRIPPED_WHY)
+        if strips:
+            if any(any(p is first.node for p in n.parents) for n in self.nodes):
+                raise _Refused(call, kerashub.STRIPPED_WHY)
+            stripped[id(first.node)] = id(call)
+        self.mask_flows.add(id(call))
+        return out_mask, extra
 
     def _apply_lambda_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
         """``layers.Lambda(euclidean_distance)([a, b])`` (a siamese network's distance): the Lambda module called on
