@@ -157,12 +157,12 @@ class _Reads(cst.CSTVisitor):
     def _layers_bound(self, body, params: list[str]) -> dict:
         """Names bound once, by a plain assignment, to a Keras layer with a weight map (``dense = layers.Dense(4)``):
         the torch module that call became is what the name holds."""
-        b = _Bindings(params)
+        b = _Bindings(params)  # (scan, not libcst's visit: the same hooks, without rebuilding every node)
         if isinstance(body, cst.Module):
             for stmt in body.body:
-                stmt.visit(b)
+                scan(stmt, b)
         else:
-            body.visit(b)
+            scan(body, b)
         out = {}
         for name, values in b.values.items():
             if len(values) != 1 or not isinstance(values[0], cst.Call):

@@ -539,7 +539,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             # order they are assigned, its own before its submodules' (Keras lists them the same way);
             # a sublayer's (self.generator.trainable_variables) likewise
             return expr(f"list({code(updated_node.value)}.parameters())")
-        return updated_node.with_changes(attr=original_node.attr, value=self._operand(updated_node.value, 99))
+        value = self._operand(updated_node.value, 99)
+        if updated_node.attr is original_node.attr and value is updated_node.value:
+            return updated_node  # (nothing to change: no copy, so an unchanged statement is not rebuilt)
+        return updated_node.with_changes(attr=original_node.attr, value=value)
 
     # a merge layer's call written out (`self.diff([a, b])` → `a - b`) keeps its meaning where it lands
     # (`x * self.diff([a, b])` → `x * (a - b)`)
@@ -554,20 +557,26 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation):
         mine = _PRECEDENCE.get(type(updated_node.operator), 0)
-        return updated_node.with_changes(left=self._operand(updated_node.left, mine),
-                                         right=self._operand(updated_node.right, mine, right=True))
+        left, right = self._operand(updated_node.left, mine), self._operand(updated_node.right, mine, right=True)
+        if left is updated_node.left and right is updated_node.right:
+            return updated_node
+        return updated_node.with_changes(left=left, right=right)
 
     def leave_UnaryOperation(self, original_node: cst.UnaryOperation, updated_node: cst.UnaryOperation):
-        return updated_node.with_changes(expression=self._operand(updated_node.expression, 6))
+        expression = self._operand(updated_node.expression, 6)
+        return updated_node if expression is updated_node.expression else updated_node.with_changes(expression=expression)
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript):
-        return updated_node.with_changes(value=self._operand(updated_node.value, 99))
+        value = self._operand(updated_node.value, 99)
+        return updated_node if value is updated_node.value else updated_node.with_changes(value=value)
 
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        return updated_node.with_changes(keyword=original_node.keyword)
+        keyword = original_node.keyword
+        return updated_node if updated_node.keyword is keyword else updated_node.with_changes(keyword=keyword)
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
-        return updated_node.with_changes(name=original_node.name)
+        name = original_node.name
+        return updated_node if updated_node.name is name else updated_node.with_changes(name=name)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self._targets.add(id(node.target))  # (an attribute assigned to is not read: left as it is)
@@ -576,7 +585,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         plan = self.plan
         if plan is not None:
             new = plan.replace.get(id(original_node.value))
-            if new is not None:
+            if new is not None and new is not updated_node.value:
                 return updated_node.with_changes(value=new)
         return updated_node
 
