@@ -164,3 +164,71 @@ def test_an_add_loss_in_a_nested_function_stays_an_error():
     assert "def penalize" in src
     errs = errors(translate_source(src, "model.py"))
     assert any("torch modules have no add_loss" in m for _, m in errs), errs
+
+
+# a functional model of two outputs (the several-outputs fit / evaluate, which empty and read the lists likewise)
+SEVERAL = '''
+import numpy as np
+import keras
+from keras import layers
+
+
+class ActivityPenalty(layers.Layer):
+    def __init__(self, rate):
+        super().__init__()
+        self.rate = rate
+
+    def call(self, inputs):
+        self.add_loss(self.rate * keras.ops.mean(keras.ops.square(inputs)))
+        return inputs
+
+
+
+inputs = keras.Input(shape=(4,))
+h = ActivityPenalty(0.5)(layers.Dense(5, activation="tanh")(inputs))
+h = ActivityPenalty(0.3)(layers.Dense(5, activation="tanh")(h))
+a = layers.Dense(2, name="a")(h)
+b = layers.Dense(1, name="b")(h)
+model = keras.Model(inputs, [a, b])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.2), loss=["mse", "mse"])
+
+
+def train(x, y1, y2):
+    h = model.fit(x, [y1, y2], batch_size=4, epochs=2, shuffle=False, verbose=0)
+    return h.history, model.evaluate(x, [y1, y2], verbose=0)
+'''
+
+SEVERAL_DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(3)
+shapes = [(4, 5), (5, 5), (5, 2), (5, 1)]
+W = []
+for s in shapes:
+    W += [(rng.normal(size=s) * 0.5).astype("float32"), (rng.normal(size=s[1]) * 0.1).astype("float32")]
+x = rng.normal(size=(16, 4)).astype("float32")
+y1 = rng.normal(size=(16, 2)).astype("float32"); y2 = rng.normal(size=(16, 1)).astype("float32")
+if sys.argv[2] == "torch":
+    import torch
+    model(torch.zeros(1, 4))
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for i, m in enumerate(linears):
+            m.weight.copy_(torch.tensor(W[2 * i]).T); m.bias.copy_(torch.tensor(W[2 * i + 1]))
+else:
+    model.set_weights(W)
+kernels = lambda: [m.weight.detach().numpy().T.tolist() for m in linears] if sys.argv[2] == "torch" else [
+    w.numpy().tolist() for w in model.weights if len(w.shape) == 2]
+h, ev = train(x, y1, y2)
+print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels()}))
+'''
+
+
+def test_a_model_of_two_outputs_adds_the_terms_of_each_forward_as_keras(tmp_path):
+    out = _translated(SEVERAL)
+    assert out.count('vars(m).pop("added_losses", None)') == 2
+    keras_out, torch_out = keras_and_torch(tmp_path, SEVERAL.lstrip("\n"), out, SEVERAL_DRIVER)
+    compare_fit(keras_out, torch_out, ["a_loss", "b_loss", "loss"])
+    assert keras_out["history"]["loss"][0] > sum(keras_out["history"][k][0] for k in ("a_loss", "b_loss")) + 0.1
