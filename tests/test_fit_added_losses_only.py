@@ -18,7 +18,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_lines as errors
-from runners import compare_fit, keras_and_torch
+from runners import compare_fit, keras_and_torch, run_side
 
 SRC = '''
 import numpy as np
@@ -220,8 +220,27 @@ def test_a_conditional_add_loss_in_a_loss_less_compile_trains_as_keras(tmp_path)
     r = translate_source(src, "model.py")
     assert errors(r) == [], errors(r)
     assert "        if self.training:\n            self.added_losses = getattr(self, \"added_losses\", []) + [" in r.output
+    assert not [f for f in r.findings if f.severity.name == "WARNING"], r.findings
     keras_out, torch_out = keras_and_torch(tmp_path, src, r.output, DRIVER)
     compare_fit(keras_out, torch_out, ["loss", "val_loss"])
+
+
+def test_a_term_on_training_in_a_model_whose_call_takes_no_training_is_a_warning(tmp_path):
+    # Keras 3.15 gives the layers of a model whose call has no training parameter training=None in fit: the term
+    # under `if training:` is not made (Keras's losses are those without it), where torch's self.training is True
+    src = _src().replace("    def call(self, inputs):\n        self.add_loss(",
+                         "    def call(self, inputs, training=None):\n        if training:\n            self.add_loss(")
+    r = translate_source(src, "model.py")
+    said = [(f.severity.name, f.line) for f in r.findings if "a call without a training parameter" in f.message]
+    assert said == [("WARNING", 13)], r.findings
+    conditional = run_side(tmp_path / "conditional", "keras", src, DRIVER, "keras")
+    unmade = _src().replace("        self.add_loss(self.rate * keras.ops.mean(keras.ops.square(inputs)))\n", "")
+    assert unmade != _src()
+    without = run_side(tmp_path / "without", "keras", unmade, DRIVER, "keras")
+    np.testing.assert_allclose(conditional["history"]["loss"], without["history"]["loss"], rtol=1e-6)
+    # the model's call with training=None passes it on: the term is made in fit, and no warning
+    passed = src.replace("    def call(self, x):\n        self.add_loss(", "    def call(self, x, training=None):\n        self.add_loss(")
+    assert not [f for f in translate_source(passed, "model.py").findings if f.severity.name == "WARNING"]
 
 
 def test_an_add_loss_in_a_nested_function_keeps_the_loss_less_compile_an_error():

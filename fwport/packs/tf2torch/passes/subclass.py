@@ -228,6 +228,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self.functional_scopes: list[bool] = []  # per function: holds a functional keras.Model call
         self.fn_stack: list[cst.FunctionDef] = []
         self._added_losses: set[int] = set()  # self.add_loss(term) calls that become self.added_losses = ...
+        self.all_classes: list[cst.ClassDef] = []  # every class of the file (analyse)
+        self._training_terms: set[int] = set()  # ... of them, those under an if on training (Keras 3: _untrained_models)
         self._stmt_of: dict[int, cst.CSTNode | None] = {}  # id(layer call in __init__) → its statement line
         self.module_sizes: tuple[dict, set] = ({}, set())
         self.relevant: set[int] = set()  # indices of the top-level statements to rewrite (see analyse)
@@ -269,6 +271,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for index, stmt in enumerate(node.body):
             collect.index = index
             scan(stmt, collect)
+        self.all_classes = classes
         changed = True
         while changed:  # a class deriving from a translated class of the file is translated too
             changed = False
@@ -437,12 +440,39 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if kept is None or id(call) not in kept:
             return False
         self._added_losses.add(id(call))
+        if self.ctx.version != 2 and any(
+                any(isinstance(n, cst.Name) and n.value == "training" for n in find_all(branch.test, cst.Name))
+                and any(c is call for c in find_all(branch.body, cst.Call)) for branch in find_all(fn, cst.If)):
+            self._training_terms.add(id(call))
         return True
+
+    def _untrained_models(self) -> list[str]:
+        """The file's keras.Model subclasses whose call takes no ``training``: Keras 3 (3.15, measured) then passes
+        fit's training=True to none of their layers (they get None: ``if training:`` is false, a Dropout inactive),
+        where torch's ``self.training`` is True in fit (tf_keras passes it on)."""
+        out = []
+        for cls in self.all_classes:
+            if not any(b.keyword is None and self.ctx.imports.resolve(b.value) == "keras.Model" for b in cls.bases):
+                continue
+            for fn in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                if (isinstance(fn, cst.FunctionDef) and fn.name.value == "call"
+                        and "training" not in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}):
+                    out.append(cls.name.value)
+        return out
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.BaseSmallStatement:
         if id(original_node.value) not in self._added_losses:
             return updated_node
         self.ctx.analyses[ADDED_LOSSES] = True
+        untrained = self._untrained_models() if id(original_node.value) in self._training_terms else []
+        if untrained:
+            self.ctx.report(Severity.WARNING, "approximate",
+                            f"self.add_loss(term) under a condition on training, in Keras 3 code whose model "
+                            f"{', '.join(untrained)} has a call without a training parameter: Keras 3 then passes "
+                            "fit's training=True to none of its layers (they get None, and the term is not made in "
+                            "fit), where torch's self.training is True in fit (the term is added): give the model's "
+                            "call a training=None parameter, passed on to the layers, or drop the condition",
+                            original_node)
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         "self.add_loss(term) → self.added_losses = getattr(self, \"added_losses\", []) + [term]: "
                         "the module lists the term of each of its calls (a layer called twice gives two), and the "
