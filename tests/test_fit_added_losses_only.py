@@ -1,7 +1,7 @@
 """A model whose layers call add_loss, compiled with an optimizer and no loss: Keras (3.15) trains it on the added
 terms alone, its History's "loss" their sum (with the weight regularizers' penalties: model.losses). The translation
 plans such a compile as the loss kind "added": the written fit / evaluate take x alone (y=None) and their loss is the
-sum of every module's ``added_loss``, the regularizers' penalties added as ever.
+sum of every module's ``added_losses`` (the terms of that forward), the regularizers' penalties added as ever.
 
 Numbers: a subclassed model (add_loss in a layer, in a layer nested in another layer, and in the model's own call; a
 kernel regularizer) is trained two epochs by Keras and by its translation from the same weights (subprocesses): the
@@ -18,7 +18,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_lines as errors
-from runners import compare_fit, keras_and_torch
+from runners import compare_fit, keras_and_torch, run_side
 
 SRC = '''
 import numpy as np
@@ -139,7 +139,7 @@ def test_a_loss_less_compile_trains_on_the_added_terms_as_keras(tmp_path):
     r = translate_source(src, "model.py")
     assert errors(r) == [], errors(r)
     out = r.output
-    assert "loss = sum(m.added_loss.sum() for m in model.modules() if hasattr(m, \"added_loss\"))" in out
+    assert "loss = sum(t.sum() for m in model.modules() for t in vars(m).pop(\"added_losses\", ()))" in out
     assert "def fit(model, optimizer, loss_fn, x, y=None, " in out
     assert "loss_fn = None" in out and "fit(net, optimizer, loss_fn, x, batch_size=4" in out
     keras_out, torch_out = keras_and_torch(tmp_path, src, out, DRIVER)
@@ -190,7 +190,7 @@ def test_a_comment_that_names_add_loss_does_not_keep_the_call_an_error():
     assert "# Keras collects it" in src
     r = translate_source(src, "model.py")
     assert errors(r) == [], errors(r)
-    assert "self.added_loss = self.rate * torch.mean(torch.square(inputs))" in r.output
+    assert "self.added_losses = getattr(self, \"added_losses\", []) + [self.rate * torch.mean(torch.square(inputs))]" in r.output
 
 
 def test_a_model_only_predicted_with_still_translates():
@@ -208,16 +208,53 @@ def test_a_model_only_predicted_with_still_translates():
     assert "def predict(model, x" in r.output and "predict(model, np.zeros((3, 4), \"float32\"), verbose=0)" in r.output
 
 
-def test_a_conditional_add_loss_keeps_the_loss_less_compile_an_error():
-    # the subclass pass keeps no term under an if (its add_loss stays an error): the written loop would have none
+def test_a_conditional_add_loss_in_a_loss_less_compile_trains_as_keras(tmp_path):
+    # a term under an if is listed when it is made (main kept it an error): Keras's evaluate and val_loss have
+    # none of the layers' conditional terms, only the model's own and the regularizer's. (The model's call takes
+    # training: Keras 3.15 passes fit's training=True to the layers only through a model whose call has the
+    # parameter; without it they get None, and torch's self.training is True: measured, not add_loss's matter)
     src = _src().replace("    def call(self, inputs):\n        self.add_loss(",
                          "    def call(self, inputs, training=None):\n        if training:\n            self.add_loss(")
-    assert "if training:" in src
+    src = src.replace("    def call(self, x):\n        self.add_loss(", "    def call(self, x, training=None):\n        self.add_loss(")
+    assert "if training:" in src and "def call(self, x, training=None):" in src
+    r = translate_source(src, "model.py")
+    assert errors(r) == [], errors(r)
+    assert "        if self.training:\n            self.added_losses = getattr(self, \"added_losses\", []) + [" in r.output
+    assert not [f for f in r.findings if f.severity.name == "WARNING"], r.findings
+    keras_out, torch_out = keras_and_torch(tmp_path, src, r.output, DRIVER)
+    compare_fit(keras_out, torch_out, ["loss", "val_loss"])
+
+
+def test_a_term_on_training_in_a_model_whose_call_takes_no_training_is_a_warning(tmp_path):
+    # Keras 3.15 gives the layers of a model whose call has no training parameter training=None in fit: the term
+    # under `if training:` is not made (Keras's losses are those without it), where torch's self.training is True
+    src = _src().replace("    def call(self, inputs):\n        self.add_loss(",
+                         "    def call(self, inputs, training=None):\n        if training:\n            self.add_loss(")
+    r = translate_source(src, "model.py")
+    said = [(f.severity.name, f.line) for f in r.findings if "a call without a training parameter" in f.message]
+    assert said == [("WARNING", 13)], r.findings
+    conditional = run_side(tmp_path / "conditional", "keras", src, DRIVER, "keras")
+    unmade = _src().replace("        self.add_loss(self.rate * keras.ops.mean(keras.ops.square(inputs)))\n", "")
+    assert unmade != _src()
+    without = run_side(tmp_path / "without", "keras", unmade, DRIVER, "keras")
+    np.testing.assert_allclose(conditional["history"]["loss"], without["history"]["loss"], rtol=1e-6)
+    # the model's call with training=None passes it on: the term is made in fit, and no warning
+    passed = src.replace("    def call(self, x):\n        self.add_loss(", "    def call(self, x, training=None):\n        self.add_loss(")
+    assert not [f for f in translate_source(passed, "model.py").findings if f.severity.name == "WARNING"]
+
+
+def test_an_add_loss_in_a_nested_function_keeps_the_loss_less_compile_an_error():
+    # the subclass pass keeps no term made in a nested function (its add_loss stays an error): the loop would have none
+    src = _src().replace("    def call(self, inputs):\n        self.add_loss(",
+                         "    def call(self, inputs):\n        def penalize():\n            self.add_loss(")
+    src = src.replace("keras.ops.square(inputs)))\n        return inputs",
+                      "keras.ops.square(inputs)))\n        penalize()\n        return inputs")
+    assert "penalize()" in src
     r = translate_source(src, "model.py")
     lines = src.splitlines()
     errs = dict(errors(r))
     compile_at = next(i for i, s in enumerate(lines) if s.startswith("net.compile(")) + 1
-    assert "reproduce only where every add_loss is a statement of its own" in errs.get(compile_at, ""), errs
+    assert "reproduce only where every add_loss is a statement self.add_loss(term)" in errs.get(compile_at, ""), errs
     assert any("torch modules have no add_loss" in m for m in errs.values()), errs
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.names import dotted_text, find_all
 
 OPTIMIZERS = {"adam": "keras.optimizers.Adam", "adamw": "keras.optimizers.AdamW", "sgd": "keras.optimizers.SGD",
               "rmsprop": "keras.optimizers.RMSprop", "adagrad": "keras.optimizers.Adagrad",
@@ -66,8 +67,32 @@ _ERROR_SUMS = {"mae": "(pred - yb.float().view_as(pred)).abs()",
                "mape": "100.0 * ((yb.float().view_as(pred) - pred) / yb.float().view_as(pred).abs().clamp_min(1e-7)).abs()"}
 
 # ctx.analyses: present where the file trains only through the loops written here (the subclass pass may then
-# translate ``self.add_loss(term)`` in a layer's call to ``self.added_loss = term``), True once it did
+# translate ``self.add_loss(term)`` in a layer's call to a term listed in ``self.added_losses``), True once it did
 ADDED_LOSSES = "tf2torch-added-losses"
+
+
+def kept_add_losses(fn: cst.FunctionDef) -> set[int] | None:
+    """The ``self.add_loss(term)`` calls of a class's ``call`` (ids of their Call nodes) that the subclass pass keeps
+    as ``self.added_losses = getattr(self, "added_losses", []) + [term]``: each a statement of its own, one positional
+    argument, anywhere in the method's code (under an if, in a loop: each call lists its term, and the written
+    loops read the terms of one forward); None where an add_loss of the method is another (in a nested function
+    or lambda, an expression's part, keywords), which stays an error (the file's loops then add no terms)."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return None
+    named = [a for a in find_all(fn, cst.Attribute) if a.attr.value == "add_loss"]
+    nested = {id(a) for inner in find_all(fn, cst.FunctionDef) if inner is not fn for a in find_all(inner, cst.Attribute)}
+    nested |= {id(a) for inner in find_all(fn, cst.Lambda) for a in find_all(inner, cst.Attribute)}
+    nested |= {id(a) for inner in find_all(fn, cst.ClassDef) for a in find_all(inner, cst.Attribute)}
+    kept = set()
+    for e in find_all(fn, cst.Expr):
+        call = e.value
+        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and id(call.func) not in nested
+                and dotted_text(call.func) == "self.add_loss" and len(call.args) == 1
+                and call.args[0].keyword is None and not call.args[0].star):
+            kept.add(id(call))
+    if len(kept) != len(named) or not kept:
+        return None
+    return kept
 
 COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "run_eagerly", "steps_per_execution",
            "jit_compile", "auto_scale_loss")
@@ -177,7 +202,12 @@ class Compiled:
 
 # the loss terms Keras adds itself (model.losses): the layers' regularizers, and what they gave add_loss
 PENALTY_SUM = 'sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
-ADDED_SUM = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))'
+ADDED_SUM = 'sum(t.sum() for m in model.modules() for t in vars(m).pop("added_losses", ()))'
+# ... each module's list of the terms of its calls (subclass.py: a layer called twice gives two), emptied before a
+# forward of the written loops (a forward of the file's own, outside them, leaves its terms) and by ADDED_SUM, which
+# reads them: Keras's model.losses hold the terms of the last forward alone (a layer it skipped gives none)
+ADDED_CLEAR = ["            for m in model.modules():  # Keras's add_loss terms: this forward's alone",
+               '                vars(m).pop("added_losses", None)']
 
 
 # the written fits' lines that call the callbacks (fit's and the several-outputs fit's): before the epochs, at each
@@ -385,8 +415,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     channels-last layout where the loop reads them (the loss's class axis, accuracy, predict's arrays);
     ``regularized``: the file's modules have a ``regularization_loss()`` (Keras's weight regularizers), whose
     sum fit and evaluate add to the loss, as Keras adds ``model.losses``; ``added``: modules keep the term their
-    forward gave Keras's ``add_loss`` (``self.added_loss``, the subclass pass), whose sums fit and evaluate add
-    likewise; ``distributed``: the file's MirroredStrategy became DistributedDataParallel (runtime.py), so fit
+    forward gave Keras's ``add_loss`` (``self.added_losses``, the subclass pass), which fit and evaluate empty
+    before each forward and whose sum they add after it likewise; ``distributed``: the file's MirroredStrategy became DistributedDataParallel (runtime.py), so fit
     trains the model through ``data_parallel(model)`` on this process's share of every global batch and sums its
     history over the processes, and the three functions move batches to the model's device.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
@@ -413,6 +443,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     forward = (["            logits = model[:-1](xb)  # the loss, as Keras's, takes the final activation's input",
                 "            pred = model[-1](logits)"] if c.activation_logits
                else [f"            pred = model({'*' if multi else ''}xb)"])
+    if added or c.loss[0] == "added":
+        forward = ADDED_CLEAR + forward
     if outputs_channels_first:  # a channels-first feature map: back to Keras's layout, as every line below reads it
         forward.append("            pred, logits = pred.movedim(1, -1), logits.movedim(1, -1)" if c.activation_logits
                        else "            pred = pred.movedim(1, -1)  # Keras's channels-last layout")
@@ -1043,6 +1075,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "            batch = order[start:start + batch_size]",
         f"            xb, yb = {take('x', 'batch')}, [a[batch] for a in y]",
         "            optimizer.zero_grad()",
+        *(ADDED_CLEAR if added else []),
         f"            pred = model({star}xb)",
         *by_name,
         *loss_lines,
@@ -1083,6 +1116,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         f"    with {no_grad}():",
         f"        for start in range(0, {samples('x')}, batch_size):",
         f"            xb, yb = {take('x', 'start:start + batch_size')}, [a[start:start + batch_size] for a in y]",
+        *(ADDED_CLEAR if added else []),
         f"            pred = model({star}xb)",
         *by_name,
         *loss_lines,
@@ -1122,7 +1156,7 @@ def _total(batch_loss: str, penalty: str, added: bool, count: str) -> list[str]:
     """evaluate's running sum of a batch's loss: with the layers' regularizers and the terms they gave add_loss."""
     if added:
         return [f"            loss = {batch_loss} + {' + '.join(p for p in (penalty, 'sum(') if p)}",
-                f"                m.added_loss.sum() for m in model.modules() if hasattr(m, \"added_loss\"))",
+                f"                {ADDED_SUM[len('sum('):]}",
                 f"            total += loss.item() * {count}"]
     return [f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * {count}"]
 

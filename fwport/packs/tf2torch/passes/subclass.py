@@ -27,9 +27,10 @@ What changes, each on the line it was written on:
 - ``get_config``/``from_config`` are kept (info: unused by torch); a ``keras.Model`` with its own
   ``train_step`` derives from the written ``TrainStepModule`` (passes/fitloop.py), whose compile / fit
   drive it (its ``test_step`` / ``predict_step`` too, through TrainStepModule's evaluate / predict);
-  ``self.add_loss(term)``, a statement of its own at the top of ``call`` in a file trained only by the loops fwport
-  writes, is ``self.added_loss = term`` (those loops add every module's; a compile without a loss: their sum is the
-  loss); ``test_step``/``predict_step`` elsewhere,
+  ``self.add_loss(term)``, a statement of its own in ``call`` (under an if, in a loop too) in a file trained only
+  by the loops fwport writes, is ``self.added_losses = getattr(self, "added_losses", []) + [term]`` (each call's
+  term: those loops empty the lists before a forward and add the sum of every module's after it, Keras's terms of
+  the last forward; a compile without a loss: their sum is the loss); ``test_step``/``predict_step`` elsewhere,
   other ``add_loss`` calls, ``add_metric``, and the functional API (``keras.Model(inputs, outputs)``) are errors.
 
 Shapes are followed through straight-line ``x = self.layer(x)`` code in ``call`` so that a BatchNorm
@@ -53,7 +54,7 @@ from fwport.core.names import ScopedResolver, ValueVisitor, bound_names, dotted,
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
-from fwport.packs.tf2torch.passes.fitloop import ADDED_LOSSES, TRAIN_STEP_MODULE
+from fwport.packs.tf2torch.passes.fitloop import ADDED_LOSSES, TRAIN_STEP_MODULE, kept_add_losses
 from fwport.packs.tf2torch.passes import data_format, regularizers
 from fwport.packs.tf2torch.passes.sequential import LOCAL_NCHW, NODES, RANKS
 
@@ -226,7 +227,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self.all_plans: list[_Plan] = []
         self.functional_scopes: list[bool] = []  # per function: holds a functional keras.Model call
         self.fn_stack: list[cst.FunctionDef] = []
-        self._added_losses: set[int] = set()  # self.add_loss(term) calls that become self.added_loss = term
+        self._added_losses: set[int] = set()  # self.add_loss(term) calls that become self.added_losses = ...
+        self.all_classes: list[cst.ClassDef] = []  # every class of the file (analyse)
+        self._training_terms: set[int] = set()  # ... of them, those under an if on training (Keras 3: _untrained_models)
         self._stmt_of: dict[int, cst.CSTNode | None] = {}  # id(layer call in __init__) → its statement line
         self.module_sizes: tuple[dict, set] = ({}, set())
         self.relevant: set[int] = set()  # indices of the top-level statements to rewrite (see analyse)
@@ -268,6 +271,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for index, stmt in enumerate(node.body):
             collect.index = index
             scan(stmt, collect)
+        self.all_classes = classes
         changed = True
         while changed:  # a class deriving from a translated class of the file is translated too
             changed = False
@@ -408,7 +412,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             if len(parts) == 2 and parts[1] == "call":
                 return updated_node.with_changes(func=cst.Name("self"))
             if len(parts) == 2 and parts[1] == "add_loss" and self._added_loss(plan, original_node):
-                return updated_node  # (leave_Expr: self.added_loss = term)
+                return updated_node  # (leave_Expr: self.added_losses = ... + [term])
             if len(parts) == 2 and parts[1] in _ERROR_CALLS:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", _ERROR_CALLS[parts[1]], original_node)
                 return updated_node
@@ -425,35 +429,61 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         return updated_node
 
     def _added_loss(self, plan: _Plan, call: cst.Call) -> bool:
-        """Whether ``self.add_loss(term)`` becomes ``self.added_loss = term``: a statement of its own at the top of
-        the class's call (made on every forward, once), in a file trained only by the loops fwport writes, which
-        add the sum of every module's ``added_loss`` to the loss as Keras adds the terms (fitloop.ADDED_LOSSES)."""
+        """Whether ``self.add_loss(term)`` becomes ``self.added_losses = getattr(self, "added_losses", []) + [term]``:
+        a statement of its own in the class's call (fitloop.kept_add_losses: under an if, in a loop too), in a file
+        trained only by the loops fwport writes, which empty every module's list before a forward and add the sum of
+        its terms to the loss after it, as Keras adds the terms of the last forward (fitloop.ADDED_LOSSES)."""
         fn = plan.call_fn
-        if (ADDED_LOSSES not in self.ctx.analyses or fn is None or self.fn_stack[-1:] != [fn]
-                or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star
-                or not isinstance(fn.body, cst.IndentedBlock)):
+        if ADDED_LOSSES not in self.ctx.analyses or fn is None or self.fn_stack[-1:] != [fn]:
             return False
-        tops = [s.body[0].value for s in fn.body.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
-                and isinstance(s.body[0], cst.Expr)]
-        # (add_loss named once in the method's code: comments and strings that mention it do not count)
-        if not any(t is call for t in tops) or sum(
-                1 for a in find_all(fn, cst.Attribute) if a.attr.value == "add_loss") != 1:
+        kept = kept_add_losses(fn)
+        if kept is None or id(call) not in kept:
             return False
         self._added_losses.add(id(call))
+        if self.ctx.version != 2 and any(
+                any(isinstance(n, cst.Name) and n.value == "training" for n in find_all(branch.test, cst.Name))
+                and any(c is call for c in find_all(branch.body, cst.Call)) for branch in find_all(fn, cst.If)):
+            self._training_terms.add(id(call))
         return True
+
+    def _untrained_models(self) -> list[str]:
+        """The file's keras.Model subclasses whose call takes no ``training``: Keras 3 (3.15, measured) then passes
+        fit's training=True to none of their layers (they get None: ``if training:`` is false, a Dropout inactive),
+        where torch's ``self.training`` is True in fit (tf_keras passes it on)."""
+        out = []
+        for cls in self.all_classes:
+            if not any(b.keyword is None and self.ctx.imports.resolve(b.value) == "keras.Model" for b in cls.bases):
+                continue
+            for fn in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                if (isinstance(fn, cst.FunctionDef) and fn.name.value == "call"
+                        and "training" not in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}):
+                    out.append(cls.name.value)
+        return out
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.BaseSmallStatement:
         if id(original_node.value) not in self._added_losses:
             return updated_node
         self.ctx.analyses[ADDED_LOSSES] = True
-        self.ctx.report(Severity.WARNING, "approximate",
-                        "self.add_loss(term) → self.added_loss = term: the module keeps the term of its last forward, "
-                        "and the generated fit / evaluate add every module's added_loss (summed) to the loss, as "
-                        "Keras adds the terms; a layer called more than once in one forward (a shared layer) adds "
-                        "only its last call's term, where Keras adds every call's (a loop of your own: add "
-                        "sum(m.added_loss.sum() for m in model.modules() if hasattr(m, \"added_loss\")))", original_node)
-        return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name("added_loss")))],
-                          updated_node.value.args[0].value, semicolon=updated_node.semicolon)
+        untrained = self._untrained_models() if id(original_node.value) in self._training_terms else []
+        if untrained:
+            self.ctx.report(Severity.WARNING, "approximate",
+                            f"self.add_loss(term) under a condition on training, in Keras 3 code whose model "
+                            f"{', '.join(untrained)} has a call without a training parameter: Keras 3 then passes "
+                            "fit's training=True to none of its layers (they get None, and the term is not made in "
+                            "fit), where torch's self.training is True in fit (the term is added): give the model's "
+                            "call a training=None parameter, passed on to the layers, or drop the condition",
+                            original_node)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        "self.add_loss(term) → self.added_losses = getattr(self, \"added_losses\", []) + [term]: "
+                        "the module lists the term of each of its calls (a layer called twice gives two), and the "
+                        "generated fit / evaluate empty every module's list before a forward and add the sum of its "
+                        "terms to the loss, as Keras adds the terms of the last forward (a layer it skipped gives "
+                        "none)", original_node)
+        term = updated_node.value.args[0].value
+        kept = cst.parse_expression('getattr(self, "added_losses", [])')
+        return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name("added_losses")))],
+                          cst.BinaryOperation(kept, cst.Add(), cst.List([cst.Element(term)])),
+                          semicolon=updated_node.semicolon)
 
     def _super_init(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         kws = {a.keyword.value for a in original.args if a.keyword is not None}

@@ -4086,7 +4086,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         if c == "no loss is given" and plan.add_loss:
             c = ("no loss is given: Keras then trains the model on the terms its layers give add_loss alone (its "
                  "History's \"loss\" their sum), which the written loops reproduce only where every add_loss is a "
-                 "statement of its own at the top of a layer's call and the file has no training code of its own "
+                 "statement self.add_loss(term) of its own in a layer's call and the file has no training code of its own "
                  "(a GradientTape, a read of .losses): write the loop by hand, its loss the sum of the terms the "
                  "layers' forward return")
         if c.startswith("optimizer= is neither") and optimizer_why:
@@ -4176,23 +4176,15 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
 
 
 def _add_loss_kept(module: cst.Module) -> bool:
-    """Whether every add_loss of the file is one the subclass pass keeps as ``self.added_loss = term``: a statement
-    ``self.add_loss(term)`` of its own at the top of a class's ``call``, the method's only add_loss (subclass.py's
-    _added_loss). Elsewhere (under an if, in a functional model's code, twice in a method) the call stays an error,
-    and a compile without a loss stays one too: its loop would have no terms to train on."""
+    """Whether every add_loss of the file is one the subclass pass keeps as ``self.added_losses = ... + [term]``: a
+    statement ``self.add_loss(term)`` of its own in a class's ``call`` (fitloop.kept_add_losses). Elsewhere (in a
+    functional model's code, a nested function, another method) the call stays an error, and a compile without a
+    loss stays one too: its loop would have no terms to train on."""
     kept = set()
     for cls in find_all(module, cst.ClassDef):
         for fn in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-            if not (isinstance(fn, cst.FunctionDef) and fn.name.value == "call"
-                    and isinstance(fn.body, cst.IndentedBlock)):
-                continue
-            named = [a for a in find_all(fn, cst.Attribute) if a.attr.value == "add_loss"]
-            for st in fn.body.body:
-                e = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-                if (len(named) == 1 and isinstance(e, cst.Expr) and isinstance(e.value, cst.Call)
-                        and e.value.func is named[0] and dotted_text(e.value.func) == "self.add_loss"
-                        and len(e.value.args) == 1 and e.value.args[0].keyword is None and not e.value.args[0].star):
-                    kept.add(id(named[0]))
+            calls = fitloop.kept_add_losses(fn) if isinstance(fn, cst.FunctionDef) and fn.name.value == "call" else None
+            kept |= {id(call.func) for call in find_all(fn, cst.Call) if id(call) in calls} if calls else set()
     return all(id(a) in kept for a in find_all(module, cst.Attribute) if a.attr.value == "add_loss")
 
 
