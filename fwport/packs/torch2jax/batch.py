@@ -59,14 +59,24 @@ class Merged(int):
     def __repr__(self) -> str:
         return f"Merged({int(self)})"
 
-    def __eq__(self, other) -> bool:  # never equal to a plain position
-        return isinstance(other, Merged) and int(self) == int(other)
+    def __eq__(self, other) -> bool:  # never equal to a plain position, nor to the other kind of merge
+        return type(other) is type(self) and int(self) == int(other)
 
     def __ne__(self, other) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash(("merged", int(self)))
+        return hash((type(self).__name__, int(self)))
+
+
+class Grouped(Merged):
+    """A batch axis merged into axis ``int(self)`` as its *outer* factor: einops's ``'b n d -> (b n) d'``, window
+    attention's ``(b x y) n d`` and ``(b h) n d``. One example's axis holds the other factors (``(b h) n d`` of one
+    example is ``(h) n d`` = ``h n d``), so one example's tensor has PyTorch's rank and dimensions, as for
+    :class:`Merged`; PyTorch's layout is ``jax.vmap(..., out_axes=a)`` with axes a and a + 1 reshaped into one."""
+
+    def __repr__(self) -> str:
+        return f"Grouped({int(self)})"
 
 
 def axis_text(a) -> str:
@@ -75,6 +85,8 @@ def axis_text(a) -> str:
         return "none"
     if isinstance(a, tuple):
         return "(" + ", ".join(axis_text(x) for x in a) + ")"
+    if isinstance(a, Grouped):
+        return f"{int(a)} merged outermost into {int(a)}"
     if isinstance(a, Merged):
         return f"{int(a) + 1} merged into {int(a)}"
     return "?" if a == UNKNOWN else str(a)
@@ -608,6 +620,9 @@ class Forward(cst.CSTTransformer):
             if isinstance(node.func, cst.Name) and node.func.value == "len" or isinstance(node.func, cst.Attribute) \
                     and node.func.attr.value in ("size", "dim") and len(node.args) <= 1:
                 return None  # a Python number (a size, a rank): no batch axis (where it counts examples, an error says so)
+            if isinstance(node.func, cst.Name) and node.func.value == "map" and len(node.args) == 2 \
+                    and isinstance(node.args[0].value, cst.Lambda):  # each part: where the lambda's body holds it
+                return self.axis_of(node.args[0].value.body)
             parts = [a.value for a in node.args]
             if isinstance(node.func, cst.Attribute):
                 parts.append(node.func.value)
@@ -1016,6 +1031,10 @@ class Forward(cst.CSTTransformer):
             if text == "jnp.matmul" and len(args) == 2:
                 a, b = self.rank_of(args[0]), self.rank_of(args[1])
                 return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
+            if text == "jnp.einsum":  # the output's letters
+                eq = literal_value(args[0], None)
+                return len(eq.split("->")[1].replace(" ", "")) if isinstance(eq, str) and eq.count("->") == 1 \
+                    and "..." not in eq else None
             if text == "jnp.swapaxes":
                 return self.rank_of(args[0])
             if text == "jnp.broadcast_to" and len(args) == 2 and isinstance(args[1], cst.Tuple):
@@ -1135,6 +1154,9 @@ class Forward(cst.CSTTransformer):
                        f"{axis_text(b)}); move one of them (.transpose) so that they agree")
             return updated
         other = updated.right if a is not None and b is None else updated.left if b is not None and a is None else None
+        if other is not None and self.fits_after(other, updated.left if other is updated.right else updated.right,
+                                                 moved[0]):
+            return self.moved(updated, moved[0])
         if other is not None and not _scalar(other) and not isinstance(other, (cst.Integer, cst.Float, cst.Name)) \
                 or other is not None and isinstance(other, cst.Name) and other.value not in ("None",) \
                 and self.rank_of(other) is not None and self.rank_of(other) > 1:
@@ -1143,6 +1165,19 @@ class Forward(cst.CSTTransformer):
                        "batch axis; write it for one example")
             return updated
         return self.moved(updated, moved[0])
+
+    def fits_after(self, other: cst.BaseExpression, x: cst.BaseExpression, b) -> bool:
+        """Whether ``other``, not computed from the input, broadcasts against ``x`` (holding the batch axis merged
+        into an axis, :class:`Merged` / :class:`Grouped`: one example has PyTorch's rank) without meeting that axis: a
+        number ``__init__`` computes (``self.scale = dim_head ** -0.5``), or an array of known rank below the axes
+        after it (max_vit's bias ``'h i j'`` against ``'(b x y) h i j'``)."""
+        if not isinstance(b, Merged):
+            return False
+        text = dotted_text(other) or ""
+        if text.startswith("self.") and text.count(".") == 1 and self.file is not None and text[5:] in self.file.numbers:
+            return True
+        r, rx = self.rank_of(other), self.rank_of(x)
+        return r is not None and rx is not None and r <= rx - int(b) - 1
 
     def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation):
         """``x + self.pe[:x.size(0), :]``: a slice of a buffer whose rank and size-1 axes __init__ writes out
@@ -1356,7 +1391,9 @@ class Forward(cst.CSTTransformer):
     def unplaced(self, node: cst.CSTNode, what: str, b) -> None:
         self.error(node, f"{what}: the batch axis of this tensor is "
                    + ("not at one known position (its parts disagree, or it is several results)" if b == UNKNOWN or
-                      isinstance(b, tuple) else f"merged into dimension {int(b)} (a view put the examples inside it)")
+                      isinstance(b, tuple) else f"merged outermost into dimension {int(b)} (an einops group put the "
+                      "examples there with other axes)" if isinstance(b, Grouped) else
+                      f"merged into dimension {int(b)} (a view put the examples inside it)")
                    + "; write the code for one example, or do this outside the module, over the vmapped outputs")
 
     def source_dim(self, d: int, b, rank: int | None) -> int | None:
@@ -1442,6 +1479,9 @@ class Forward(cst.CSTTransformer):
             name, r = node.args[0].value.params.params[0].name.value, self.rank_of(node.args[1].value)
             self.batched.add(name)
             (self.rank.__setitem__(name, r) if r is not None else self.rank.pop(name, None))
+            if self.axes_moved():  # (q, k, v) holding the batch axis merged outermost into axis 0: t too
+                a = self.axis_of(node.args[1].value)
+                self.set_axis(name, UNKNOWN if isinstance(a, tuple) else a)
         if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
@@ -1800,6 +1840,9 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if q == "torch.einsum" and self.axes_moved() and any(
+                isinstance(self.axis_of(a.value), Grouped) for a in updated.args[1:]):
+            return self.grouped_einsum(original, updated)
         if self.axes_moved() and q not in PLACED and short not in ELEMENTWISE and (
                 q.startswith(F) or q.startswith("torch.") and q.count(".") == 1):
             moved = [x for x in (self.axis_of(a.value) for a in updated.args) if x is not None and x != 0
@@ -2392,21 +2435,24 @@ class Forward(cst.CSTTransformer):
             # (a name computed from sizes, `wsz = x.shape[-1]`, counts as batched here: the new positions and errors
             # are for patterns naming the batch axis like one, b...; the first-axis rewrite is for any name, as ever)
             k = self.plain_axis(a["tensor"])
-            if k is None:  # merged or unknown (mostly after an error that says so): the first-axis rewrite, as ever
-                one = per_example_pattern(pattern)
+            g = self.grouped_axis(a["tensor"]) if k is None else None
+            if k is None and g is None:  # merged or unknown (mostly after an error that says so): the first-axis
+                one = per_example_pattern(pattern)  # rewrite, as ever
                 return updated if one is None else \
                     self.rewrite_pattern(q, original, updated, pattern, (one[0], one[1], 0), 0)
-            plan = per_example_einops(pattern, k)
+            plan = per_example_einops(pattern, int(g) if g is not None else k, grouped=g is not None, merge=True)
+            if plan is None and g is not None:  # (its '...' would hold the examples and the other factors apart)
+                plan = f"leaves the batch axis (merged outermost into dimension {int(g)}) in a '...'"
             if plan is None:
                 return updated
             if isinstance(plan, str):
-                if _batch_like(_word_at(pattern, k)):
+                if g is not None or _batch_like(_word_at(pattern, k)):
                     self.error(original, f"{q}: the pattern '{pattern}' {plan}; a per-example module has no batch "
                                "axis: write it for one example, or do this outside the module, over the vmapped outputs")
                 return updated
-            if (k or plan[2]) and not _batch_like(plan[0]):  # ('j d -> i j d' of a size-derived array: as written)
-                return updated
-            return self.rewrite_pattern(q, original, updated, pattern, plan, k)
+            if g is None and (k or plan[2] != 0) and not _batch_like(plan[0]):
+                return updated  # ('j d -> i j d' of a size-derived array: as written)
+            return self.rewrite_pattern(q, original, updated, pattern, plan, k if g is None else g)
         one = per_example_pattern(pattern)
         if one is not None and one[0].lower().startswith("b"):
             first, text = one
@@ -2428,9 +2474,10 @@ class Forward(cst.CSTTransformer):
                 continue  # its size: one example has no such axis
             args.append(y.with_changes(value=_string(text, y.value)) if x.value is a["pattern"] else y)
         new = updated.with_changes(args=_commas(args))
-        if out:
+        if out != 0 and not isinstance(out, Merged):
             self.one_tensor.add(id(new))  # `k, v = rearrange(t, 'b s (kv d) -> kv b s d', kv=2)`: rows hold it at 0
-        return self.moved(new, out) if out or k else new  # (its parts' positions say nothing of the result's)
+        # (its parts' positions say nothing of the result's)
+        return self.moved(new, out) if out != 0 or k != 0 else new
 
     def einops_batch_size(self, node: cst.Call) -> cst.BaseExpression | None:
         """The size given for the batch axis's name in an einops call :meth:`einops_batch_axis` rewrites
@@ -2440,7 +2487,9 @@ class Forward(cst.CSTTransformer):
         if not isinstance(pattern, str) or "tensor" not in a or not self.is_batched(a["tensor"]):
             return None
         k = self.plain_axis(a["tensor"])
-        plan = per_example_einops(pattern, k) if k is not None else None
+        g = self.grouped_axis(a["tensor"]) if k is None else None
+        plan = per_example_einops(pattern, k, merge=True) if k is not None else \
+            per_example_einops(pattern, int(g), grouped=True, merge=True) if g is not None else None
         if not isinstance(plan, tuple):
             return None
         return next((x.value for x in node.args if x.keyword is not None and x.keyword.value == plan[0]), None)
@@ -2473,6 +2522,11 @@ class Forward(cst.CSTTransformer):
         """The batch position of a (source) expression as a plain index (None: merged, unknown, several)."""
         b = self.axis_of(node) if self.axes_moved() else 0
         return b if isinstance(b, int) and not isinstance(b, Merged) and b >= 0 else None
+
+    def grouped_axis(self, node: cst.BaseExpression) -> Grouped | None:
+        """The batch position of a (source) expression where it is merged outermost into an axis (:class:`Grouped`)."""
+        b = self.axis_of(node) if self.axes_moved() else 0
+        return b if isinstance(b, Grouped) else None
 
     def axis_method(self, name, original, updated, recv) -> cst.BaseExpression:
         a, unknown = _args(updated, ("dim", "keepdim") if name not in ("transpose", "permute") else ("dim0", "dim1"))
@@ -2669,6 +2723,39 @@ class Forward(cst.CSTTransformer):
             new_eq = ",".join(sub[1:] if bb else sub for sub, bb in zip(subs, batched)) + "->" + out[1:]
         quote = "'" if "'" not in new_eq else '"'
         return _call(self.ctx.spell("jax.numpy.einsum"), [cst.SimpleString(f"{quote}{new_eq}{quote}"), *ops])
+
+    def grouped_einsum(self, original, updated) -> cst.BaseExpression:
+        """``torch.einsum('b i d, b j d -> b i j', q, k)`` where q and k hold the batch axis merged outermost into one
+        axis (:class:`Grouped`, window attention's ``(b h) n d``): one example's tensors have PyTorch's rank, the
+        letter at that axis indexing the other factors (its heads, its windows), so the equation is one example's as
+        written where every operand holds the batch axis there, under one letter that the output keeps (the result
+        holds it where the output has that letter). Anything else is an error."""
+        from fwport.core.engine import literal_value
+        if any(a.star or a.keyword for a in updated.args) or len(updated.args) < 2:
+            self.error(original, "torch.einsum of tensors holding the batch axis merged with other axes: write the "
+                       "operands as positional arguments")
+            return updated
+        eq = literal_value(updated.args[0].value, None)
+        ops = [a.value for a in updated.args[1:]]
+        axes = [self.axis_of(o) for o in ops]
+
+        def refuse(why: str) -> cst.BaseExpression:
+            self.error(original, f"torch.einsum of tensors holding the batch axis merged outermost into an axis "
+                       f"({', '.join(axis_text(a) for a in axes)}): {why}; write the equation for one example")
+            return updated
+        if not isinstance(eq, str) or "->" not in eq or "..." in eq:
+            return refuse("the equation is not a literal with '->' and without '...'")
+        ins, out = eq.replace(" ", "").split("->")
+        subs = ins.split(",")
+        if len(subs) != len(ops) or any(a is None or not isinstance(a, Grouped) or a != axes[0] for a in axes):
+            return refuse("every operand must be computed from the input and hold it at the same axis")
+        g = int(axes[0])
+        letters = {sub[g] if g < len(sub) else None for sub in subs}
+        letter = letters.pop() if len(letters) == 1 else None
+        if letter is None or any(sub.count(letter) != 1 for sub in subs) or out.count(letter) != 1:
+            return refuse(f"the operands' axis {g} is not one letter that each operand and the output name once")
+        return self.moved(_call(self.ctx.spell("jax.numpy.einsum"), [updated.args[0].value, *ops]),
+                          Grouped(out.index(letter)))
 
     def masked_fill(self, original, updated, recv) -> cst.BaseExpression:
         """``x.masked_fill(mask, value)`` → ``jnp.where(mask, value, x)`` when the mask has no more axes than one
@@ -3058,12 +3145,19 @@ def _word_at(pattern: str, k: int) -> str | None:
     return left[k] if left and k < len(left) else None
 
 
-def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | None:
+def per_example_einops(pattern: str, k: int, grouped: bool = False, merge: bool = False) \
+        -> tuple[str, str, int] | str | None:
     """An einops pattern given a tensor holding the batch axis at dimension ``k``: (the name standing there, the
     pattern without it on both sides, its position on the right) where that name is a lone axis on both sides with no
     ``...`` before it (``'b (two d) -> two b 1 d'``, k 0 → ``('b', '(two d) -> two 1 d', 1)``); a reason (str) where
     the pattern moves examples into other axes or away; None where the batch axis lies in a leading ``...`` on both
-    sides (the pattern is the same for one example) or the pattern is not read."""
+    sides (the pattern is the same for one example) or the pattern is not read.
+
+    ``merge``: the name may also stand first in a group on the right (``'b (w p) d -> (b w) p d'``, k 0 → ``('b',
+    '(w p) d -> (w) p d', Grouped(0))``): it goes from the group, and the result holds the batch axis merged outermost
+    into that axis (:class:`Grouped`). ``grouped``: the tensor holds the batch axis merged outermost into dimension
+    ``k`` (a :class:`Grouped`), which the left side reads as a group whose first name is the batch's (``'(b w) p d'``):
+    it goes from that group too (``'(w) p d'``, one example's axis holding the other factors)."""
     if pattern.count("->") != 1:
         return None
     left, right = (_pattern_axes(side) for side in pattern.split("->"))
@@ -3073,22 +3167,45 @@ def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | Non
         return None
     if k >= len(left):
         return None
-    name = left[k]
-    if not name.isidentifier():
-        return f"reads the batch axis (dimension {k} of the tensor) as {name}"
     words = (lambda axes: [w for x in axes for w in re.findall(r"\.\.\.|\w+", x)])
+    top = left[k]
+    if grouped:
+        inner = words([top])
+        if not top.startswith("(") or not inner or not inner[0].isidentifier():
+            return f"reads the batch axis (merged outermost into dimension {k} of the tensor) as {top}, not as a " \
+                   "group whose first name is the batch's ('(b ...)')"
+        name = inner[0]
+        new_left = left[:k] + ["(" + " ".join(inner[1:]) + ")"] + left[k + 1:]
+    else:
+        name = top
+        if not name.isidentifier():
+            return f"reads the batch axis (dimension {k} of the tensor) as {name}"
+        new_left = left[:k] + left[k + 1:]
     if words(left).count(name) != 1:
         return None
     if name not in right:
-        where = "groups it with other axes" if name in words(right) else "reduces it away"
-        return f"{where}: {name} is the batch axis (dimension {k} of the tensor)"
+        j = next((j for j, x in enumerate(right) if name in words([x])), None)
+        if j is None:
+            return f"reduces it away: {name} is the batch axis (dimension {k} of the tensor)"
+        if not merge:
+            return f"groups it with other axes: {name} is the batch axis (dimension {k} of the tensor)"
+        if words([right[j]])[0] != name:
+            return f"groups it with other axes inside {right[j]}, not outermost: {name} is the batch axis " \
+                   f"(dimension {k} of the tensor), and one example cannot hold the axes before it"
+        if words(right).count(name) != 1:
+            return f"uses the batch axis {name} more than once"
+        if any("..." in x for x in right[:j + 1]):
+            return f"places the batch axis {name} after a '...'"
+        rest = words([right[j]])[1:]
+        new_right = right[:j] + ["(" + " ".join(rest) + ")"] + right[j + 1:]
+        return name, f"{' '.join(new_left)} -> {' '.join(new_right)}", Grouped(j)
     out = right.index(name)
     if words(right).count(name) != 1:
         return f"uses the batch axis {name} more than once"
     if any("..." in x for x in right[:out]):
         return f"places the batch axis {name} after a '...'"
-    rest = (lambda axes: " ".join(x for x in axes if x != name))
-    return name, f"{rest(left)} -> {rest(right)}", out
+    new_right = right[:out] + right[out + 1:]
+    return name, f"{' '.join(new_left)} -> {' '.join(new_right)}", out
 
 
 #: ctx.analyses entry: the source code of einops layers whose pattern moves the batch axis and which batch.Forward

@@ -1,0 +1,132 @@
+"""torch2jax: einops patterns grouping PyTorch's batch axis outermost with other axes (task t2jmerge): window and
+head attention's ``'b (w p) d -> (b w) p d'``, ``'(b w) p (h d) -> (b w h) p d'`` and back. One example's tensor
+holds the other factors of the group (``(b h) n d`` of one example is ``(h) n d``), so the batch name goes from its
+group on both sides, einsum / matmul / softmax over the other axes are as written, and the value merged back
+(``'(b w h) p d -> b (w p) (h d)'``) returns to a plain position. Grouping it inside (``'(n b)'``) stays an error.
+Each translation is verified against PyTorch with transferred weights."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import error_findings as errors, needs, t2j
+from runners import verify_model
+
+needs_frameworks = needs("torch", "jax", "equinox", "einops")
+
+
+WINDOWS = '''
+import torch
+import torch.nn as nn
+from torch import einsum
+from einops import rearrange
+
+
+class LocalAttention(nn.Module):
+    def __init__(self, dim=8, heads=2, dim_head=4, patch_size=2):
+        super().__init__()
+        inner = heads * dim_head
+        self.patch_size = patch_size
+        self.heads = heads
+        self.scale = dim_head ** -0.5
+        self.to_q = nn.Linear(dim, inner, bias=False)
+        self.to_kv = nn.Linear(dim, inner * 2, bias=False)
+        self.to_out = nn.Linear(inner, dim)
+
+    def forward(self, fmap):
+        b, n, d = fmap.shape
+        h, p = self.heads, self.patch_size
+        x = rearrange(fmap, 'b (w p) d -> (b w) p d', p=p)
+        q = self.to_q(x)
+        k, v = self.to_kv(x).chunk(2, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, '(b w) p (h d) -> (b w h) p d', h=h, w=n // p), (q, k, v))
+        dots = einsum('b i d, b j d -> b i j', q, k) * self.scale
+        attn = dots.softmax(dim=-1)
+        out = einsum('b i j, b j d -> b i d', attn, v)
+        out = rearrange(out, '(b w h) p d -> b (w p) (h d)', h=h, w=n // p)
+        return self.to_out(out)
+'''
+
+
+def test_a_group_with_the_batch_outermost_is_written_for_one_example():
+    r = t2j(WINDOWS)
+    assert errors(r) == [], r.findings
+    assert "rearrange(fmap, '(w p) d -> (w) p d', p=p)" in r.output
+    assert "rearrange(t, '(w) p (h d) -> (w h) p d', h=h, w=n // p)" in r.output
+    # the einsum's letter b indexes one example's windows and heads: the equation as written
+    assert "jnp.einsum('b i d, b j d -> b i j', q, k)" in r.output
+    assert "jax.nn.softmax(dots, axis=-1)" in r.output
+    assert "rearrange(out, '(w h) p d -> (w p) (h d)', h=h, w=n // p)" in r.output
+
+
+@needs_frameworks
+def test_a_group_with_the_batch_outermost_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, WINDOWS, "LocalAttention", ["float64[3,6,8]"])
+
+
+GRID = '''
+import torch
+import torch.nn as nn
+from einops import rearrange, repeat
+
+
+class Block(nn.Module):
+    def __init__(self, dim=6, heads=2, w=2):
+        super().__init__()
+        self.heads = heads
+        self.w = w
+        self.scale = (dim // heads) ** -0.5
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        self.bias = nn.Parameter(torch.randn(heads, w * w, w * w))
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        batch, height, width, _ = x.shape
+        w = self.w
+        x = rearrange(x, 'b (x w1) (y w2) d -> b x y w1 w2 d', w1=w, w2=w)
+        x = rearrange(x, 'b x y w1 w2 d -> (b x y) (w1 w2) d')
+        q, k, v = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=self.heads), (q, k, v))
+        sim = torch.matmul(q, k.transpose(-1, -2)) * self.scale
+        sim = sim + self.bias
+        attn = sim.softmax(dim=-1)
+        out = torch.matmul(attn, v)
+        out = rearrange(out, 'b h (w1 w2) d -> b w1 w2 (h d)', w1=w, w2=w)
+        out = self.out(out)
+        out = rearrange(out, '(b x y) ... -> b x y ...', x=height // w, y=width // w)
+        return rearrange(out, 'b x y w1 w2 d -> b (x w1) (y w2) d').sum(dim=(1, 2))
+'''
+
+
+def test_a_grid_of_windows_keeps_the_batch_grouped_through_heads_and_back():
+    r = t2j(GRID)
+    assert errors(r) == [], r.findings
+    assert "'x y w1 w2 d -> (x y) (w1 w2) d'" in r.output
+    assert "'(x y) ... -> x y ...'" in r.output
+
+
+@needs_frameworks
+def test_a_grid_of_windows_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, GRID, "Block", ["float64[2,4,4,6]"])
+
+
+REFUSED = {
+    "inner": ("rearrange(x, 'b n d -> (n b) d')", "not outermost"),
+    "reduced": ("rearrange(rearrange(x, 'b n d -> (b n) d'), '(b n) d -> n d', n=3)", "reduces it away"),
+    "ellipsis": ("rearrange(rearrange(x, 'b n d -> (b n) d'), '... d -> d ...')", "'...'"),
+}
+
+
+@pytest.mark.parametrize("call, message", REFUSED.values(), ids=REFUSED.keys())
+def test_a_group_one_example_cannot_hold_is_an_error(call, message):
+    src = f'''
+import torch.nn as nn
+from einops import rearrange
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return {call}
+'''
+    r = t2j(src)
+    found = [f for f in errors(r) if f.code == "batch-axis"]
+    assert any(message in f.message for f in found), r.findings
