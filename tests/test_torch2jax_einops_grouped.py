@@ -50,8 +50,8 @@ class LocalAttention(nn.Module):
 def test_a_group_with_the_batch_outermost_is_written_for_one_example():
     r = t2j(WINDOWS)
     assert errors(r) == [], r.findings
-    assert "rearrange(fmap, '(w p) d -> (w) p d', p=p)" in r.output
-    assert "rearrange(t, '(w) p (h d) -> (w h) p d', h=h, w=n // p)" in r.output
+    assert "rearrange(fmap, '(w p) d -> w p d', p=p)" in r.output
+    assert "rearrange(t, 'w p (h d) -> (w h) p d', h=h, w=n // p)" in r.output
     # the einsum's letter b indexes one example's windows and heads: the equation as written
     assert "jnp.einsum('b i d, b j d -> b i j', q, k)" in r.output
     assert "jax.nn.softmax(dots, axis=-1)" in r.output
@@ -111,8 +111,10 @@ def test_a_grid_of_windows_verifies_against_pytorch(tmp_path):
 
 REFUSED = {
     "inner": ("rearrange(x, 'b n d -> (n b) d')", "not outermost"),
-    "reduced": ("rearrange(rearrange(x, 'b n d -> (b n) d'), '(b n) d -> n d', n=3)", "reduces it away"),
-    "ellipsis": ("rearrange(rearrange(x, 'b n d -> (b n) d'), '... d -> d ...')", "'...'"),
+    "reduced": ("reduce(y, '(b n) d -> n d', 'sum', n=3)", "reduces it away"),
+    "ellipsis": ("rearrange(y, '... d -> d ...')", "'...'"),
+    "named-reduced": ("reduce(y, 'm d -> d', 'sum')", "reduces away the axis m"),
+    "named-inner": ("rearrange(y, 'm d -> (d m)')", "not outermost"),
 }
 
 
@@ -120,13 +122,30 @@ REFUSED = {
 def test_a_group_one_example_cannot_hold_is_an_error(call, message):
     src = f'''
 import torch.nn as nn
-from einops import rearrange
+from einops import rearrange, reduce
 
 
 class Net(nn.Module):
     def forward(self, x):
+        y = rearrange(x, 'b n d -> (b n) d')
         return {call}
 '''
     r = t2j(src)
     found = [f for f in errors(r) if f.code == "batch-axis"]
     assert any(message in f.message for f in found), r.findings
+
+
+def test_a_result_grouped_outermost_says_where_the_batch_axis_is():
+    src = """
+import torch.nn as nn
+from einops import rearrange
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return rearrange(x, 'b n d -> (b n) d')
+"""
+    r = t2j(src)
+    assert errors(r) == [], r.findings
+    # one example's (n, d) vmapped over axis 0 is (b, n, d): axes 0 and 1 merged give PyTorch's (b n) d
+    assert "out_axes=0" in r.output and "0 merged outermost into 0" in r.output, r.output

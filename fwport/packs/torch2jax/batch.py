@@ -1177,6 +1177,8 @@ class Forward(cst.CSTTransformer):
         if text.startswith("self.") and text.count(".") == 1 and self.file is not None and text[5:] in self.file.numbers:
             return True
         r, rx = self.rank_of(other), self.rank_of(x)
+        if r is None and text.startswith("self.") and text.count(".") == 1 and self.file is not None:
+            r = self.file.parameters.get(text[5:])  # nn.Parameter(torch.randn(heads, n, n)): 3
         return r is not None and rx is not None and r <= rx - int(b) - 1
 
     def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation):
@@ -1843,6 +1845,15 @@ class Forward(cst.CSTTransformer):
         if q == "torch.einsum" and self.axes_moved() and any(
                 isinstance(self.axis_of(a.value), Grouped) for a in updated.args[1:]):
             return self.grouped_einsum(original, updated)
+        if q == "torch.matmul" and self.axes_moved() and len(updated.args) == 2 and any(
+                isinstance(self.axis_of(a.value), Grouped) for a in updated.args):
+            # both holding it merged outermost into axis g, of one rank with g before the matrix axes: one
+            # example's matmul is PyTorch's as written (its batch axes broadcast alike)
+            xs = [a.value for a in updated.args]
+            axes, ranks_ = [self.axis_of(x) for x in xs], [self.rank_of(x) for x in xs]
+            if not any(a.keyword or a.star for a in updated.args) and axes[0] == axes[1] and ranks_[0] is not None \
+                    and ranks_[0] == ranks_[1] and int(axes[0]) < ranks_[0] - 2:
+                return self.moved(_call(self.ctx.spell("jax.numpy.matmul"), xs), axes[0])
         if self.axes_moved() and q not in PLACED and short not in ELEMENTWISE and (
                 q.startswith(F) or q.startswith("torch.") and q.count(".") == 1):
             moved = [x for x in (self.axis_of(a.value) for a in updated.args) if x is not None and x != 0
@@ -2465,6 +2476,8 @@ class Forward(cst.CSTTransformer):
         """The einops call with :func:`per_example_einops`'s pattern (its size argument for the name dropped)."""
         a, _ = _args(original, ("tensor", "pattern"))
         name, text, out = plan
+        if name is None:  # one example's pattern as written (the axis holding the examples grouped, under one name)
+            return self.moved(updated, out)
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the axis {name} is the "
                         "batch axis of the module's input, which one example does not have"
                         + (f" (the result holds it at dimension {out})" if out else ""), original)
@@ -2572,6 +2585,8 @@ class Forward(cst.CSTTransformer):
     def moved_axis_method(self, name, original, updated, recv, a, b, r):
         """:meth:`axis_method` where the batch axis is not first, or moves (a transpose, permute or unsqueeze through
         it); None where the batch-first translation applies unchanged."""
+        if isinstance(b, Grouped) and name in ("permute", "transpose"):
+            return self.grouped_permute(name, original, updated, recv, a, b, r)
         if b == UNKNOWN or isinstance(b, (tuple, Merged)) and name in ("permute", "transpose", "unsqueeze", "squeeze"):
             self.unplaced(original, f".{name}", b)
             return updated
@@ -2650,6 +2665,34 @@ class Forward(cst.CSTTransformer):
         else:
             new_b = b if d > b else b - 1
         return self.moved(out, new_b)
+
+    def grouped_permute(self, name, original, updated, recv, a, b, r) -> cst.BaseExpression:
+        """``.transpose`` / ``.permute`` of a tensor holding the batch axis merged outermost into axis ``b``
+        (:class:`Grouped`): one example has PyTorch's rank, so the call is the same, and the batch axis goes with its
+        axis."""
+        if name == "permute":
+            dims = [x.value for x in updated.args]
+            if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+                dims = [e.value for e in dims[0].elements]
+            ints = [int_literal(d) for d in dims]
+            order = [None if i is None else i + len(ints) if i < 0 else i for i in ints]
+            if any(o is None for o in order) or sorted(order) != list(range(len(ints))) or int(b) >= len(ints):
+                self.error(original, f".permute({', '.join(code(d) for d in dims)}): the dimensions must be integer "
+                           "literals, one per axis, for fwport to follow the batch axis")
+                return updated
+            return self.moved(_call(self.ctx.spell("jax.numpy.transpose"),
+                                    [recv, cst.Tuple([cst.Element(cst.Integer(str(o))) for o in order])]),
+                              Grouped(order.index(int(b))))
+        d0, d1 = (int_literal(a.get(k)) if a.get(k) is not None else None for k in ("dim0", "dim1"))
+        s0, s1 = (None if d is None else self.source_dim(d, b, r) for d in (d0, d1))
+        if s0 is None or s1 is None:
+            self.error(original, f".transpose: dimensions {code(a.get('dim0'))}, {code(a.get('dim1'))} of a tensor "
+                       f"whose batch axis is dimension {axis_text(b)}: write them as integer literals (its rank is not "
+                       "known here) for fwport to follow the batch axis")
+            return updated
+        new_b = s1 if s0 == int(b) else s0 if s1 == int(b) else int(b)
+        return self.moved(_call(self.ctx.spell("jax.numpy.swapaxes"), [recv, cst.Integer(str(s0)),
+                                                                         cst.Integer(str(s1))]), Grouped(new_b))
 
     def extreme(self, fn: str, original, updated, x, dim, keepdim, axis=None) -> cst.BaseExpression:
         """``torch.max(x, dim)`` / ``x.max(dim)`` of a batched x → ``(jnp.max(x, axis=d), jnp.argmax(x, axis=d))``
@@ -3169,13 +3212,30 @@ def per_example_einops(pattern: str, k: int, grouped: bool = False, merge: bool 
         return None
     words = (lambda axes: [w for x in axes for w in re.findall(r"\.\.\.|\w+", x)])
     top = left[k]
+    if grouped and top.isidentifier() and words(left).count(top) == 1:
+        # the grouped axis under one name ('b n (h d) -> b h n d' of '(b x y) n (h d)'): one example's axis holds the
+        # other factors, the name stands for them; where it stays (alone, or first in a group) the pattern is as written
+        if top in right:
+            j = right.index(top)
+        else:
+            j = next((j for j, x in enumerate(right) if top in words([x])), None)
+            if j is None:
+                return f"reduces away the axis {top}, which holds the batch axis merged outermost with others"
+            if words([right[j]])[0] != top:
+                return f"groups the axis {top}, which holds the batch axis merged outermost, inside {right[j]}, not " \
+                       "outermost"
+        if words(right).count(top) != 1:
+            return f"uses the axis {top}, which holds the batch axis, more than once"
+        if any("..." in x for x in right[:j + 1]):
+            return f"places the axis {top}, which holds the batch axis, after a '...'"
+        return None, pattern, Grouped(j)
     if grouped:
         inner = words([top])
         if not top.startswith("(") or not inner or not inner[0].isidentifier():
             return f"reads the batch axis (merged outermost into dimension {k} of the tensor) as {top}, not as a " \
                    "group whose first name is the batch's ('(b ...)')"
         name = inner[0]
-        new_left = left[:k] + ["(" + " ".join(inner[1:]) + ")"] + left[k + 1:]
+        new_left = left[:k] + [_group(inner[1:])] + left[k + 1:]
     else:
         name = top
         if not name.isidentifier():
@@ -3197,7 +3257,7 @@ def per_example_einops(pattern: str, k: int, grouped: bool = False, merge: bool 
         if any("..." in x for x in right[:j + 1]):
             return f"places the batch axis {name} after a '...'"
         rest = words([right[j]])[1:]
-        new_right = right[:j] + ["(" + " ".join(rest) + ")"] + right[j + 1:]
+        new_right = right[:j] + [_group(rest)] + right[j + 1:]
         return name, f"{' '.join(new_left)} -> {' '.join(new_right)}", Grouped(j)
     out = right.index(name)
     if words(right).count(name) != 1:
@@ -3206,6 +3266,11 @@ def per_example_einops(pattern: str, k: int, grouped: bool = False, merge: bool 
         return f"places the batch axis {name} after a '...'"
     new_right = right[:out] + right[out + 1:]
     return name, f"{' '.join(new_left)} -> {' '.join(new_right)}", out
+
+
+def _group(names: list[str]) -> str:
+    """An einops group of ``names`` as one example's pattern writes it: one name bare (``(h)`` is ``h``)."""
+    return names[0] if len(names) == 1 else "(" + " ".join(names) + ")"  # (none: '()', an axis of size 1)
 
 
 #: ctx.analyses entry: the source code of einops layers whose pattern moves the batch axis and which batch.Forward

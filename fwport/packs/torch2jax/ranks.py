@@ -62,6 +62,8 @@ class ClassRanks:
     buffers: dict = field(default_factory=dict)  # buffer → (its size-1 axes, its rank) where __init__ builds it literally
     # attributes __init__ binds only to Python numbers of its parameters (`self.scale = dim_head ** -0.5`)
     numbers: set = field(default_factory=set)
+    # parameters __init__ builds as nn.Parameter(torch.randn(a, b, c)) (zeros, ones, rand, empty): their rank
+    parameters: dict = field(default_factory=dict)
 
     def returns(self, cls: str) -> int | None:
         other = self.table.get(cls)
@@ -347,6 +349,23 @@ def _number(v: cst.BaseExpression, params: set[str]) -> bool:
     return ok and seen
 
 
+def _parameter_rank(v: cst.BaseExpression, ctx) -> int | None:
+    """``nn.Parameter(torch.randn(a, b, c))`` (zeros, ones, rand, empty; sizes one per argument, or one tuple): 3."""
+    if not (isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.Parameter" and v.args
+            and v.args[0].keyword is None and isinstance(v.args[0].value, cst.Call)):
+        return None
+    inner = v.args[0].value
+    if ctx.imports.resolve(inner.func) not in ("torch.randn", "torch.zeros", "torch.ones", "torch.rand", "torch.empty"):
+        return None
+    sizes = [a for a in inner.args if a.keyword is None]
+    if any(a.star for a in sizes) or not sizes:
+        return None
+    if len(sizes) == 1 and isinstance(sizes[0].value, (cst.Tuple, cst.List)):
+        return None if any(isinstance(e, cst.StarredElement) for e in sizes[0].value.elements) \
+            else len(sizes[0].value.elements)
+    return len(sizes)
+
+
 class _InitAttributes(cst.CSTVisitor):
     """_class_info: what ``__init__`` of class ``cls`` assigns to its attributes (instances of the file's classes,
     containers of them, activations, sequences) and appends to them."""
@@ -418,6 +437,10 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: d
     attrs = _InitAttributes(cls, ctx, classes, given, functions, info, added)
     scan(init, attrs)
     info.numbers = {a for a, vs in attrs.assigned.items() if all(_number(v, attrs.params) for v in vs)}
+    for a, vs in attrs.assigned.items():
+        r = {_parameter_rank(v, ctx) for v in vs}
+        if len(r) == 1 and None not in r:
+            info.parameters[a] = r.pop()
     info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
     info.seq_classes, info.seq_first = sequence_layers(init, ctx)
     from fwport.packs.torch2jax.batch import buffer_shapes
