@@ -149,3 +149,76 @@ class Net(nn.Module):
     assert errors(r) == [], r.findings
     # one example's (n, d) vmapped over axis 0 is (b, n, d): axes 0 and 1 merged give PyTorch's (b n) d
     assert "out_axes=0" in r.output and "0 merged outermost into 0" in r.output, r.output
+
+
+# --- modules given the rows of a grouped axis (vivit's factorized transformer: frames, then tokens) --------------
+
+FACTORIZED = '''
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(0.1),
+                                 nn.Linear(hidden, dim))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.norm = nn.LayerNorm(dim)
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        self.to_out = nn.Sequential(nn.Linear(dim, dim), nn.Dropout(0.1))
+
+    def forward(self, x):
+        x = self.norm(x)
+        q, k, v = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=self.heads), (q, k, v))
+        attn = torch.matmul(q, k.transpose(-1, -2)).softmax(dim=-1)
+        out = rearrange(torch.matmul(attn, v), 'b h n d -> b n (h d)')
+        return self.to_out(out)
+
+
+class Factorized(nn.Module):
+    def __init__(self, dim=8, depth=2):
+        super().__init__()
+        self.layers = nn.ModuleList([])
+        for _ in range(depth):
+            self.layers.append(nn.ModuleList([Attention(dim), Attention(dim), FeedForward(dim, 16)]))
+        self.head = nn.Linear(dim, 3)
+
+    def forward(self, x):
+        batch, frames, seq, _ = x.shape
+        for spatial_attn, temporal_attn, ff in self.layers:
+            x = rearrange(x, 'b f n d -> (b f) n d')
+            x = spatial_attn(x) + x
+            x = rearrange(x, '(b f) n d -> (b n) f d', b=batch, f=frames)
+            x = temporal_attn(x) + x
+            x = ff(x) + x
+            x = rearrange(x, '(b n) f d -> b f n d', b=batch, n=seq)
+        return self.head(x.mean(dim=(1, 2)))
+'''
+
+
+def test_a_module_given_grouped_rows_is_mapped_over_them():
+    r = t2j(FACTORIZED)
+    assert errors(r) == [], r.findings
+    call = r.output.split("class Factorized")[1]
+    assert "jax.vmap(lambda _w0, _wk: spatial_attn(_w0, key=_wk), in_axes=(0, 0))(x, " in call, call
+    # one key per row, split from the loop's key (each iteration its own)
+    assert "jax.random.split(key=draw_key1, num=x.shape[0])" in call, call
+    # the modules themselves are written for one row (their input's batch axis first)
+    attention = r.output.split("class Attention")[1].split("class ")[0]
+    assert "'n (h d) -> h n d'" in attention
+
+
+@needs_frameworks
+def test_a_module_given_grouped_rows_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, FACTORIZED, "Factorized", ["float64[2,3,4,8]"])

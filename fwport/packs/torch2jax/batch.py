@@ -595,6 +595,7 @@ class Forward(cst.CSTTransformer):
         self.return_axes: list = []
         self.constants: dict[str, tuple[int, bool]] = {}  # names bound to literal-built tensors (constant_rank)
         self.one_tensor: set[int] = set()  # results that are one tensor (not several): unpacking goes over dimension 0
+        self.windowed: set[int] = set()  # module calls given tensors holding the batch axis grouped (over_windows)
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -1642,7 +1643,11 @@ class Forward(cst.CSTTransformer):
         mark = self.size_marks.pop()
         attr = (dotted_text(original.func) or "")[5:] if (dotted_text(original.func) or "").startswith("self.") else None
         result = self.sequence_call(attr, original, updated) if attr in self.seq_first else None
-        if attr in self.modules and attr not in self.seq_first and self.modules[attr] not in TRAILING and any(
+        windows = self.windows_of(original, updated) if self.module_called(original.func) is not None else None
+        if windows is not None:
+            self.windowed.add(id(original))
+        if windows is None and attr in self.modules and attr not in self.seq_first \
+                and self.modules[attr] not in TRAILING and any(
                 self.axis_of(a.value) not in (None, 0) for a in updated.args[:1]):
             self.error(original, f"self.{attr} ({self.modules[attr].rsplit('.', 1)[-1]}) gets a tensor whose batch axis "
                        f"is dimension {axis_text(self.axis_of(updated.args[0].value))} (PyTorch's sequence layers hold it "
@@ -1660,6 +1665,9 @@ class Forward(cst.CSTTransformer):
             and module[1] in self.file.table else None
         if out_axes is not None and (self.axes_moved() or out_axes != 0 or isinstance(out_axes, (tuple, Merged))):
             self.node_axis[id(out)] = out_axes  # where that forward returns it (ranks.py); first: as ever
+        if windows is not None and isinstance(out, cst.Call):
+            out = self.over_windows(original, out, windows, out_axes if module is not None and module[0] == "class"
+                                    else 0)
         if module is not None and module[0] == "sequence" and updated.args \
                 and self.axis_of(updated.args[0].value) == 0 and self.is_batched(original.args[0].value):
             last = moving_last_layer(self.file.sequences[module[1]])
@@ -1684,17 +1692,23 @@ class Forward(cst.CSTTransformer):
             return updated
         module = self.module_called(original.func)
         if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
-            ranks = tuple(self.rank_of(a.value) for a in updated.args if a.keyword is None and not a.star)
+            rows = id(original) in self.windowed  # (over_windows: the callee gets one row of the windows)
+
+            def row(a):
+                return 0 if rows and isinstance(a, Grouped) else a
+            ranks = tuple(r - 1 if rows and r is not None and isinstance(self.axis_of(a.value), Grouped) else r
+                          for a, r in ((a, self.rank_of(a.value)) for a in updated.args
+                                       if a.keyword is None and not a.star))
             (self.seen_calls if module[0] == "class" else self.seen_sequences).setdefault(module[1], []).append(ranks)
             if module[0] == "class":
                 self.seen_axes.setdefault(module[1], []).append((
-                    tuple(self.axis_of(a.value) for a in updated.args if a.keyword is None and not a.star),
-                    {a.keyword.value: "absent" if code(a.value) == "None" else self.axis_of(a.value)
+                    tuple(row(self.axis_of(a.value)) for a in updated.args if a.keyword is None and not a.star),
+                    {a.keyword.value: "absent" if code(a.value) == "None" else row(self.axis_of(a.value))
                      for a in updated.args if a.keyword is not None}))
                 passed = [a.value for a in original.args if a.keyword is None and not a.star]
                 self.seen_blind.setdefault(module[1], []).append(any(
                     r is None and not self.users_input(v) for r, v in zip(ranks, passed)))
-            if module[0] == "sequence" and any(self.axis_of(a.value) not in (None, 0) for a in updated.args):
+            if module[0] == "sequence" and not rows and any(self.axis_of(a.value) not in (None, 0) for a in updated.args):
                 self.error(original, f"{code(original.func)} (a Sequential) gets a tensor whose batch axis is not first "
                            "(PyTorch's sequence layers hold it second): move it first (.transpose(0, 1)) before the call")
             if module[0] == "sequence" and ranks:
@@ -1766,6 +1780,71 @@ class Forward(cst.CSTTransformer):
                     and not (dotted_text(func.value) or "").removeprefix("self.") in self.modules:
                 return _method(updated.func.value, "astype", [updated.args[0].value])  # t.to(dtype), dtype = x.dtype
         return updated
+
+    def windows_of(self, original: cst.Call, updated: cst.Call) -> int | None:
+        """The axis ``g`` where the arguments of a call of a module class of the file or a Sequential hold the batch
+        axis merged outermost (:class:`Grouped`: vivit's ``spatial_attn(x)`` of ``(b f) n d``), every batched one
+        there; None where none does (or they disagree: an error)."""
+        args = [a for a in updated.args if not (a.keyword is not None and a.keyword.value in ("key", "dropout_key"))]
+        axes = [self.axis_of(a.value) for a in args]
+        if not any(isinstance(a, Grouped) for a in axes):
+            return None
+        g = next(a for a in axes if isinstance(a, Grouped))
+        if any(a is not None and a != g for a in axes) or any(a.star for a in args):
+            self.error(original, f"{code(original.func)}(...) is given tensors holding the batch axis at "
+                       f"{', '.join(axis_text(a) for a in axes)}: fwport maps a module over the rows of one axis holding "
+                       "it merged outermost (jax.vmap), where every batched argument holds it there; write the call "
+                       "for one example")
+            return None
+        return int(g)
+
+    def over_windows(self, original: cst.Call, out: cst.Call, g: int, out_axes) -> cst.BaseExpression:
+        """A call of a module (of the file, or a Sequential) given tensors holding the batch axis merged outermost
+        into axis ``g`` (``(b f) n d``): PyTorch's module treats each row of that axis as an example, and one
+        example's tensor holds its rows (``f n d``), so the per-example module is mapped over them: ``jax.vmap(lambda
+        _w0: spatial_attn(_w0), in_axes=g)(x)``; arguments holding no batch axis are passed whole, a key is split over
+        the rows (each row its own dropout, as PyTorch's). The result holds the batch axis merged outermost where the
+        module returns it."""
+        if isinstance(out_axes, tuple) or isinstance(out_axes, Merged) or out_axes == UNKNOWN \
+                or not isinstance(out_axes, int) and out_axes is not None:
+            self.error(original, f"{code(original.func)}(...) is given tensors holding the batch axis merged outermost "
+                       f"into dimension {g} and returns it at {axis_text(out_axes)}: fwport maps a module over such "
+                       "rows where it returns one tensor holding its batch axis at one place")
+            return out
+        out_axes = out_axes or 0
+        params, values, in_axes, rows = [], [], [], None
+        new_args = []
+        for i, a in enumerate(out.args):
+            if a.keyword is not None and a.keyword.value in ("key", "dropout_key"):
+                name = "_wk"
+                values.append(None)
+                in_axes.append(None)  # (placeholder: the split keys below)
+            else:
+                name = f"_w{i}"
+                batched = isinstance(self.axis_of(a.value), Grouped)
+                in_axes.append(g if batched else None)
+                values.append(a.value)
+                if batched and rows is None:
+                    rows = a.value
+            params.append(name)
+            new_args.append(a.with_changes(value=cst.Name(name)))
+        for i, (p, v) in enumerate(zip(params, values)):
+            if p == "_wk":  # one key per row: None stays None (inference)
+                # (by keyword: modules.py numbers it as a consumer of the call's key, and splits it in a loop)
+                values[i] = expr(f"None if key is None else {self.ctx.spell_text('jax.random.split')}"
+                                 f"(key=key, num={_atom_code(rows)}.shape[{g}])")
+                in_axes[i] = 0
+        body = out.with_changes(args=_commas(new_args))
+        fn = cst.Lambda(cst.Parameters([cst.Param(cst.Name(p)) for p in params]), body)
+        axes = cst.Tuple([cst.Element(cst.Name("None") if x is None else cst.Integer(str(x))) for x in in_axes])
+        kw = {"in_axes": axes}
+        if out_axes:
+            kw["out_axes"] = cst.Integer(str(out_axes))
+        call = _call(_call(self.ctx.spell("jax.vmap"), [fn], **kw), values)
+        self.ctx.report(Severity.INFO, "batch-axis", f"{code(original.func)}(...): its tensors hold the batch axis merged "
+                        f"outermost into dimension {g} (the examples' rows, e.g. windows or frames): the module, written "
+                        "for one row, is mapped over one example's rows (jax.vmap)", original)
+        return self.moved(call, Grouped(out_axes))
 
     def attention_masks(self, attr: str, original: cst.Call, a: dict, o: dict, masks: list[str], want: int) -> None:
         """The attention masks given to a sequence-first attention or transformer layer (``src_mask``, ``attn_mask``):
