@@ -222,3 +222,61 @@ def test_a_module_given_grouped_rows_is_mapped_over_them():
 @needs_frameworks
 def test_a_module_given_grouped_rows_verifies_against_pytorch(tmp_path):
     verify_model(tmp_path, FACTORIZED, "Factorized", ["float64[2,3,4,8]"])
+
+
+# --- slices, concatenation, permutes and layers along the other axes -----------------------------------------------
+
+SLICES = '''
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class Net(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.conv = nn.Conv1d(dim // 2, dim // 2, 1)
+
+    def forward(self, x):
+        t = rearrange(x, 'b n (h d) -> (b h) n d', h=2)
+        first = t[:, :1]
+        rest = t[:, 1:]
+        rest = torch.cat((rest[..., :1] * 2, rest[..., 1:]), dim=-1)
+        t = torch.cat((first, rest), dim=1)
+        t = self.conv(t.permute(0, 2, 1)).softmax(dim=-1).permute(0, 2, 1)
+        return rearrange(t, '(b h) n d -> b n (h d)', h=2)
+'''
+
+
+def test_slices_and_joins_along_other_axes_are_as_written():
+    r = t2j(SLICES)
+    assert errors(r) == [], r.findings
+    assert "first = t[:, :1]" in r.output and "rest[..., :1] * 2" in r.output
+    assert "jnp.concatenate((first, rest), axis=1)" in r.output
+    assert "jnp.transpose(t, (0, 2, 1))" in r.output
+
+
+@needs_frameworks
+def test_slices_and_joins_along_other_axes_verify_against_pytorch(tmp_path):
+    verify_model(tmp_path, SLICES, "Net", ["float64[2,3,4]"])
+
+
+@pytest.mark.parametrize("line, message", [
+    ("return t[0]", "t[0]"),
+    ("return torch.cat((t, t), dim=0)", "torch.cat"),
+    ("return t.sum(dim=0)", ".sum"),
+], ids=["index", "cat", "sum"])
+def test_what_reaches_the_grouped_axis_is_an_error(line, message):
+    src = f'''
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        t = rearrange(x, 'b n (h d) -> (b h) n d', h=2)
+        {line}
+'''
+    r = t2j(src)
+    assert any(f.code == "batch-axis" and message in f.message for f in errors(r)), r.findings

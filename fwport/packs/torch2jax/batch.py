@@ -1646,7 +1646,10 @@ class Forward(cst.CSTTransformer):
         windows = self.windows_of(original, updated) if self.module_called(original.func) is not None else None
         if windows is not None:
             self.windowed.add(id(original))
-        if windows is None and attr in self.modules and attr not in self.seq_first \
+        rows = attr in self.modules and self.modules[attr] in LAYER_RANK and len(updated.args) == 1 \
+            and self.axis_of(updated.args[0].value) == Grouped(0) and (self.rank_of(updated.args[0].value) or 0) \
+            > LAYER_RANK[self.modules[attr]]  # (Conv1d given '(b h w) c n': vmapped over the rows by rank, as ever)
+        if windows is None and not rows and attr in self.modules and attr not in self.seq_first \
                 and self.modules[attr] not in TRAILING and any(
                 self.axis_of(a.value) not in (None, 0) for a in updated.args[:1]):
             self.error(original, f"self.{attr} ({self.modules[attr].rsplit('.', 1)[-1]}) gets a tensor whose batch axis "
@@ -2126,6 +2129,15 @@ class Forward(cst.CSTTransformer):
         """torch.stack / torch.cat of tensors whose batch axis is at ``b`` (or stacked before a first one): a new axis
         at or before the batch's moves it on; a concatenation along the batch axis is refused."""
         d = int_literal(a.get("dim", cst.Integer("0")))
+        if isinstance(b, Grouped) and short != "stack" and d is not None:
+            # one example's parts have PyTorch's rank: along another axis than the grouped one, as written
+            r = self.rank_of(a["tensors"].elements[0].value) if isinstance(a["tensors"], (cst.List, cst.Tuple)) \
+                and a["tensors"].elements else None
+            s_ = d if d >= 0 else None if r is None else d + r
+            every = isinstance(a["tensors"], (cst.List, cst.Tuple)) and all(
+                self.axis_of(e.value) == b for e in a["tensors"].elements)
+            if s_ is not None and s_ != int(b) and every:
+                return self.moved(_call(self.ctx.spell(target), [a["tensors"]], axis=a.get("dim", cst.Integer("0"))), b)
         if b == UNKNOWN or isinstance(b, (tuple, Merged)) or b is None or d is None or d < 0:
             self.error(original, f"torch.{short}: the parts' batch axis is {axis_text(b)} and the dimension "
                        f"{code(a.get('dim', cst.Integer('0')))}: fwport follows non-negative literal dimensions of "
@@ -3129,6 +3141,10 @@ class Forward(cst.CSTTransformer):
         (integer literals or slices) stay, the batch axis's must be ``:`` and goes, the rest stay; the result holds
         the batch axis after the axes the indices kept."""
         elems = list(original.slice)
+        if isinstance(b, Grouped):
+            out = self.grouped_index(original, updated, b)
+            if out is not None:
+                return out
         if isinstance(b, Merged) or b == UNKNOWN or any(
                 isinstance(e.slice, cst.Index) and (isinstance(e.slice.value, cst.Ellipsis)
                                                     or code(e.slice.value) == "None") for e in elems):
@@ -3154,6 +3170,29 @@ class Forward(cst.CSTTransformer):
             return self.moved(updated.value, 0)
         rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return self.moved(updated.with_changes(slice=rest), kept)
+
+    def grouped_index(self, original: cst.Subscript, updated: cst.Subscript, b) -> cst.BaseExpression | None:
+        """``t[:, :1]``, ``t[..., :d]`` of a tensor holding the batch axis merged outermost into axis ``b``
+        (:class:`Grouped`): one example has PyTorch's rank, so an index leaving that axis and those before it whole
+        (``:``) is as written, the result holding it at ``b``. None where it does not follow (the caller's error)."""
+        elems = list(original.slice)
+        g = int(b)
+
+        def whole(e) -> bool:
+            return isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None \
+                and e.slice.step is None
+
+        def plain(e) -> bool:  # an index that keeps or drops one axis: a slice, an integer literal
+            return isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index) and int_literal(e.slice.value) \
+                is not None
+        if elems and isinstance(elems[0].slice, cst.Index) and isinstance(elems[0].slice.value, cst.Ellipsis):
+            tail, r = elems[1:], self.rank_of(original.value)
+            if r is None or not all(plain(e) for e in tail) or len(tail) > r - g - 1:
+                return None  # (the axes the tail indexes must all come after the grouped one)
+            return self.moved(updated, b)
+        if len(elems) <= g or not all(whole(e) for e in elems[:g + 1]) or not all(plain(e) for e in elems[g + 1:]):
+            return None
+        return self.moved(updated, b)
 
     def index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         """``x[:, 0]`` of a batched x (two indices or more: a tensor's, no list's) → ``x[0]``: the batch axis's
