@@ -280,3 +280,52 @@ class Net(nn.Module):
 '''
     r = t2j(src)
     assert any(f.code == "batch-axis" and message in f.message for f in errors(r)), r.findings
+
+
+# --- einops.einsum naming the batch axis (vit-pytorch's wwt) ------------------------------------------------------
+
+EINSUM = '''
+import torch
+import torch.nn as nn
+from einops import einsum, rearrange
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, _ = x.shape  # (its rank: fwport vmaps to_qkv by it)
+        q, k, v = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=self.heads), (q, k, v))
+        sim = einsum(q, k, 'b h i d, b h j d -> b h i j')
+        attn = sim.softmax(dim=-1)
+        out = einsum(attn, v, 'b h i j, b h j d -> b h i d')
+        w = rearrange(out, 'b h n d -> (b h) n d')
+        w = einsum(w, w, 'r i d, r j d -> r i j').softmax(dim=-1)
+        out = einsum(w, rearrange(out, 'b h n d -> (b h) n d'), 'r i j, r j d -> r i d')
+        return self.out(rearrange(out, '(b h) n d -> b n (h d)', h=self.heads))
+'''
+
+
+def test_einops_einsum_drops_the_batch_name_from_every_operand():
+    r = t2j(EINSUM)
+    assert errors(r) == [], r.findings
+    assert "einsum(q, k, 'h i d, h j d -> h i j')" in r.output
+    assert "einsum(attn, v, 'h i j, h j d -> h i d')" in r.output
+    # grouped operands: the name at the grouped axis holds one example's rows, as written
+    assert "einsum(w, w, 'r i d, r j d -> r i j')" in r.output
+
+
+@needs_frameworks
+def test_einops_einsum_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, EINSUM, "Net", ["float64[2,3,8]"])
+
+
+def test_einops_einsum_summing_over_the_batch_axis_is_an_error():
+    src = EINSUM.replace("'b h i d, b h j d -> b h i j'", "'b h i d, b h j d -> h i j'")
+    r = t2j(src)
+    assert any(f.code == "batch-axis" and "einops.einsum" in f.message for f in errors(r)), r.findings

@@ -980,6 +980,10 @@ class Forward(cst.CSTTransformer):
             a, _ = _args(node, ("tensor", "pattern"))
             text = literal_value(a["pattern"], None) if "pattern" in a else None
             return pattern_rank(text) if isinstance(text, str) else None
+        if q == "einops.einsum" and args:  # the names of its pattern's output (the pattern comes last)
+            text = literal_value(args[-1], None)
+            return len(text.split("->")[1].split()) if isinstance(text, str) and text.count("->") == 1 \
+                and "..." not in text else None
         if q is not None:  # a source call the rules translate later
             if q == "torch.matmul" and len(args) == 2:
                 text = "jnp.matmul"
@@ -1924,6 +1928,8 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if q == "einops.einsum":
+            return self.einops_einsum(original, updated)
         if q == "torch.einsum" and self.axes_moved() and any(
                 isinstance(self.axis_of(a.value), Grouped) for a in updated.args[1:]):
             return self.grouped_einsum(original, updated)
@@ -2857,6 +2863,63 @@ class Forward(cst.CSTTransformer):
             new_eq = ",".join(sub[1:] if bb else sub for sub, bb in zip(subs, batched)) + "->" + out[1:]
         quote = "'" if "'" not in new_eq else '"'
         return _call(self.ctx.spell("jax.numpy.einsum"), [cst.SimpleString(f"{quote}{new_eq}{quote}"), *ops])
+
+    def einops_einsum(self, original, updated) -> cst.BaseExpression:
+        """``einops.einsum(q, k, 'b h i d, b h j d -> b h i j')`` (its pattern last): the name at each batched operand's
+        batch position, the same in each, not in the other operands, alone in the output, goes from every operand and
+        the output (``'h i d, h j d -> h i j'``; the result holds the batch axis where the output had it); operands
+        holding it merged outermost into one axis under one name (:class:`Grouped`) keep the pattern as written (that
+        name holds one example's rows). Anything else is an error (left as written, the pattern names an axis one
+        example does not have)."""
+        args = list(updated.args)
+        if not args or any(a.star or a.keyword for a in args):
+            return updated
+        pattern = literal_value(args[-1].value, None)
+        ops = [a.value for a in original.args[:-1]]
+        batched = [self.is_batched(o) for o in ops]
+        if not any(batched):
+            return updated
+
+        def refuse(why: str) -> cst.BaseExpression:
+            self.error(original, f"einops.einsum of tensors computed from the input: {why}; write the pattern for one "
+                       "example (without the batch axis)")
+            return updated
+        if not isinstance(pattern, str) or pattern.count("->") != 1:
+            return refuse("the pattern is not a string literal with '->'")
+        ins, out = pattern.split("->")
+        subs = [x.split() for x in ins.split(",")]
+        out = out.split()
+        if len(subs) != len(ops):
+            return refuse("the pattern does not name every operand")
+        axes = [self.axis_of(a.value) if self.axes_moved() else 0 if b else None  # (translated: nested calls placed)
+                for a, b in zip(args[:-1], batched)]
+        mine = [(sub, a) for sub, a in zip(subs, axes) if a is not None]
+        if any(isinstance(a, Grouped) for _, a in mine):
+            g = mine[0][1]
+            names = {sub[int(g)] if int(g) < len(sub) and "..." not in sub[:int(g) + 1] else None for sub, _ in mine}
+            name = names.pop() if len(names) == 1 else None
+            if any(a != g for _, a in mine) or name is None or any(sub.count(name) != 1 for sub in subs) \
+                    or out.count(name) != 1 or "..." in out[:out.index(name)]:
+                return refuse(f"the operands hold the batch axis at {', '.join(axis_text(a) for _, a in mine)}: "
+                              "followed where each holds it merged outermost into one axis under one name")
+            return self.moved(updated, Grouped(out.index(name)))
+        if any(a == UNKNOWN or isinstance(a, (tuple, Merged)) for _, a in mine):
+            return refuse("the batch axis is not at one known position")
+        names = {sub[a] if a < len(sub) and "..." not in sub[:a + 1] else None for sub, a in mine}
+        name = names.pop() if len(names) == 1 else None
+        if name is None or any(sub.count(name) != 1 for sub, _ in mine) \
+                or any(name in sub for sub, b in zip(subs, batched) if not b):
+            return refuse(f"the batch axis is not one name at each batched operand's batch position ("
+                          f"{', '.join(' '.join(sub) for sub, _ in mine)})")
+        if out.count(name) != 1 or "..." in out[:out.index(name)]:
+            return refuse(f"the output does not keep the batch axis {name} once, before any '...'")
+        j = out.index(name)
+        text = ", ".join(" ".join(x for x in sub if not (b and x == name)) for sub, b in zip(subs, batched)) \
+            + " -> " + " ".join(x for x in out if x != name)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"einops.einsum: '{pattern}' → '{text}': the axis {name} is "
+                        "the batch axis of the module's input, which one example does not have", original)
+        new = updated.with_changes(args=[*args[:-1], args[-1].with_changes(value=_string(text, args[-1].value))])
+        return self.moved(new, j) if j != 0 or any(a != 0 for _, a in mine) else new
 
     def grouped_einsum(self, original, updated) -> cst.BaseExpression:
         """``torch.einsum('b i d, b j d -> b i j', q, k)`` where q and k hold the batch axis merged outermost into one
