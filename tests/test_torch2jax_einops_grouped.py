@@ -329,3 +329,10 @@ def test_einops_einsum_summing_over_the_batch_axis_is_an_error():
     src = EINSUM.replace("'b h i d, b h j d -> b h i j'", "'b h i d, b h j d -> h i j'")
     r = t2j(src)
     assert any(f.code == "batch-axis" and "einops.einsum" in f.message for f in errors(r)), r.findings
+
+
+def test_einops_einsum_with_the_batch_axis_in_a_leading_ellipsis_is_as_written():
+    src = EINSUM.replace("'b h i d, b h j d -> b h i j'", "'... i d, ... j d -> ... i j'")
+    r = t2j(src)
+    assert errors(r) == [], r.findings
+    assert "einsum(q, k, '... i d, ... j d -> ... i j')" in r.output

@@ -2903,6 +2903,13 @@ class Forward(cst.CSTTransformer):
                 return refuse(f"the operands hold the batch axis at {', '.join(axis_text(a) for _, a in mine)}: "
                               "followed where each holds it merged outermost into one axis under one name")
             return self.moved(updated, Grouped(out.index(name)))
+        if all(sub[:1] == ["..."] for sub, _ in mine) and out[:1] == ["..."] \
+                and not any("..." in sub for sub, b in zip(subs, batched) if not b):
+            # the batch axis among the leading axes '...' stands for, in every batched operand and the output: the
+            # pattern is one example's as written (as torch.einsum's '...')
+            if any(a != mine[0][1] for _, a in mine) or mine[0][1] == UNKNOWN or isinstance(mine[0][1], tuple):
+                return refuse("the operands hold the batch axis at different places")
+            return self.moved(updated, mine[0][1]) if mine[0][1] != 0 else updated
         if any(a == UNKNOWN or isinstance(a, (tuple, Merged)) for _, a in mine):
             return refuse("the batch axis is not at one known position")
         names = {sub[a] if a < len(sub) and "..." not in sub[:a + 1] else None for sub, a in mine}
