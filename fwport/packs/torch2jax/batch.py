@@ -907,7 +907,8 @@ class Forward(cst.CSTTransformer):
 
     def first_axis_batched(self, node: cst.BaseExpression) -> bool:
         """Whether ``node`` is one tensor whose dimension 0 is the batch axis."""
-        return self.is_batched(node) and self.axis_of(node) == 0 and self.is_tensor(node)
+        # (or holds it merged outermost there: len(x) / a loop over x count or pick the rows of every example)
+        return self.is_batched(node) and self.axis_of(node) in (0, Grouped(0)) and self.is_tensor(node)
 
     def over_examples(self, it: cst.BaseExpression) -> None:
         """``for row in h`` / ``zip(h, ...)`` / ``enumerate(h)`` of a tensor holding the batch axis first: the loop is
@@ -2758,7 +2759,7 @@ class Forward(cst.CSTTransformer):
         elif d is None:
             new_b = UNKNOWN
         elif isinstance(b, Merged):
-            new_b = b if d > int(b) else Merged(int(b) - 1)
+            new_b = b if d > int(b) else type(b)(int(b) - 1)  # (a Grouped stays one)
         else:
             new_b = b if d > b else b - 1
         return self.moved(out, new_b)
