@@ -1819,6 +1819,11 @@ class Forward(cst.CSTTransformer):
                        f"into dimension {g} and returns it at {axis_text(out_axes)}: fwport maps a module over such "
                        "rows where it returns one tensor holding its batch axis at one place")
             return out
+        if any(out is site for site in self.state_sites):
+            self.error(original, f"{code(original.func)}(...) is given tensors holding the batch axis merged outermost "
+                       f"into dimension {g} and threads a state (BatchNorm): its statistics are over every row of every "
+                       "example, which one example's rows cannot give; write it for one example")
+            return out
         out_axes = out_axes or 0
         params, values, in_axes, rows = [], [], [], None
         new_args = []
