@@ -59,14 +59,24 @@ class Merged(int):
     def __repr__(self) -> str:
         return f"Merged({int(self)})"
 
-    def __eq__(self, other) -> bool:  # never equal to a plain position
-        return isinstance(other, Merged) and int(self) == int(other)
+    def __eq__(self, other) -> bool:  # never equal to a plain position, nor to the other kind of merge
+        return type(other) is type(self) and int(self) == int(other)
 
     def __ne__(self, other) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash(("merged", int(self)))
+        return hash((type(self).__name__, int(self)))
+
+
+class Grouped(Merged):
+    """A batch axis merged into axis ``int(self)`` as its *outer* factor: einops's ``'b n d -> (b n) d'``, window
+    attention's ``(b x y) n d`` and ``(b h) n d``. One example's axis holds the other factors (``(b h) n d`` of one
+    example is ``(h) n d`` = ``h n d``), so one example's tensor has PyTorch's rank and dimensions, as for
+    :class:`Merged`; PyTorch's layout is ``jax.vmap(..., out_axes=a)`` with axes a and a + 1 reshaped into one."""
+
+    def __repr__(self) -> str:
+        return f"Grouped({int(self)})"
 
 
 def axis_text(a) -> str:
@@ -75,6 +85,8 @@ def axis_text(a) -> str:
         return "none"
     if isinstance(a, tuple):
         return "(" + ", ".join(axis_text(x) for x in a) + ")"
+    if isinstance(a, Grouped):
+        return f"{int(a)} merged outermost into {int(a)}"
     if isinstance(a, Merged):
         return f"{int(a) + 1} merged into {int(a)}"
     return "?" if a == UNKNOWN else str(a)
@@ -583,6 +595,7 @@ class Forward(cst.CSTTransformer):
         self.return_axes: list = []
         self.constants: dict[str, tuple[int, bool]] = {}  # names bound to literal-built tensors (constant_rank)
         self.one_tensor: set[int] = set()  # results that are one tensor (not several): unpacking goes over dimension 0
+        self.windowed: set[int] = set()  # module calls given tensors holding the batch axis grouped (over_windows)
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -608,6 +621,9 @@ class Forward(cst.CSTTransformer):
             if isinstance(node.func, cst.Name) and node.func.value == "len" or isinstance(node.func, cst.Attribute) \
                     and node.func.attr.value in ("size", "dim") and len(node.args) <= 1:
                 return None  # a Python number (a size, a rank): no batch axis (where it counts examples, an error says so)
+            if isinstance(node.func, cst.Name) and node.func.value == "map" and len(node.args) == 2 \
+                    and isinstance(node.args[0].value, cst.Lambda):  # each part: where the lambda's body holds it
+                return self.axis_of(node.args[0].value.body)
             parts = [a.value for a in node.args]
             if isinstance(node.func, cst.Attribute):
                 parts.append(node.func.value)
@@ -891,7 +907,8 @@ class Forward(cst.CSTTransformer):
 
     def first_axis_batched(self, node: cst.BaseExpression) -> bool:
         """Whether ``node`` is one tensor whose dimension 0 is the batch axis."""
-        return self.is_batched(node) and self.axis_of(node) == 0 and self.is_tensor(node)
+        # (or holds it merged outermost there: len(x) / a loop over x count or pick the rows of every example)
+        return self.is_batched(node) and self.axis_of(node) in (0, Grouped(0)) and self.is_tensor(node)
 
     def over_examples(self, it: cst.BaseExpression) -> None:
         """``for row in h`` / ``zip(h, ...)`` / ``enumerate(h)`` of a tensor holding the batch axis first: the loop is
@@ -964,6 +981,10 @@ class Forward(cst.CSTTransformer):
             a, _ = _args(node, ("tensor", "pattern"))
             text = literal_value(a["pattern"], None) if "pattern" in a else None
             return pattern_rank(text) if isinstance(text, str) else None
+        if q == "einops.einsum" and args:  # the names of its pattern's output (the pattern comes last)
+            text = literal_value(args[-1], None)
+            return len(text.split("->")[1].split()) if isinstance(text, str) and text.count("->") == 1 \
+                and "..." not in text else None
         if q is not None:  # a source call the rules translate later
             if q == "torch.matmul" and len(args) == 2:
                 text = "jnp.matmul"
@@ -1016,6 +1037,10 @@ class Forward(cst.CSTTransformer):
             if text == "jnp.matmul" and len(args) == 2:
                 a, b = self.rank_of(args[0]), self.rank_of(args[1])
                 return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
+            if text == "jnp.einsum":  # the output's letters
+                eq = literal_value(args[0], None)
+                return len(eq.split("->")[1].replace(" ", "")) if isinstance(eq, str) and eq.count("->") == 1 \
+                    and "..." not in eq else None
             if text == "jnp.swapaxes":
                 return self.rank_of(args[0])
             if text == "jnp.broadcast_to" and len(args) == 2 and isinstance(args[1], cst.Tuple):
@@ -1135,6 +1160,9 @@ class Forward(cst.CSTTransformer):
                        f"{axis_text(b)}); move one of them (.transpose) so that they agree")
             return updated
         other = updated.right if a is not None and b is None else updated.left if b is not None and a is None else None
+        if other is not None and self.fits_after(other, updated.left if other is updated.right else updated.right,
+                                                 moved[0]):
+            return self.moved(updated, moved[0])
         if other is not None and not _scalar(other) and not isinstance(other, (cst.Integer, cst.Float, cst.Name)) \
                 or other is not None and isinstance(other, cst.Name) and other.value not in ("None",) \
                 and self.rank_of(other) is not None and self.rank_of(other) > 1:
@@ -1143,6 +1171,21 @@ class Forward(cst.CSTTransformer):
                        "batch axis; write it for one example")
             return updated
         return self.moved(updated, moved[0])
+
+    def fits_after(self, other: cst.BaseExpression, x: cst.BaseExpression, b) -> bool:
+        """Whether ``other``, not computed from the input, broadcasts against ``x`` (holding the batch axis merged
+        into an axis, :class:`Merged` / :class:`Grouped`: one example has PyTorch's rank) without meeting that axis: a
+        number ``__init__`` computes (``self.scale = dim_head ** -0.5``), or an array of known rank below the axes
+        after it (max_vit's bias ``'h i j'`` against ``'(b x y) h i j'``)."""
+        if not isinstance(b, Merged):
+            return False
+        text = dotted_text(other) or ""
+        if text.startswith("self.") and text.count(".") == 1 and self.file is not None and text[5:] in self.file.numbers:
+            return True
+        r, rx = self.rank_of(other), self.rank_of(x)
+        if r is None and text.startswith("self.") and text.count(".") == 1 and self.file is not None:
+            r = self.file.parameters.get(text[5:])  # nn.Parameter(torch.randn(heads, n, n)): 3
+        return r is not None and rx is not None and r <= rx - int(b) - 1
 
     def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation):
         """``x + self.pe[:x.size(0), :]``: a slice of a buffer whose rank and size-1 axes __init__ writes out
@@ -1356,7 +1399,9 @@ class Forward(cst.CSTTransformer):
     def unplaced(self, node: cst.CSTNode, what: str, b) -> None:
         self.error(node, f"{what}: the batch axis of this tensor is "
                    + ("not at one known position (its parts disagree, or it is several results)" if b == UNKNOWN or
-                      isinstance(b, tuple) else f"merged into dimension {int(b)} (a view put the examples inside it)")
+                      isinstance(b, tuple) else f"merged outermost into dimension {int(b)} (an einops group put the "
+                      "examples there with other axes)" if isinstance(b, Grouped) else
+                      f"merged into dimension {int(b)} (a view put the examples inside it)")
                    + "; write the code for one example, or do this outside the module, over the vmapped outputs")
 
     def source_dim(self, d: int, b, rank: int | None) -> int | None:
@@ -1442,6 +1487,9 @@ class Forward(cst.CSTTransformer):
             name, r = node.args[0].value.params.params[0].name.value, self.rank_of(node.args[1].value)
             self.batched.add(name)
             (self.rank.__setitem__(name, r) if r is not None else self.rank.pop(name, None))
+            if self.axes_moved():  # (q, k, v) holding the batch axis merged outermost into axis 0: t too
+                a = self.axis_of(node.args[1].value)
+                self.set_axis(name, UNKNOWN if isinstance(a, tuple) else a)
         if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
@@ -1600,7 +1648,14 @@ class Forward(cst.CSTTransformer):
         mark = self.size_marks.pop()
         attr = (dotted_text(original.func) or "")[5:] if (dotted_text(original.func) or "").startswith("self.") else None
         result = self.sequence_call(attr, original, updated) if attr in self.seq_first else None
-        if attr in self.modules and attr not in self.seq_first and self.modules[attr] not in TRAILING and any(
+        windows = self.windows_of(original, updated) if self.module_called(original.func) is not None else None
+        if windows is not None:
+            self.windowed.add(id(original))
+        rows = attr in self.modules and self.modules[attr] in LAYER_RANK and len(updated.args) == 1 \
+            and self.axis_of(updated.args[0].value) == Grouped(0) and (self.rank_of(updated.args[0].value) or 0) \
+            > LAYER_RANK[self.modules[attr]]  # (Conv1d given '(b h w) c n': vmapped over the rows by rank, as ever)
+        if windows is None and not rows and attr in self.modules and attr not in self.seq_first \
+                and self.modules[attr] not in TRAILING and any(
                 self.axis_of(a.value) not in (None, 0) for a in updated.args[:1]):
             self.error(original, f"self.{attr} ({self.modules[attr].rsplit('.', 1)[-1]}) gets a tensor whose batch axis "
                        f"is dimension {axis_text(self.axis_of(updated.args[0].value))} (PyTorch's sequence layers hold it "
@@ -1618,6 +1673,9 @@ class Forward(cst.CSTTransformer):
             and module[1] in self.file.table else None
         if out_axes is not None and (self.axes_moved() or out_axes != 0 or isinstance(out_axes, (tuple, Merged))):
             self.node_axis[id(out)] = out_axes  # where that forward returns it (ranks.py); first: as ever
+        if windows is not None and isinstance(out, cst.Call):
+            out = self.over_windows(original, out, windows, out_axes if module is not None and module[0] == "class"
+                                    else 0)
         if module is not None and module[0] == "sequence" and updated.args \
                 and self.axis_of(updated.args[0].value) == 0 and self.is_batched(original.args[0].value):
             last = moving_last_layer(self.file.sequences[module[1]])
@@ -1642,17 +1700,23 @@ class Forward(cst.CSTTransformer):
             return updated
         module = self.module_called(original.func)
         if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
-            ranks = tuple(self.rank_of(a.value) for a in updated.args if a.keyword is None and not a.star)
+            rows = id(original) in self.windowed  # (over_windows: the callee gets one row of the windows)
+
+            def row(a):
+                return 0 if rows and isinstance(a, Grouped) else a
+            ranks = tuple(r - 1 if rows and r is not None and isinstance(self.axis_of(a.value), Grouped) else r
+                          for a, r in ((a, self.rank_of(a.value)) for a in updated.args
+                                       if a.keyword is None and not a.star))
             (self.seen_calls if module[0] == "class" else self.seen_sequences).setdefault(module[1], []).append(ranks)
             if module[0] == "class":
                 self.seen_axes.setdefault(module[1], []).append((
-                    tuple(self.axis_of(a.value) for a in updated.args if a.keyword is None and not a.star),
-                    {a.keyword.value: "absent" if code(a.value) == "None" else self.axis_of(a.value)
+                    tuple(row(self.axis_of(a.value)) for a in updated.args if a.keyword is None and not a.star),
+                    {a.keyword.value: "absent" if code(a.value) == "None" else row(self.axis_of(a.value))
                      for a in updated.args if a.keyword is not None}))
                 passed = [a.value for a in original.args if a.keyword is None and not a.star]
                 self.seen_blind.setdefault(module[1], []).append(any(
                     r is None and not self.users_input(v) for r, v in zip(ranks, passed)))
-            if module[0] == "sequence" and any(self.axis_of(a.value) not in (None, 0) for a in updated.args):
+            if module[0] == "sequence" and not rows and any(self.axis_of(a.value) not in (None, 0) for a in updated.args):
                 self.error(original, f"{code(original.func)} (a Sequential) gets a tensor whose batch axis is not first "
                            "(PyTorch's sequence layers hold it second): move it first (.transpose(0, 1)) before the call")
             if module[0] == "sequence" and ranks:
@@ -1724,6 +1788,76 @@ class Forward(cst.CSTTransformer):
                     and not (dotted_text(func.value) or "").removeprefix("self.") in self.modules:
                 return _method(updated.func.value, "astype", [updated.args[0].value])  # t.to(dtype), dtype = x.dtype
         return updated
+
+    def windows_of(self, original: cst.Call, updated: cst.Call) -> int | None:
+        """The axis ``g`` where the arguments of a call of a module class of the file or a Sequential hold the batch
+        axis merged outermost (:class:`Grouped`: vivit's ``spatial_attn(x)`` of ``(b f) n d``), every batched one
+        there; None where none does (or they disagree: an error)."""
+        args = [a for a in updated.args if not (a.keyword is not None and a.keyword.value in ("key", "dropout_key"))]
+        axes = [self.axis_of(a.value) for a in args]
+        if not any(isinstance(a, Grouped) for a in axes):
+            return None
+        g = next(a for a in axes if isinstance(a, Grouped))
+        if any(a is not None and a != g for a in axes) or any(a.star for a in args):
+            self.error(original, f"{code(original.func)}(...) is given tensors holding the batch axis at "
+                       f"{', '.join(axis_text(a) for a in axes)}: fwport maps a module over the rows of one axis holding "
+                       "it merged outermost (jax.vmap), where every batched argument holds it there; write the call "
+                       "for one example")
+            return None
+        return int(g)
+
+    def over_windows(self, original: cst.Call, out: cst.Call, g: int, out_axes) -> cst.BaseExpression:
+        """A call of a module (of the file, or a Sequential) given tensors holding the batch axis merged outermost
+        into axis ``g`` (``(b f) n d``): PyTorch's module treats each row of that axis as an example, and one
+        example's tensor holds its rows (``f n d``), so the per-example module is mapped over them: ``jax.vmap(lambda
+        _w0: spatial_attn(_w0), in_axes=g)(x)``; arguments holding no batch axis are passed whole, a key is split over
+        the rows (each row its own dropout, as PyTorch's). The result holds the batch axis merged outermost where the
+        module returns it."""
+        if isinstance(out_axes, tuple) or isinstance(out_axes, Merged) or out_axes == UNKNOWN \
+                or not isinstance(out_axes, int) and out_axes is not None:
+            self.error(original, f"{code(original.func)}(...) is given tensors holding the batch axis merged outermost "
+                       f"into dimension {g} and returns it at {axis_text(out_axes)}: fwport maps a module over such "
+                       "rows where it returns one tensor holding its batch axis at one place")
+            return out
+        if any(out is site for site in self.state_sites):
+            self.error(original, f"{code(original.func)}(...) is given tensors holding the batch axis merged outermost "
+                       f"into dimension {g} and threads a state (BatchNorm): its statistics are over every row of every "
+                       "example, which one example's rows cannot give; write it for one example")
+            return out
+        out_axes = out_axes or 0
+        params, values, in_axes, rows = [], [], [], None
+        new_args = []
+        for i, a in enumerate(out.args):
+            if a.keyword is not None and a.keyword.value in ("key", "dropout_key"):
+                name = "_wk"
+                values.append(None)
+                in_axes.append(None)  # (placeholder: the split keys below)
+            else:
+                name = f"_w{i}"
+                batched = isinstance(self.axis_of(a.value), Grouped)
+                in_axes.append(g if batched else None)
+                values.append(a.value)
+                if batched and rows is None:
+                    rows = a.value
+            params.append(name)
+            new_args.append(a.with_changes(value=cst.Name(name)))
+        for i, (p, v) in enumerate(zip(params, values)):
+            if p == "_wk":  # one key per row: None stays None (inference)
+                # (by keyword: modules.py numbers it as a consumer of the call's key, and splits it in a loop)
+                values[i] = expr(f"None if key is None else {self.ctx.spell_text('jax.random.split')}"
+                                 f"(key=key, num={_atom_code(rows)}.shape[{g}])")
+                in_axes[i] = 0
+        body = out.with_changes(args=_commas(new_args))
+        fn = cst.Lambda(cst.Parameters([cst.Param(cst.Name(p)) for p in params]), body)
+        axes = cst.Tuple([cst.Element(cst.Name("None") if x is None else cst.Integer(str(x))) for x in in_axes])
+        kw = {"in_axes": axes}
+        if out_axes:
+            kw["out_axes"] = cst.Integer(str(out_axes))
+        call = _call(_call(self.ctx.spell("jax.vmap"), [fn], **kw), values)
+        self.ctx.report(Severity.INFO, "batch-axis", f"{code(original.func)}(...): its tensors hold the batch axis merged "
+                        f"outermost into dimension {g} (the examples' rows, e.g. windows or frames): the module, written "
+                        "for one row, is mapped over one example's rows (jax.vmap)", original)
+        return self.moved(call, Grouped(out_axes))
 
     def attention_masks(self, attr: str, original: cst.Call, a: dict, o: dict, masks: list[str], want: int) -> None:
         """The attention masks given to a sequence-first attention or transformer layer (``src_mask``, ``attn_mask``):
@@ -1800,6 +1934,20 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if q == "einops.einsum":
+            return self.einops_einsum(original, updated)
+        if q == "torch.einsum" and self.axes_moved() and any(
+                isinstance(self.axis_of(a.value), Grouped) for a in updated.args[1:]):
+            return self.grouped_einsum(original, updated)
+        if q == "torch.matmul" and self.axes_moved() and len(updated.args) == 2 and any(
+                isinstance(self.axis_of(a.value), Grouped) for a in updated.args):
+            # both holding it merged outermost into axis g, of one rank with g before the matrix axes: one
+            # example's matmul is PyTorch's as written (its batch axes broadcast alike)
+            xs = [a.value for a in updated.args]
+            axes, ranks_ = [self.axis_of(x) for x in xs], [self.rank_of(x) for x in xs]
+            if not any(a.keyword or a.star for a in updated.args) and axes[0] == axes[1] and ranks_[0] is not None \
+                    and ranks_[0] == ranks_[1] and int(axes[0]) < ranks_[0] - 2:
+                return self.moved(_call(self.ctx.spell("jax.numpy.matmul"), xs), axes[0])
         if self.axes_moved() and q not in PLACED and short not in ELEMENTWISE and (
                 q.startswith(F) or q.startswith("torch.") and q.count(".") == 1):
             moved = [x for x in (self.axis_of(a.value) for a in updated.args) if x is not None and x != 0
@@ -1993,6 +2141,15 @@ class Forward(cst.CSTTransformer):
         """torch.stack / torch.cat of tensors whose batch axis is at ``b`` (or stacked before a first one): a new axis
         at or before the batch's moves it on; a concatenation along the batch axis is refused."""
         d = int_literal(a.get("dim", cst.Integer("0")))
+        if isinstance(b, Grouped) and short != "stack" and d is not None:
+            # one example's parts have PyTorch's rank: along another axis than the grouped one, as written
+            r = self.rank_of(a["tensors"].elements[0].value) if isinstance(a["tensors"], (cst.List, cst.Tuple)) \
+                and a["tensors"].elements else None
+            s_ = d if d >= 0 else None if r is None else d + r
+            every = isinstance(a["tensors"], (cst.List, cst.Tuple)) and all(
+                self.axis_of(e.value) == b for e in a["tensors"].elements)
+            if s_ is not None and s_ != int(b) and every:
+                return self.moved(_call(self.ctx.spell(target), [a["tensors"]], axis=a.get("dim", cst.Integer("0"))), b)
         if b == UNKNOWN or isinstance(b, (tuple, Merged)) or b is None or d is None or d < 0:
             self.error(original, f"torch.{short}: the parts' batch axis is {axis_text(b)} and the dimension "
                        f"{code(a.get('dim', cst.Integer('0')))}: fwport follows non-negative literal dimensions of "
@@ -2392,21 +2549,24 @@ class Forward(cst.CSTTransformer):
             # (a name computed from sizes, `wsz = x.shape[-1]`, counts as batched here: the new positions and errors
             # are for patterns naming the batch axis like one, b...; the first-axis rewrite is for any name, as ever)
             k = self.plain_axis(a["tensor"])
-            if k is None:  # merged or unknown (mostly after an error that says so): the first-axis rewrite, as ever
-                one = per_example_pattern(pattern)
+            g = self.grouped_axis(a["tensor"]) if k is None else None
+            if k is None and g is None:  # merged or unknown (mostly after an error that says so): the first-axis
+                one = per_example_pattern(pattern)  # rewrite, as ever
                 return updated if one is None else \
                     self.rewrite_pattern(q, original, updated, pattern, (one[0], one[1], 0), 0)
-            plan = per_example_einops(pattern, k)
+            plan = per_example_einops(pattern, int(g) if g is not None else k, grouped=g is not None, merge=True)
+            if plan is None and g is not None:  # (its '...' would hold the examples and the other factors apart)
+                plan = f"leaves the batch axis (merged outermost into dimension {int(g)}) in a '...'"
             if plan is None:
                 return updated
             if isinstance(plan, str):
-                if _batch_like(_word_at(pattern, k)):
+                if g is not None or _batch_like(_word_at(pattern, k)):
                     self.error(original, f"{q}: the pattern '{pattern}' {plan}; a per-example module has no batch "
                                "axis: write it for one example, or do this outside the module, over the vmapped outputs")
                 return updated
-            if (k or plan[2]) and not _batch_like(plan[0]):  # ('j d -> i j d' of a size-derived array: as written)
-                return updated
-            return self.rewrite_pattern(q, original, updated, pattern, plan, k)
+            if g is None and (k or plan[2] != 0) and not _batch_like(plan[0]):
+                return updated  # ('j d -> i j d' of a size-derived array: as written)
+            return self.rewrite_pattern(q, original, updated, pattern, plan, k if g is None else g)
         one = per_example_pattern(pattern)
         if one is not None and one[0].lower().startswith("b"):
             first, text = one
@@ -2419,6 +2579,8 @@ class Forward(cst.CSTTransformer):
         """The einops call with :func:`per_example_einops`'s pattern (its size argument for the name dropped)."""
         a, _ = _args(original, ("tensor", "pattern"))
         name, text, out = plan
+        if name is None:  # one example's pattern as written (the axis holding the examples grouped, under one name)
+            return self.moved(updated, out)
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the axis {name} is the "
                         "batch axis of the module's input, which one example does not have"
                         + (f" (the result holds it at dimension {out})" if out else ""), original)
@@ -2428,9 +2590,10 @@ class Forward(cst.CSTTransformer):
                 continue  # its size: one example has no such axis
             args.append(y.with_changes(value=_string(text, y.value)) if x.value is a["pattern"] else y)
         new = updated.with_changes(args=_commas(args))
-        if out:
+        if out != 0 and not isinstance(out, Merged):
             self.one_tensor.add(id(new))  # `k, v = rearrange(t, 'b s (kv d) -> kv b s d', kv=2)`: rows hold it at 0
-        return self.moved(new, out) if out or k else new  # (its parts' positions say nothing of the result's)
+        # (its parts' positions say nothing of the result's)
+        return self.moved(new, out) if out != 0 or k != 0 else new
 
     def einops_batch_size(self, node: cst.Call) -> cst.BaseExpression | None:
         """The size given for the batch axis's name in an einops call :meth:`einops_batch_axis` rewrites
@@ -2440,7 +2603,9 @@ class Forward(cst.CSTTransformer):
         if not isinstance(pattern, str) or "tensor" not in a or not self.is_batched(a["tensor"]):
             return None
         k = self.plain_axis(a["tensor"])
-        plan = per_example_einops(pattern, k) if k is not None else None
+        g = self.grouped_axis(a["tensor"]) if k is None else None
+        plan = per_example_einops(pattern, k, merge=True) if k is not None else \
+            per_example_einops(pattern, int(g), grouped=True, merge=True) if g is not None else None
         if not isinstance(plan, tuple):
             return None
         return next((x.value for x in node.args if x.keyword is not None and x.keyword.value == plan[0]), None)
@@ -2473,6 +2638,11 @@ class Forward(cst.CSTTransformer):
         """The batch position of a (source) expression as a plain index (None: merged, unknown, several)."""
         b = self.axis_of(node) if self.axes_moved() else 0
         return b if isinstance(b, int) and not isinstance(b, Merged) and b >= 0 else None
+
+    def grouped_axis(self, node: cst.BaseExpression) -> Grouped | None:
+        """The batch position of a (source) expression where it is merged outermost into an axis (:class:`Grouped`)."""
+        b = self.axis_of(node) if self.axes_moved() else 0
+        return b if isinstance(b, Grouped) else None
 
     def axis_method(self, name, original, updated, recv) -> cst.BaseExpression:
         a, unknown = _args(updated, ("dim", "keepdim") if name not in ("transpose", "permute") else ("dim0", "dim1"))
@@ -2518,6 +2688,8 @@ class Forward(cst.CSTTransformer):
     def moved_axis_method(self, name, original, updated, recv, a, b, r):
         """:meth:`axis_method` where the batch axis is not first, or moves (a transpose, permute or unsqueeze through
         it); None where the batch-first translation applies unchanged."""
+        if isinstance(b, Grouped) and name in ("permute", "transpose"):
+            return self.grouped_permute(name, original, updated, recv, a, b, r)
         if b == UNKNOWN or isinstance(b, (tuple, Merged)) and name in ("permute", "transpose", "unsqueeze", "squeeze"):
             self.unplaced(original, f".{name}", b)
             return updated
@@ -2592,10 +2764,38 @@ class Forward(cst.CSTTransformer):
         elif d is None:
             new_b = UNKNOWN
         elif isinstance(b, Merged):
-            new_b = b if d > int(b) else Merged(int(b) - 1)
+            new_b = b if d > int(b) else type(b)(int(b) - 1)  # (a Grouped stays one)
         else:
             new_b = b if d > b else b - 1
         return self.moved(out, new_b)
+
+    def grouped_permute(self, name, original, updated, recv, a, b, r) -> cst.BaseExpression:
+        """``.transpose`` / ``.permute`` of a tensor holding the batch axis merged outermost into axis ``b``
+        (:class:`Grouped`): one example has PyTorch's rank, so the call is the same, and the batch axis goes with its
+        axis."""
+        if name == "permute":
+            dims = [x.value for x in updated.args]
+            if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+                dims = [e.value for e in dims[0].elements]
+            ints = [int_literal(d) for d in dims]
+            order = [None if i is None else i + len(ints) if i < 0 else i for i in ints]
+            if any(o is None for o in order) or sorted(order) != list(range(len(ints))) or int(b) >= len(ints):
+                self.error(original, f".permute({', '.join(code(d) for d in dims)}): the dimensions must be integer "
+                           "literals, one per axis, for fwport to follow the batch axis")
+                return updated
+            return self.moved(_call(self.ctx.spell("jax.numpy.transpose"),
+                                    [recv, cst.Tuple([cst.Element(cst.Integer(str(o))) for o in order])]),
+                              Grouped(order.index(int(b))))
+        d0, d1 = (int_literal(a.get(k)) if a.get(k) is not None else None for k in ("dim0", "dim1"))
+        s0, s1 = (None if d is None else self.source_dim(d, b, r) for d in (d0, d1))
+        if s0 is None or s1 is None:
+            self.error(original, f".transpose: dimensions {code(a.get('dim0'))}, {code(a.get('dim1'))} of a tensor "
+                       f"whose batch axis is dimension {axis_text(b)}: write them as integer literals (its rank is not "
+                       "known here) for fwport to follow the batch axis")
+            return updated
+        new_b = s1 if s0 == int(b) else s0 if s1 == int(b) else int(b)
+        return self.moved(_call(self.ctx.spell("jax.numpy.swapaxes"), [recv, cst.Integer(str(s0)),
+                                                                         cst.Integer(str(s1))]), Grouped(new_b))
 
     def extreme(self, fn: str, original, updated, x, dim, keepdim, axis=None) -> cst.BaseExpression:
         """``torch.max(x, dim)`` / ``x.max(dim)`` of a batched x → ``(jnp.max(x, axis=d), jnp.argmax(x, axis=d))``
@@ -2669,6 +2869,103 @@ class Forward(cst.CSTTransformer):
             new_eq = ",".join(sub[1:] if bb else sub for sub, bb in zip(subs, batched)) + "->" + out[1:]
         quote = "'" if "'" not in new_eq else '"'
         return _call(self.ctx.spell("jax.numpy.einsum"), [cst.SimpleString(f"{quote}{new_eq}{quote}"), *ops])
+
+    def einops_einsum(self, original, updated) -> cst.BaseExpression:
+        """``einops.einsum(q, k, 'b h i d, b h j d -> b h i j')`` (its pattern last): the name at each batched operand's
+        batch position, the same in each, not in the other operands, alone in the output, goes from every operand and
+        the output (``'h i d, h j d -> h i j'``; the result holds the batch axis where the output had it); operands
+        holding it merged outermost into one axis under one name (:class:`Grouped`) keep the pattern as written (that
+        name holds one example's rows). Anything else is an error (left as written, the pattern names an axis one
+        example does not have)."""
+        args = list(updated.args)
+        if not args or any(a.star or a.keyword for a in args):
+            return updated
+        pattern = literal_value(args[-1].value, None)
+        ops = [a.value for a in original.args[:-1]]
+        batched = [self.is_batched(o) for o in ops]
+        if not any(batched):
+            return updated
+
+        def refuse(why: str) -> cst.BaseExpression:
+            self.error(original, f"einops.einsum of tensors computed from the input: {why}; write the pattern for one "
+                       "example (without the batch axis)")
+            return updated
+        if not isinstance(pattern, str) or pattern.count("->") != 1:
+            return refuse("the pattern is not a string literal with '->'")
+        ins, out = pattern.split("->")
+        subs = [x.split() for x in ins.split(",")]
+        out = out.split()
+        if len(subs) != len(ops):
+            return refuse("the pattern does not name every operand")
+        axes = [self.axis_of(a.value) if self.axes_moved() else 0 if b else None  # (translated: nested calls placed)
+                for a, b in zip(args[:-1], batched)]
+        mine = [(sub, a) for sub, a in zip(subs, axes) if a is not None]
+        if any(isinstance(a, Grouped) for _, a in mine):
+            g = mine[0][1]
+            names = {sub[int(g)] if int(g) < len(sub) and "..." not in sub[:int(g) + 1] else None for sub, _ in mine}
+            name = names.pop() if len(names) == 1 else None
+            if any(a != g for _, a in mine) or name is None or any(sub.count(name) != 1 for sub in subs) \
+                    or out.count(name) != 1 or "..." in out[:out.index(name)]:
+                return refuse(f"the operands hold the batch axis at {', '.join(axis_text(a) for _, a in mine)}: "
+                              "followed where each holds it merged outermost into one axis under one name")
+            return self.moved(updated, Grouped(out.index(name)))
+        if all(sub[:1] == ["..."] for sub, _ in mine) and out[:1] == ["..."] \
+                and not any("..." in sub for sub, b in zip(subs, batched) if not b):
+            # the batch axis among the leading axes '...' stands for, in every batched operand and the output: the
+            # pattern is one example's as written (as torch.einsum's '...')
+            if any(a != mine[0][1] for _, a in mine) or mine[0][1] == UNKNOWN or isinstance(mine[0][1], tuple):
+                return refuse("the operands hold the batch axis at different places")
+            return self.moved(updated, mine[0][1]) if mine[0][1] != 0 else updated
+        if any(a == UNKNOWN or isinstance(a, (tuple, Merged)) for _, a in mine):
+            return refuse("the batch axis is not at one known position")
+        names = {sub[a] if a < len(sub) and "..." not in sub[:a + 1] else None for sub, a in mine}
+        name = names.pop() if len(names) == 1 else None
+        if name is None or any(sub.count(name) != 1 for sub, _ in mine) \
+                or any(name in sub for sub, b in zip(subs, batched) if not b):
+            return refuse(f"the batch axis is not one name at each batched operand's batch position ("
+                          f"{', '.join(' '.join(sub) for sub, _ in mine)})")
+        if out.count(name) != 1 or "..." in out[:out.index(name)]:
+            return refuse(f"the output does not keep the batch axis {name} once, before any '...'")
+        j = out.index(name)
+        text = ", ".join(" ".join(x for x in sub if not (b and x == name)) for sub, b in zip(subs, batched)) \
+            + " -> " + " ".join(x for x in out if x != name)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"einops.einsum: '{pattern}' → '{text}': the axis {name} is "
+                        "the batch axis of the module's input, which one example does not have", original)
+        new = updated.with_changes(args=[*args[:-1], args[-1].with_changes(value=_string(text, args[-1].value))])
+        return self.moved(new, j) if j != 0 or any(a != 0 for _, a in mine) else new
+
+    def grouped_einsum(self, original, updated) -> cst.BaseExpression:
+        """``torch.einsum('b i d, b j d -> b i j', q, k)`` where q and k hold the batch axis merged outermost into one
+        axis (:class:`Grouped`, window attention's ``(b h) n d``): one example's tensors have PyTorch's rank, the
+        letter at that axis indexing the other factors (its heads, its windows), so the equation is one example's as
+        written where every operand holds the batch axis there, under one letter that the output keeps (the result
+        holds it where the output has that letter). Anything else is an error."""
+        from fwport.core.engine import literal_value
+        if any(a.star or a.keyword for a in updated.args) or len(updated.args) < 2:
+            self.error(original, "torch.einsum of tensors holding the batch axis merged with other axes: write the "
+                       "operands as positional arguments")
+            return updated
+        eq = literal_value(updated.args[0].value, None)
+        ops = [a.value for a in updated.args[1:]]
+        axes = [self.axis_of(o) for o in ops]
+
+        def refuse(why: str) -> cst.BaseExpression:
+            self.error(original, f"torch.einsum of tensors holding the batch axis merged outermost into an axis "
+                       f"({', '.join(axis_text(a) for a in axes)}): {why}; write the equation for one example")
+            return updated
+        if not isinstance(eq, str) or "->" not in eq or "..." in eq:
+            return refuse("the equation is not a literal with '->' and without '...'")
+        ins, out = eq.replace(" ", "").split("->")
+        subs = ins.split(",")
+        if len(subs) != len(ops) or any(a is None or not isinstance(a, Grouped) or a != axes[0] for a in axes):
+            return refuse("every operand must be computed from the input and hold it at the same axis")
+        g = int(axes[0])
+        letters = {sub[g] if g < len(sub) else None for sub in subs}
+        letter = letters.pop() if len(letters) == 1 else None
+        if letter is None or any(sub.count(letter) != 1 for sub in subs) or out.count(letter) != 1:
+            return refuse(f"the operands' axis {g} is not one letter that each operand and the output name once")
+        return self.moved(_call(self.ctx.spell("jax.numpy.einsum"), [updated.args[0].value, *ops]),
+                          Grouped(out.index(letter)))
 
     def masked_fill(self, original, updated, recv) -> cst.BaseExpression:
         """``x.masked_fill(mask, value)`` → ``jnp.where(mask, value, x)`` when the mask has no more axes than one
@@ -2920,6 +3217,10 @@ class Forward(cst.CSTTransformer):
         (integer literals or slices) stay, the batch axis's must be ``:`` and goes, the rest stay; the result holds
         the batch axis after the axes the indices kept."""
         elems = list(original.slice)
+        if isinstance(b, Grouped):
+            out = self.grouped_index(original, updated, b)
+            if out is not None:
+                return out
         if isinstance(b, Merged) or b == UNKNOWN or any(
                 isinstance(e.slice, cst.Index) and (isinstance(e.slice.value, cst.Ellipsis)
                                                     or code(e.slice.value) == "None") for e in elems):
@@ -2945,6 +3246,29 @@ class Forward(cst.CSTTransformer):
             return self.moved(updated.value, 0)
         rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return self.moved(updated.with_changes(slice=rest), kept)
+
+    def grouped_index(self, original: cst.Subscript, updated: cst.Subscript, b) -> cst.BaseExpression | None:
+        """``t[:, :1]``, ``t[..., :d]`` of a tensor holding the batch axis merged outermost into axis ``b``
+        (:class:`Grouped`): one example has PyTorch's rank, so an index leaving that axis and those before it whole
+        (``:``) is as written, the result holding it at ``b``. None where it does not follow (the caller's error)."""
+        elems = list(original.slice)
+        g = int(b)
+
+        def whole(e) -> bool:
+            return isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None \
+                and e.slice.step is None
+
+        def plain(e) -> bool:  # an index that keeps or drops one axis: a slice, an integer literal
+            return isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index) and int_literal(e.slice.value) \
+                is not None
+        if elems and isinstance(elems[0].slice, cst.Index) and isinstance(elems[0].slice.value, cst.Ellipsis):
+            tail, r = elems[1:], self.rank_of(original.value)
+            if r is None or not all(plain(e) for e in tail) or len(tail) > r - g - 1:
+                return None  # (the axes the tail indexes must all come after the grouped one)
+            return self.moved(updated, b)
+        if len(elems) <= g or not all(whole(e) for e in elems[:g + 1]) or not all(plain(e) for e in elems[g + 1:]):
+            return None
+        return self.moved(updated, b)
 
     def index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         """``x[:, 0]`` of a batched x (two indices or more: a tensor's, no list's) → ``x[0]``: the batch axis's
@@ -3058,12 +3382,19 @@ def _word_at(pattern: str, k: int) -> str | None:
     return left[k] if left and k < len(left) else None
 
 
-def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | None:
+def per_example_einops(pattern: str, k: int, grouped: bool = False, merge: bool = False) \
+        -> tuple[str, str, int] | str | None:
     """An einops pattern given a tensor holding the batch axis at dimension ``k``: (the name standing there, the
     pattern without it on both sides, its position on the right) where that name is a lone axis on both sides with no
     ``...`` before it (``'b (two d) -> two b 1 d'``, k 0 → ``('b', '(two d) -> two 1 d', 1)``); a reason (str) where
     the pattern moves examples into other axes or away; None where the batch axis lies in a leading ``...`` on both
-    sides (the pattern is the same for one example) or the pattern is not read."""
+    sides (the pattern is the same for one example) or the pattern is not read.
+
+    ``merge``: the name may also stand first in a group on the right (``'b (w p) d -> (b w) p d'``, k 0 → ``('b',
+    '(w p) d -> (w) p d', Grouped(0))``): it goes from the group, and the result holds the batch axis merged outermost
+    into that axis (:class:`Grouped`). ``grouped``: the tensor holds the batch axis merged outermost into dimension
+    ``k`` (a :class:`Grouped`), which the left side reads as a group whose first name is the batch's (``'(b w) p d'``):
+    it goes from that group too (``'(w) p d'``, one example's axis holding the other factors)."""
     if pattern.count("->") != 1:
         return None
     left, right = (_pattern_axes(side) for side in pattern.split("->"))
@@ -3073,22 +3404,67 @@ def per_example_einops(pattern: str, k: int) -> tuple[str, str, int] | str | Non
         return None
     if k >= len(left):
         return None
-    name = left[k]
-    if not name.isidentifier():
-        return f"reads the batch axis (dimension {k} of the tensor) as {name}"
     words = (lambda axes: [w for x in axes for w in re.findall(r"\.\.\.|\w+", x)])
+    top = left[k]
+    if grouped and top.isidentifier() and words(left).count(top) == 1:
+        # the grouped axis under one name ('b n (h d) -> b h n d' of '(b x y) n (h d)'): one example's axis holds the
+        # other factors, the name stands for them; where it stays (alone, or first in a group) the pattern is as written
+        if top in right:
+            j = right.index(top)
+        else:
+            j = next((j for j, x in enumerate(right) if top in words([x])), None)
+            if j is None:
+                return f"reduces away the axis {top}, which holds the batch axis merged outermost with others"
+            if words([right[j]])[0] != top:
+                return f"groups the axis {top}, which holds the batch axis merged outermost, inside {right[j]}, not " \
+                       "outermost"
+        if words(right).count(top) != 1:
+            return f"uses the axis {top}, which holds the batch axis, more than once"
+        if any("..." in x for x in right[:j + 1]):
+            return f"places the axis {top}, which holds the batch axis, after a '...'"
+        return None, pattern, Grouped(j)
+    if grouped:
+        inner = words([top])
+        if not top.startswith("(") or not inner or not inner[0].isidentifier():
+            return f"reads the batch axis (merged outermost into dimension {k} of the tensor) as {top}, not as a " \
+                   "group whose first name is the batch's ('(b ...)')"
+        name = inner[0]
+        new_left = left[:k] + [_group(inner[1:])] + left[k + 1:]
+    else:
+        name = top
+        if not name.isidentifier():
+            return f"reads the batch axis (dimension {k} of the tensor) as {name}"
+        new_left = left[:k] + left[k + 1:]
     if words(left).count(name) != 1:
         return None
     if name not in right:
-        where = "groups it with other axes" if name in words(right) else "reduces it away"
-        return f"{where}: {name} is the batch axis (dimension {k} of the tensor)"
+        j = next((j for j, x in enumerate(right) if name in words([x])), None)
+        if j is None:
+            return f"reduces it away: {name} is the batch axis (dimension {k} of the tensor)"
+        if not merge:
+            return f"groups it with other axes: {name} is the batch axis (dimension {k} of the tensor)"
+        if words([right[j]])[0] != name:
+            return f"groups it with other axes inside {right[j]}, not outermost: {name} is the batch axis " \
+                   f"(dimension {k} of the tensor), and one example cannot hold the axes before it"
+        if words(right).count(name) != 1:
+            return f"uses the batch axis {name} more than once"
+        if any("..." in x for x in right[:j + 1]):
+            return f"places the batch axis {name} after a '...'"
+        rest = words([right[j]])[1:]
+        new_right = right[:j] + [_group(rest)] + right[j + 1:]
+        return name, f"{' '.join(new_left)} -> {' '.join(new_right)}", Grouped(j)
     out = right.index(name)
     if words(right).count(name) != 1:
         return f"uses the batch axis {name} more than once"
     if any("..." in x for x in right[:out]):
         return f"places the batch axis {name} after a '...'"
-    rest = (lambda axes: " ".join(x for x in axes if x != name))
-    return name, f"{rest(left)} -> {rest(right)}", out
+    new_right = right[:out] + right[out + 1:]
+    return name, f"{' '.join(new_left)} -> {' '.join(new_right)}", out
+
+
+def _group(names: list[str]) -> str:
+    """An einops group of ``names`` as one example's pattern writes it: one name bare (``(h)`` is ``h``)."""
+    return names[0] if len(names) == 1 else "(" + " ".join(names) + ")"  # (none: '()', an axis of size 1)
 
 
 #: ctx.analyses entry: the source code of einops layers whose pattern moves the batch axis and which batch.Forward

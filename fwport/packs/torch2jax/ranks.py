@@ -60,6 +60,10 @@ class ClassRanks:
     seq_classes: dict[str, str] = field(default_factory=dict)  # ... → its PyTorch class
     activations: set = field(default_factory=set)  # attributes holding an elementwise function (_get_activation_fn)
     buffers: dict = field(default_factory=dict)  # buffer → (its size-1 axes, its rank) where __init__ builds it literally
+    # attributes __init__ binds only to Python numbers of its parameters (`self.scale = dim_head ** -0.5`)
+    numbers: set = field(default_factory=set)
+    # parameters __init__ builds as nn.Parameter(torch.randn(a, b, c)) (zeros, ones, rand, empty): their rank
+    parameters: dict = field(default_factory=dict)
 
     def returns(self, cls: str) -> int | None:
         other = self.table.get(cls)
@@ -319,6 +323,49 @@ def given_layer(given: dict, cls: str, param: str) -> str | None:
     return next(iter(kinds)) if len(kinds) == 1 and "?" not in kinds else None
 
 
+def cls_init_params(cls: cst.ClassDef) -> list[cst.Param]:
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    return [] if init is None else [*init.params.posonly_params, *init.params.params, *init.params.kwonly_params]
+
+
+def _number(v: cst.BaseExpression, params: set[str]) -> bool:
+    """A Python number computed from ``__init__``'s parameters (sizes) and literals by arithmetic (``dim_head ** -0.5``,
+    ``1 / math.sqrt(dim)``), with at least one literal or math function in it (a parameter alone may be a tensor)."""
+    def walk(n) -> tuple[bool, bool]:  # (a number, a literal or math call seen)
+        if isinstance(n, (cst.Integer, cst.Float)):
+            return True, True
+        if isinstance(n, cst.Name):
+            return n.value in params, False
+        if isinstance(n, cst.UnaryOperation):
+            return walk(n.expression)
+        if isinstance(n, cst.BinaryOperation) and not isinstance(n.operator, cst.MatrixMultiply):
+            (a, x), (b, y) = walk(n.left), walk(n.right)
+            return a and b, x or y
+        if isinstance(n, cst.Call) and (dotted_text(n.func) or "").startswith("math.") \
+                and all(a.keyword is None and not a.star and walk(a.value)[0] for a in n.args):
+            return True, True
+        return False, False
+    ok, seen = walk(v)
+    return ok and seen
+
+
+def _parameter_rank(v: cst.BaseExpression, ctx) -> int | None:
+    """``nn.Parameter(torch.randn(a, b, c))`` (zeros, ones, rand, empty; sizes one per argument, or one tuple): 3."""
+    if not (isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.Parameter" and v.args
+            and v.args[0].keyword is None and isinstance(v.args[0].value, cst.Call)):
+        return None
+    inner = v.args[0].value
+    if ctx.imports.resolve(inner.func) not in ("torch.randn", "torch.zeros", "torch.ones", "torch.rand", "torch.empty"):
+        return None
+    sizes = [a for a in inner.args if a.keyword is None]
+    if any(a.star for a in sizes) or not sizes:
+        return None
+    if len(sizes) == 1 and isinstance(sizes[0].value, (cst.Tuple, cst.List)):
+        return None if any(isinstance(e, cst.StarredElement) for e in sizes[0].value.elements) \
+            else len(sizes[0].value.elements)
+    return len(sizes)
+
+
 class _InitAttributes(cst.CSTVisitor):
     """_class_info: what ``__init__`` of class ``cls`` assigns to its attributes (instances of the file's classes,
     containers of them, activations, sequences) and appends to them."""
@@ -332,12 +379,15 @@ class _InitAttributes(cst.CSTVisitor):
         self.functions = functions
         self.info = info
         self.added = added
+        self.assigned: dict[str, list] = {}  # attribute → the values __init__ assigns it
+        self.params = {p.name.value for p in cls_init_params(cls)}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
         if not t or not t.startswith("self.") or t.count(".") != 1:
             return
         v = node.value
+        self.assigned.setdefault(t[5:], []).append(v)
         if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.classes:
             self.info.instances[t] = v.func.value
         elif _clones(v, self.ctx, self.functions or {}) is not None:  # _get_clones(encoder_layer, N): its callers' class
@@ -366,6 +416,11 @@ class _InitAttributes(cst.CSTVisitor):
                     self.added.setdefault(f'{t[5:]}["{a.keyword.value}"]', set()).add(
                         _elements(e.args[0].value.elt, self.ctx, self.classes))
 
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        t = dotted_text(node.target) or ""
+        if t.startswith("self."):
+            self.assigned.setdefault(t[5:], []).append(node.value)
+
     def visit_Call(self, node: cst.Call) -> None:
         t = dotted_text(node.func) or ""
         if t.startswith("self.") and t.endswith(".append") and t.count(".") == 2 and len(node.args) == 1:
@@ -379,7 +434,13 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: d
     if init is None:
         return info
     added: dict[str, set] = {}
-    scan(init, _InitAttributes(cls, ctx, classes, given, functions, info, added))
+    attrs = _InitAttributes(cls, ctx, classes, given, functions, info, added)
+    scan(init, attrs)
+    info.numbers = {a for a, vs in attrs.assigned.items() if all(_number(v, attrs.params) for v in vs)}
+    for a, vs in attrs.assigned.items():
+        r = {_parameter_rank(v, ctx) for v in vs}
+        if len(r) == 1 and None not in r:
+            info.parameters[a] = r.pop()
     info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
     info.seq_classes, info.seq_first = sequence_layers(init, ctx)
     from fwport.packs.torch2jax.batch import buffer_shapes

@@ -2114,7 +2114,7 @@ def _constructions(init: cst.FunctionDef, attrs: set[str]) -> list[cst.Call]:
 def _batch_axes(fn: cst.FunctionDef, fwd, ctx, params: list[str], source: cst.FunctionDef) -> cst.FunctionDef:
     """A forward whose inputs or outputs hold the batch axis elsewhere than first (PyTorch's sequence layers take it
     second) says where, in a comment on the ``def`` line and an info finding: the call site vmaps with those axes."""
-    from fwport.packs.torch2jax.batch import Merged, NOT_BATCHED, UNKNOWN, axis_text
+    from fwport.packs.torch2jax.batch import Grouped, Merged, NOT_BATCHED, UNKNOWN, axis_text
     ins = {p: fwd.file.axes.get(p, 0) if fwd.file is not None else 0 for p in params}
     outs = fwd.return_axes[0] if fwd.return_axes and all(a == fwd.return_axes[0] for a in fwd.return_axes) else None
     moved = any(a != 0 for a in ins.values()) or outs is not None and (
@@ -2130,12 +2130,15 @@ def _batch_axes(fn: cst.FunctionDef, fwd, ctx, params: list[str], source: cst.Fu
             return "(" + ", ".join(vm(x) for x in a) + ("," if len(a) == 1 else "") + ")"
         if a == UNKNOWN and not isinstance(a, Merged):
             return "?"
-        return "None" if a in (NOT_BATCHED, None) else str(int(a) + 1) if isinstance(a, Merged) else str(a)
+        return "None" if a in (NOT_BATCHED, None) else str(int(a)) if isinstance(a, Grouped) \
+            else str(int(a) + 1) if isinstance(a, Merged) else str(a)
     text = (f"batch axes (PyTorch's layout): inputs {', '.join(f'{p} {one(a)}' for p, a in ins.items())}; "
             f"returns {one(outs) if not isinstance(outs, tuple) else axis_text(outs)}")
     call = f"jax.vmap(model, in_axes={vm(tuple(ins.values()))}, out_axes={vm(outs)})"
     ctx.report(Severity.INFO, "batch-axis", f"{text}: a batch goes through {call}"
-               + (" (a merged axis: the output's axes up to it reshaped into one, as PyTorch's view made it)"
+               + (" (an axis merged outermost: the output's batch axis and the one after it reshaped into one, as "
+                  "PyTorch's einops group made it)" if "merged outermost" in text else
+                  " (a merged axis: the output's axes up to it reshaped into one, as PyTorch's view made it)"
                   if "merged" in text else ""), source)
     axes = f"in_axes={vm(tuple(ins.values()))}, out_axes={vm(outs)}" if "?" not in call else None
     header = fn.body.header if isinstance(fn.body, cst.IndentedBlock) else None
