@@ -172,3 +172,8 @@ def test_dropout_alone_does_not_drop_in_keras_3_fit(tmp_path):
     keras2 = run_side(tmp_path / "keras2", "keras", src, driver, "keras", TF_USE_LEGACY_KERAS="1")
     np.testing.assert_allclose(keras3["loss"], keras3["inference"], rtol=1e-6)
     assert abs(keras2["loss"] - keras2["inference"]) > 1e-3 * keras2["inference"], keras2
+    # a call taking **kwargs has no training parameter either: the same in Keras 3, and the same warning
+    kwargs = src.replace("    def call(self, x):", "    def call(self, x, **kwargs):")
+    assert kwargs != src and len(_warnings(kwargs)) == 1
+    keras3_kwargs = run_side(tmp_path / "keras3_kwargs", "keras", kwargs, driver, "keras")
+    np.testing.assert_allclose(keras3_kwargs["loss"], keras3_kwargs["inference"], rtol=1e-6)
