@@ -23,7 +23,7 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) Keras 3: a keras.Model subclass whose call takes no training holds Dropout / BatchNormalization /
     # noise layers: fit gives them training=None there (tf_keras and torch's train() train them): a warning
     # (training_arg.py). First: on the classes as written
-    Planner("training_arg", Trigger(r"\bModel\b", "Model"), training_arg.run),
+    Planner("training_arg", Trigger(r"\bdef\s+call\s*\(", "call"), training_arg.run),
     # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
     # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
