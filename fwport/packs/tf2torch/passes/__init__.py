@@ -12,13 +12,18 @@ import re
 from fwport.core.direction import Planner, Trigger
 from fwport.packs.tf2torch import data, helpers, rngs, testcase, utilities
 from fwport.packs.tf2torch.passes import (decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
-                                          sequential, subclass, training, valuekinds, variables)
+                                          sequential, subclass, training, training_arg, valuekinds,
+                                          variables)
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
                   "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states|build")
 
 PLANNERS: tuple[Planner, ...] = (
+    # (read-only) Keras 3: a keras.Model subclass whose call takes no training holds Dropout / BatchNormalization /
+    # noise layers: fit gives them training=None there (tf_keras and torch's train() train them): a warning
+    # (training_arg.py). First: on the classes as written
+    Planner("training_arg", Trigger(r"\bdef\s+call\s*\(", "call"), training_arg.run),
     # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
     # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
