@@ -1066,7 +1066,10 @@ def _module_names(module: cst.Module) -> set[str]:
 
 
 class _SettleGraphCalls(cst.CSTVisitor):
-    """A model left as written: its Model / Input / layer calls are settled (no rule-pass finding)."""
+    """A model left as written: its Model / Input / layer calls are settled (no rule-pass finding), and so is
+    every other call of the source framework there that a rule translates (``l2(1e-4)``, ``keras.initializers.RandomNormal(...)``,
+    ``tf.concat(...)``): the statements stay Keras code, where a torch value (a regularizer helper, a torch
+    op on symbolic tensors) would break them when they run."""
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
@@ -1074,8 +1077,13 @@ class _SettleGraphCalls(cst.CSTVisitor):
     def visit_Call(self, n: cst.Call) -> None:
         q = self.ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
         if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call) \
-                or _model_base(n.func, self.ctx) is not None:
+                or _model_base(n.func, self.ctx) is not None or self._translated(q):
             self.ctx.settle(n)
+
+    def _translated(self, q: str | None) -> bool:
+        """A source call the rule pass would translate (one without a rule keeps its no-rule error)."""
+        rule = self.ctx.pack.by_name.get(q) if q is not None and self.ctx.imports.is_source(q) else None
+        return rule is not None and rule.kind != "constant"
 
 
 class _MethodsOnly(ValueVisitor):
@@ -2680,7 +2688,9 @@ class _Builder:
         calls = ctx.analyses.setdefault("functional_calls", {})
         # (an if decided here: the branch it does not take too; a statement whose sizes were written in: as it was)
         for s in [*stmts, *self.decided_ifs, *self.sized_out]:
-            if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
+            # (a function defined in the builder is its helper: Keras code with it)
+            if (not isinstance(s, (cst.FunctionDef, cst.ClassDef)) or isinstance(s, cst.FunctionDef) and self.fn is not None) \
+                    and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _SettleGraphCalls(ctx))
                 todo, seen = list(_names_in(s) & set(self.helpers)), set()
                 while todo:  # its helpers are left with it, and the helpers they call
