@@ -160,3 +160,36 @@ def test_a_module_level_sequentials_regularizers_are_a_function_beside_it_that_f
     (tmp_path / "plain").mkdir()
     plain_keras, _ = _run(tmp_path / "plain", unregularized, DRIVER)
     assert keras_out["history"]["loss"][0] > plain_keras["history"]["loss"][0] + 0.02
+
+
+MODULE_FUNCTIONAL = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers, regularizers
+
+wd = 0.01
+inputs = keras.Input(shape=(10,))
+x = layers.Dense(16, activation="tanh", kernel_regularizer=regularizers.l2(wd))(inputs)
+outputs = layers.Dense(3, kernel_regularizer=regularizers.l2(0.05), bias_regularizer=regularizers.l1(0.01))(x)
+model = keras.Model(inputs, outputs)
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_split=0.25, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+
+def test_a_module_level_functional_models_regularizers_are_its_class_method(tmp_path):
+    trans = tx(MODULE_FUNCTIONAL)
+    assert "    def regularization_loss(self):" in trans.output
+    assert "wd * self." in trans.output, trans.output
+    keras_out, torch_out = _run(tmp_path, MODULE_FUNCTIONAL, MODULES_DRIVER)
+    _compare(keras_out, torch_out)
+    unregularized = MODULE_FUNCTIONAL.replace(", kernel_regularizer=regularizers.l2(wd)", "").replace(
+        ", kernel_regularizer=regularizers.l2(0.05), bias_regularizer=regularizers.l1(0.01)", "")
+    (tmp_path / "plain").mkdir()
+    plain_keras, _ = _run(tmp_path / "plain", unregularized, MODULES_DRIVER)
+    assert keras_out["history"]["loss"][0] > plain_keras["history"]["loss"][0] + 0.02

@@ -4798,12 +4798,12 @@ class _Builder:
                 t.shape = symbolic_parts(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
             record = None
-            if self.fn is not None and any(a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS
-                                           for a in layer.call.args):
+            if any(a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS for a in layer.call.args):
                 # kernel_regularizer=l2(1e-4): the class's regularization_loss() (regularizers.py), as a subclass's
+                # (a model built at module level: its class too, the factors module-level values or numbers)
                 base = self.sized_calls.get(id(layer.call), layer.call)
-                stripped, record = regularizers.strip(base, rule, self.ctx.imports.resolve, self.fn, "", "", False,
-                                                      self.ctx)
+                stripped, record = regularizers.strip(base, rule, self.ctx.imports.resolve, self.fn or regularizers.NO_INIT,
+                                                      "", "", False, self.ctx)
                 if record is not None and not self._penalty_names(base) <= set(self.local) - set(self.known_ints):
                     record = None  # a factor the class cannot read (a helper's local value): the rule's error
                 if record is not None:
