@@ -85,7 +85,7 @@ from fwport.packs.tf2torch.passes.sequential import remember_layer
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
                                                       converts_to_nchw, _input_spec_shape, _shape_arg, _shape_parts,
                                                       symbolic_parts)
-from fwport.packs.tf2torch.passes import regularizers
+from fwport.packs.tf2torch.passes import data_format, regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch import kerashub
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
@@ -2265,6 +2265,15 @@ class _Builder:
             return _STATIC_OPS[type(node.operator)](self._static(node.left, tensors), self._static(node.right, tensors))
         if self._static_fn(node):
             return _STATIC_FNS[node.func.value](*(self._static(a.value, tensors) for a in node.args))
+        if isinstance(node, cst.Call) and not node.args and not isinstance(node.func, cst.Call) \
+                and self.ctx.imports.resolve(node.func) in data_format.IMAGE_FORMAT_READS \
+                and data_format.image_format_set(self.ctx) is None:
+            # backend.image_data_format() in a file that never sets it: Keras's default (a warning, once per call)
+            original = self.origin.get(id(node), (None, node))[1] if hasattr(self, "origin") else node
+            message = data_format.image_format_message(f"{code(node)}")
+            if not any(p.node is original and p.finding.message == message for p in self.ctx.pending):
+                self.ctx.report(Severity.WARNING, "default-differs", message, original)
+            return "channels_last"
         if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
                 and node.value.attr.value == "shape" and isinstance(node.value.value, cst.Name)
                 and isinstance(self.env.get(node.value.value.value), _Tensor) and len(node.slice) == 1
