@@ -232,6 +232,8 @@ def test_a_helpers_known_value_bound_again_is_read_with_its_new_value(tmp_path):
     assert "nn.Linear(5, 3)" not in stepped.output
     assert any("is not followed inside a helper" in f.message and f.line == 13 for f in _errors(stepped)), \
         stepped.findings
+    # the statement as written in the message, not the copy with the known value written in (`3 += 3`)
+    assert any("`width += 3` is not followed" in f.message for f in _errors(stepped)), stepped.findings
 
 
 # the same for a size unpacked from x.shape and bound again (channel = channel * 2): Dense(6), not Dense(3)

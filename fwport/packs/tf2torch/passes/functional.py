@@ -1367,6 +1367,7 @@ class _Builder:
         # source has the layer), recorded for the class once the model is followed; the helpers' classes' ones:
         # (record, module path, class name, where)
         self.penalties: dict[str, tuple] = {}
+        self.written: dict[int, tuple] = {}  # id(a helper statement's copy with known values) → (copy, as written)
         self.helper_penalties: list[tuple] = []
         # id(node of a copy) → (that node, kept alive; the node of the source it copies): findings on copies
         # (a for statement's body written out per pass, a statement with a loop's ints in place) at its line
@@ -2006,6 +2007,21 @@ class _Builder:
             k += 1
         return f"{base}{k}"
 
+    def _substituted(self, stmts: list, subst) -> list:
+        """``stmts`` with known values written in (``subst``), each copy remembering the statement as written (for
+        the messages: ``width += 3``, not the ``3 += 3`` the copy reads)."""
+        out = []
+        for b in stmts:
+            new = rewrite(b, subst, fresh=True)
+            self.written[id(new)] = (new, self._as_written(b))
+            out.append(new)
+        return out
+
+    def _as_written(self, st: cst.CSTNode) -> cst.CSTNode:
+        """The statement as the source wrote it, for a copy :meth:`_substituted` made (else ``st``)."""
+        entry = self.written.get(id(st))
+        return entry[1] if entry is not None and entry[0] is st else st
+
     def _helper_body(self, body: list, forward: list, tensors, name: str):
         """Follows a helper's statements (``if`` decided here, ``channels = x.shape[-1]`` computed
         here); (output tensor, returned expression) or None."""
@@ -2022,7 +2038,7 @@ class _Builder:
                 # the value of a plain assignment binding its name again: `channel = channel * 2`)
                 for n, v in sizes.items():
                     subst = _Substitute({n: _literal_node(v)})
-                    body[k:k + upto[n]] = [rewrite(b, subst, fresh=True) for b in body[k:k + upto[n]]]
+                    body[k:k + upto[n]] = self._substituted(body[k:k + upto[n]], subst)
                 continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
@@ -2038,14 +2054,14 @@ class _Builder:
                     # the value of a plain assignment binding the name again (`width = width * 2`; the name's
                     # reads below it were this value before: a smaller layer, no finding)
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
-                    body[k:k + upto] = [rewrite(b, subst, fresh=True) for b in body[k:k + upto]]
+                    body[k:k + upto] = self._substituted(body[k:k + upto], subst)
                     continue
                 if isinstance(value, list) and _plain_nested(value) \
                         and _only_read(small.targets[0].target.value, body[k:]):
                     # conv_params = [[3, 3, stride, "same"], ...] only iterated and indexed below (adamatch's
                     # wide_basic): the list written in place, so its for statements are written out pass by pass
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
-                    body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+                    body[k:] = self._substituted(body[k:], subst)
                     continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
@@ -2057,11 +2073,11 @@ class _Builder:
                 # n_bottleneck_plane = n_output_plane (adamatch's wide_basic): another name of a value that is
                 # not a tensor, neither bound again below: the value's name written in place of the alias
                 subst = _Substitute({small.targets[0].target.value: cst.Name(small.value.value)})
-                body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+                body[k:] = self._substituted(body[k:], subst)
                 continue
             unpacked = self._unpacked_known(small, body[k:], tensors)
             if unpacked is not None:  # filters1, filters2, filters3 = filters (a known list): each written in place
-                body[k:] = [rewrite(b, _Substitute(unpacked), fresh=True) for b in body[k:]]
+                body[k:] = self._substituted(body[k:], _Substitute(unpacked))
                 continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
@@ -2109,7 +2125,7 @@ class _Builder:
             elif role == "unrolled":
                 forward += self.generated.pop(id(st), [])
             elif role != "layer":
-                self.error(st, f"{name}(...): `{code(st).strip()}` is not followed inside a helper (only layer calls "
+                self.error(st, f"{name}(...): `{code(self._as_written(st)).strip()}` is not followed inside a helper (only layer calls "
                                "on tensors, and if statements decided by literal arguments)")
             if self.errors:
                 return None
