@@ -1539,6 +1539,7 @@ class _Builder:
         body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items()
                                               if t.shape is not None and k in stable}),
                         fresh=True) for st in body]
+        child.written.update({id(b): (b, st) for b, st in zip(body, fn.body.body)})  # (messages: as written)
         child._layout(body)  # attribute names
         child.layout = self.layout
         forward: list = []
