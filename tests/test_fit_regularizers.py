@@ -125,3 +125,71 @@ def test_a_frozen_layers_penalty_leaves_the_loss_in_keras3_only(tmp_path):
     # a file that freezes nothing keeps the plain sum
     unfrozen = tx(FROZEN.replace("model.base.trainable = False\n", "")).output
     assert "requires_grad:" not in unfrozen and "loss = 0.05 * self.base[0].weight.square().sum()" in unfrozen
+
+
+SEQUENTIAL = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers, regularizers
+
+model = keras.Sequential([
+    keras.Input(shape=(10,)),
+    layers.Dense(16, activation="tanh", kernel_regularizer=regularizers.l2(0.01)),
+    layers.Dense(3, kernel_regularizer="l1", bias_regularizer=regularizers.l2(0.05)),
+])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_split=0.25, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+
+def test_a_module_level_sequentials_regularizers_are_a_function_beside_it_that_fit_adds(tmp_path):
+    trans = tx(SEQUENTIAL)
+    assert "def model_regularization_loss(model=model):" in trans.output
+    assert "model.regularization_loss = model_regularization_loss" in trans.output
+    assert "loss = 0.01 * model[0].weight.square().sum()" in trans.output
+    assert "0.01 * model[2].weight.abs().sum()" in trans.output and "0.05 * model[2].bias.square().sum()" in trans.output
+    keras_out, torch_out = _run(tmp_path, SEQUENTIAL, DRIVER)
+    _compare(keras_out, torch_out)
+    unregularized = SEQUENTIAL.replace(', kernel_regularizer=regularizers.l2(0.01)', '').replace(
+        ', kernel_regularizer="l1", bias_regularizer=regularizers.l2(0.05)', '')
+    (tmp_path / "plain").mkdir()
+    plain_keras, _ = _run(tmp_path / "plain", unregularized, DRIVER)
+    assert keras_out["history"]["loss"][0] > plain_keras["history"]["loss"][0] + 0.02
+
+
+MODULE_FUNCTIONAL = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers, regularizers
+
+wd = 0.01
+inputs = keras.Input(shape=(10,))
+x = layers.Dense(16, activation="tanh", kernel_regularizer=regularizers.l2(wd))(inputs)
+outputs = layers.Dense(3, kernel_regularizer=regularizers.l2(0.05), bias_regularizer=regularizers.l1(0.01))(x)
+model = keras.Model(inputs, outputs)
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_split=0.25, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+
+def test_a_module_level_functional_models_regularizers_are_its_class_method(tmp_path):
+    trans = tx(MODULE_FUNCTIONAL)
+    assert "    def regularization_loss(self):" in trans.output
+    assert "wd * self." in trans.output, trans.output
+    keras_out, torch_out = _run(tmp_path, MODULE_FUNCTIONAL, MODULES_DRIVER)
+    _compare(keras_out, torch_out)
+    unregularized = MODULE_FUNCTIONAL.replace(", kernel_regularizer=regularizers.l2(wd)", "").replace(
+        ", kernel_regularizer=regularizers.l2(0.05), bias_regularizer=regularizers.l1(0.01)", "")
+    (tmp_path / "plain").mkdir()
+    plain_keras, _ = _run(tmp_path / "plain", unregularized, MODULES_DRIVER)
+    assert keras_out["history"]["loss"][0] > plain_keras["history"]["loss"][0] + 0.02

@@ -232,6 +232,8 @@ def test_a_helpers_known_value_bound_again_is_read_with_its_new_value(tmp_path):
     assert "nn.Linear(5, 3)" not in stepped.output
     assert any("is not followed inside a helper" in f.message and f.line == 13 for f in _errors(stepped)), \
         stepped.findings
+    # the statement as written in the message, not the copy with the known value written in (`3 += 3`)
+    assert any("`width += 3` is not followed" in f.message for f in _errors(stepped)), stepped.findings
 
 
 # the same for a size unpacked from x.shape and bound again (channel = channel * 2): Dense(6), not Dense(3)
@@ -261,3 +263,11 @@ def test_a_helpers_unpacked_size_bound_again_is_read_with_its_new_value(tmp_path
     stepped = _tx(REBOUND_SIZE.replace("c = c * 2", "c += 3"))
     assert "nn.Linear(3, 3)" not in stepped.output
     assert any(f.line == 13 for f in _errors(stepped)), stepped.findings
+
+
+def test_a_helper_statement_refused_is_quoted_as_written_not_with_the_call_sites_arguments():
+    # resnet_model.py: `conv_name_base = 'res' + str(stage) + block + '_branch'` was quoted with the literal arguments
+    # of the call site written in (`'res' + str(2) + 'a' + '_branch'`)
+    src = REBOUND.replace("    width = units\n    width = width * 2\n", "    label = 'res' + str(units)\n    width = units\n")
+    r = _tx(src)
+    assert any("`label = 'res' + str(units)` is not followed" in f.message for f in _errors(r)), r.findings

@@ -584,7 +584,7 @@ def test_translation_is_a_fixpoint():
 
 
 def test_a_refused_member_is_a_fixpoint_without_reports_of_what_its_arguments_hold():
-    # the Sequential pass refuses the Dense whole (kernel_regularizer=); translated again, the Dense inside
+    # the Sequential pass refuses the Dense whole (activity_regularizer=); translated again, the Dense inside
     # nn.Sequential is refused as whole again, without a no-rule error for the regularizer it holds
     src = textwrap.dedent('''
         from tensorflow import keras
@@ -592,7 +592,7 @@ def test_a_refused_member_is_a_fixpoint_without_reports_of_what_its_arguments_ho
 
         model = keras.Sequential([
             keras.Input(shape=(4,)),
-            keras.layers.Dense(8, activation="relu", kernel_regularizer=regularizers.l2(0.01)),
+            keras.layers.Dense(8, activation="relu", activity_regularizer=regularizers.l2(0.01)),
             keras.layers.Dense(1),
         ])
     ''')

@@ -1108,7 +1108,18 @@ def matrix_transpose(m, ctx):
 def value(m, ctx):
     """A Keras configuration read (``K.epsilon()``, ``K.floatx()``, ``K.image_data_format()``) → its
     default value, ``emit.options.value``; an info finding says the default was assumed."""
+    from fwport.packs.tf2torch.passes import data_format  # (the passes import this module)
     v = _options(m)["value"]
+    if m.rule.names[0] in data_format.IMAGE_FORMAT_READS:
+        setter = data_format.image_format_set(ctx)
+        if setter is not None:  # which format is read depends on where in the run: not a constant
+            m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]}(): this file sets the image data format "
+                   f"({render(setter.func)}(...)), so the format read here depends on the run: fwport decides it only "
+                   "in a file that never sets it; write the layout this code runs with by hand")
+            return None
+        ctx.report("warning", "default-differs", data_format.image_format_message(f"{m.rule.names[0]}()"),
+                   m.node, m.rule)
+        return _e(v)
     ctx.report("info", "default-differs", f"{m.rule.names[0]}() reads the Keras configuration; its "
                f"default {v} is written in (set_epsilon/keras.json changes would not carry over)",
                m.node, m.rule)

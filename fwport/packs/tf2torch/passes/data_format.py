@@ -295,3 +295,35 @@ def record_guard(ctx: FileContext, cls: str, values: dict[str, str], node: cst.C
 def guard_lines(values: dict[str, str]) -> list[str]:
     return [f'if {p} != "{v}":\n    raise ValueError(f"translated for {p}={v!r} only, got {{{p}!r}}")\n'
             for p, v in values.items()]
+
+
+IMAGE_FORMAT_READS = frozenset({"keras.backend.image_data_format", "keras.config.image_data_format"})
+_IMAGE_FORMAT_SETS = frozenset({"keras.backend.set_image_data_format", "keras.config.set_image_data_format"})
+
+
+def image_format_set(ctx: FileContext) -> cst.Call | None:
+    """The first call of the file that sets Keras's image data format (``K.set_image_data_format(...)``,
+    ``keras.config.set_image_data_format(...)``), None where it never does: then ``image_data_format()`` reads
+    keras.json, which says 'channels_last' unless the user changed it (what fwport assumes for Conv2D's
+    ``data_format=None`` too)."""
+    key = "tf2torch-image-format-set"
+    if key not in ctx.analyses:
+        module = ctx.analyses.get("parsed", (None,))[0]
+        found = None
+        if module is not None:
+            class _V(cst.CSTVisitor):
+                def visit_Call(self, n: cst.Call) -> None:
+                    nonlocal found
+                    if found is None and not isinstance(n.func, cst.Call) \
+                            and ctx.imports.resolve(n.func) in _IMAGE_FORMAT_SETS:
+                        found = n
+            scan(module, _V())
+        ctx.analyses[key] = found
+    return ctx.analyses[key]
+
+
+def image_format_message(call_text: str) -> str:
+    """The warning where ``image_data_format()`` is read as 'channels_last'."""
+    return (f"{call_text} reads Keras's configuration: decided as 'channels_last', Keras's default, which this file "
+            "never changes (keras.json could say 'channels_first': then the translation computes another model)")
+

@@ -85,7 +85,7 @@ from fwport.packs.tf2torch.passes.sequential import remember_layer
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
                                                       converts_to_nchw, _input_spec_shape, _shape_arg, _shape_parts,
                                                       symbolic_parts)
-from fwport.packs.tf2torch.passes import regularizers
+from fwport.packs.tf2torch.passes import data_format, regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch import kerashub
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
@@ -1066,7 +1066,10 @@ def _module_names(module: cst.Module) -> set[str]:
 
 
 class _SettleGraphCalls(cst.CSTVisitor):
-    """A model left as written: its Model / Input / layer calls are settled (no rule-pass finding)."""
+    """A model left as written: its Model / Input / layer calls are settled (no rule-pass finding), and so is
+    every other call of the source framework there that a rule translates (``l2(1e-4)``, ``keras.initializers.RandomNormal(...)``,
+    ``tf.concat(...)``): the statements stay Keras code, where a torch value (a regularizer helper, a torch
+    op on symbolic tensors) would break them when they run."""
 
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
@@ -1074,8 +1077,13 @@ class _SettleGraphCalls(cst.CSTVisitor):
     def visit_Call(self, n: cst.Call) -> None:
         q = self.ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
         if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call) \
-                or _model_base(n.func, self.ctx) is not None:
+                or _model_base(n.func, self.ctx) is not None or self._translated(q):
             self.ctx.settle(n)
+
+    def _translated(self, q: str | None) -> bool:
+        """A source call the rule pass would translate (one without a rule keeps its no-rule error)."""
+        rule = self.ctx.pack.by_name.get(q) if q is not None and self.ctx.imports.is_source(q) else None
+        return rule is not None and rule.kind != "constant"
 
 
 class _MethodsOnly(ValueVisitor):
@@ -1359,6 +1367,7 @@ class _Builder:
         # source has the layer), recorded for the class once the model is followed; the helpers' classes' ones:
         # (record, module path, class name, where)
         self.penalties: dict[str, tuple] = {}
+        self.written: dict[int, tuple] = {}  # id(a helper statement's copy with known values) → (copy, as written)
         self.helper_penalties: list[tuple] = []
         # id(node of a copy) → (that node, kept alive; the node of the source it copies): findings on copies
         # (a for statement's body written out per pass, a statement with a loop's ints in place) at its line
@@ -1530,6 +1539,7 @@ class _Builder:
         body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items()
                                               if t.shape is not None and k in stable}),
                         fresh=True) for st in body]
+        child.written.update({id(b): (b, st) for b, st in zip(body, fn.body.body)})  # (messages: as written)
         child._layout(body)  # attribute names
         child.layout = self.layout
         forward: list = []
@@ -1998,6 +2008,21 @@ class _Builder:
             k += 1
         return f"{base}{k}"
 
+    def _substituted(self, stmts: list, subst) -> list:
+        """``stmts`` with known values written in (``subst``), each copy remembering the statement as written (for
+        the messages: ``width += 3``, not the ``3 += 3`` the copy reads)."""
+        out = []
+        for b in stmts:
+            new = rewrite(b, subst, fresh=True)
+            self.written[id(new)] = (new, self._as_written(b))
+            out.append(new)
+        return out
+
+    def _as_written(self, st: cst.CSTNode) -> cst.CSTNode:
+        """The statement as the source wrote it, for a copy :meth:`_substituted` made (else ``st``)."""
+        entry = self.written.get(id(st))
+        return entry[1] if entry is not None and entry[0] is st else st
+
     def _helper_body(self, body: list, forward: list, tensors, name: str):
         """Follows a helper's statements (``if`` decided here, ``channels = x.shape[-1]`` computed
         here); (output tensor, returned expression) or None."""
@@ -2014,7 +2039,7 @@ class _Builder:
                 # the value of a plain assignment binding its name again: `channel = channel * 2`)
                 for n, v in sizes.items():
                     subst = _Substitute({n: _literal_node(v)})
-                    body[k:k + upto[n]] = [rewrite(b, subst, fresh=True) for b in body[k:k + upto[n]]]
+                    body[k:k + upto[n]] = self._substituted(body[k:k + upto[n]], subst)
                 continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
@@ -2030,14 +2055,14 @@ class _Builder:
                     # the value of a plain assignment binding the name again (`width = width * 2`; the name's
                     # reads below it were this value before: a smaller layer, no finding)
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
-                    body[k:k + upto] = [rewrite(b, subst, fresh=True) for b in body[k:k + upto]]
+                    body[k:k + upto] = self._substituted(body[k:k + upto], subst)
                     continue
                 if isinstance(value, list) and _plain_nested(value) \
                         and _only_read(small.targets[0].target.value, body[k:]):
                     # conv_params = [[3, 3, stride, "same"], ...] only iterated and indexed below (adamatch's
                     # wide_basic): the list written in place, so its for statements are written out pass by pass
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
-                    body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+                    body[k:] = self._substituted(body[k:], subst)
                     continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
@@ -2049,11 +2074,11 @@ class _Builder:
                 # n_bottleneck_plane = n_output_plane (adamatch's wide_basic): another name of a value that is
                 # not a tensor, neither bound again below: the value's name written in place of the alias
                 subst = _Substitute({small.targets[0].target.value: cst.Name(small.value.value)})
-                body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+                body[k:] = self._substituted(body[k:], subst)
                 continue
             unpacked = self._unpacked_known(small, body[k:], tensors)
             if unpacked is not None:  # filters1, filters2, filters3 = filters (a known list): each written in place
-                body[k:] = [rewrite(b, _Substitute(unpacked), fresh=True) for b in body[k:]]
+                body[k:] = self._substituted(body[k:], _Substitute(unpacked))
                 continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
@@ -2101,7 +2126,7 @@ class _Builder:
             elif role == "unrolled":
                 forward += self.generated.pop(id(st), [])
             elif role != "layer":
-                self.error(st, f"{name}(...): `{code(st).strip()}` is not followed inside a helper (only layer calls "
+                self.error(st, f"{name}(...): `{code(self._as_written(st)).strip()}` is not followed inside a helper (only layer calls "
                                "on tensors, and if statements decided by literal arguments)")
             if self.errors:
                 return None
@@ -2257,6 +2282,15 @@ class _Builder:
             return _STATIC_OPS[type(node.operator)](self._static(node.left, tensors), self._static(node.right, tensors))
         if self._static_fn(node):
             return _STATIC_FNS[node.func.value](*(self._static(a.value, tensors) for a in node.args))
+        if isinstance(node, cst.Call) and not node.args and not isinstance(node.func, cst.Call) \
+                and self.ctx.imports.resolve(node.func) in data_format.IMAGE_FORMAT_READS \
+                and data_format.image_format_set(self.ctx) is None:
+            # backend.image_data_format() in a file that never sets it: Keras's default (a warning, once per call)
+            original = self.origin.get(id(node), (None, node))[1] if hasattr(self, "origin") else node
+            message = data_format.image_format_message(f"{code(node)}")
+            if not any(p.node is original and p.finding.message == message for p in self.ctx.pending):
+                self.ctx.report(Severity.WARNING, "default-differs", message, original)
+            return "channels_last"
         if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
                 and node.value.attr.value == "shape" and isinstance(node.value.value, cst.Name)
                 and isinstance(self.env.get(node.value.value.value), _Tensor) and len(node.slice) == 1
@@ -2680,7 +2714,9 @@ class _Builder:
         calls = ctx.analyses.setdefault("functional_calls", {})
         # (an if decided here: the branch it does not take too; a statement whose sizes were written in: as it was)
         for s in [*stmts, *self.decided_ifs, *self.sized_out]:
-            if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
+            # (a function defined in the builder is its helper: Keras code with it)
+            if (not isinstance(s, (cst.FunctionDef, cst.ClassDef)) or isinstance(s, cst.FunctionDef) and self.fn is not None) \
+                    and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _SettleGraphCalls(ctx))
                 todo, seen = list(_names_in(s) & set(self.helpers)), set()
                 while todo:  # its helpers are left with it, and the helpers they call
@@ -4788,12 +4824,12 @@ class _Builder:
                 t.shape = symbolic_parts(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
             record = None
-            if self.fn is not None and any(a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS
-                                           for a in layer.call.args):
+            if any(a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS for a in layer.call.args):
                 # kernel_regularizer=l2(1e-4): the class's regularization_loss() (regularizers.py), as a subclass's
+                # (a model built at module level: its class too, the factors module-level values or numbers)
                 base = self.sized_calls.get(id(layer.call), layer.call)
-                stripped, record = regularizers.strip(base, rule, self.ctx.imports.resolve, self.fn, "", "", False,
-                                                      self.ctx)
+                stripped, record = regularizers.strip(base, rule, self.ctx.imports.resolve, self.fn or regularizers.NO_INIT,
+                                                      "", "", False, self.ctx)
                 if record is not None and not self._penalty_names(base) <= set(self.local) - set(self.known_ints):
                     record = None  # a factor the class cannot read (a helper's local value): the rule's error
                 if record is not None:

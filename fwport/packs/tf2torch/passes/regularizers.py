@@ -36,6 +36,8 @@ from fwport.core.finding import Severity
 from fwport.core.names import find_all, scan
 from fwport.packs.tf2torch.passes import data_format
 
+MODULE = "<module>:"  # KEY's key for a model bound to a name at module level: MODULE + the name
+NO_INIT = cst.parse_statement("def __init__(self):\n    pass\n")  # such a model's "__init__": no parameters
 FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = <not True>` of the file (training.py), as code
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
@@ -86,7 +88,9 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
             entry["terms"].append((f"{factor}", kind, f"{module}.{param}", attr if guarded else None))
             entry["store"] += [n for n in sorted(names) if n not in entry["store"]]
         said = ", ".join(f"{label}: {k}({f})" for _, k, f, _, label in taken)
-        ctx.report(Severity.INFO, "idiom-replaced", f"regularizers ({said}) → {cls}.regularization_loss(): "
+        home = (f"{cls}.regularization_loss()" if not cls.startswith(MODULE) else
+                f"{cls[len(MODULE):]}_regularization_loss(), written below the model as its regularization_loss")
+        ctx.report(Severity.INFO, "idiom-replaced", f"regularizers ({said}) → {home}: "
                    "Keras adds the penalty to the loss itself (model.losses), torch does not: the fit / evaluate "
                    "fwport writes for a compile add it; in a loop of your own add "
                    "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) "
@@ -216,6 +220,8 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not found and not guards:
         return module
     body = list(module.body)
+    for key in [k for k in found if k.startswith(MODULE)]:
+        body = _with_function(body, key[len(MODULE):], found[key], _frozen_guard(ctx))
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in guards:
             stmt = body[i] = _with_init_lines(stmt, data_format.guard_lines(guards[stmt.name.value]))
@@ -256,6 +262,40 @@ def _with_method(cls: cst.ClassDef, entry: dict, frozen: bool = False) -> cst.Cl
             if have.get(attr) != n:
                 lines.append(cst.parse_statement(f"self.{attr} = {n}\n"))
         members[init_i] = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *lines]))
+    lines = ['def regularization_loss(self):',
+             '    """Keras\'s weight regularizer penalties (kernel, bias, embeddings) of this module\'s own layers (add to the loss)."""']
+    lines += _penalty_lines(entry, frozen, stored)
+    method = cst.parse_statement("\n".join(lines) + "\n")
+    method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    return cls.with_changes(body=cls.body.with_changes(body=[*members, method]))
+
+
+def _with_function(body: list, name: str, entry: dict, frozen: bool) -> list:
+    """A module-level model ``name = nn.Sequential(...)`` with regularized layers: right after the statement that
+    builds it, ``def <name>_regularization_loss(<name>=<name>)`` (its penalties, of that very object) and
+    ``<name>.regularization_loss = <name>_regularization_loss``, which the written fit finds in model.modules()."""
+    at = None
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+                and [code(t.target) for t in stmt.body[0].targets] == [name] and isinstance(stmt.body[0].value, cst.Call):
+            at = i  # (the first: the Sequential; terms name its indices)
+            break
+    if at is None:
+        return body
+    fn = f"{name}_regularization_loss"
+    entry = {**entry, "terms": [(f, k, name + w[len("self." + name):], *rest) for f, k, w, *rest in entry["terms"]]}
+    lines = [f"def {fn}({name}={name}):",
+             f'    """Keras\'s weight regularizer penalties of {name}\'s layers (kernel, bias, embeddings): Keras adds them '
+             'to the loss itself, torch does not (the written fit adds them; add them in a loop of your own)."""']
+    lines += _penalty_lines(entry, frozen, {})
+    new = [cst.parse_statement("\n".join(lines) + "\n").with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2),
+           cst.parse_statement(f"{name}.regularization_loss = {fn}\n").with_changes(
+               leading_lines=[cst.EmptyLine(indent=False)] * 2)]
+    return [*body[:at + 1], *new, *body[at + 1:]]
+
+
+def _penalty_lines(entry: dict, frozen: bool, stored: dict[str, str]) -> list[str]:
+    """The body of a regularization_loss (indented once): ``loss = ...`` term by term, ``return loss``."""
     terms = []  # (the penalty, the conditions it is counted under)
     for factor, kind, weight, guard, *more in entry["terms"]:
         for n, attr in stored.items():
@@ -266,8 +306,7 @@ def _with_method(cls: cst.ClassDef, entry: dict, frozen: bool = False) -> cst.Cl
         if frozen and f"{weight}.requires_grad" not in conds:  # Keras 3 sums the trainable weights' penalties only
             conds.append(f"{weight}.requires_grad")
         terms.append((text, conds))
-    lines = ['def regularization_loss(self):',
-             '    """Keras\'s weight regularizer penalties (kernel, bias, embeddings) of this module\'s own layers (add to the loss)."""']
+    lines = []
     plain = [t for t, c in terms if not c]
     lines.append(f"    loss = {plain[0] if plain else '0.0'}")
     lines += [f"    loss = loss + {t}" for t in plain[1:]]
@@ -276,9 +315,7 @@ def _with_method(cls: cst.ClassDef, entry: dict, frozen: bool = False) -> cst.Cl
             lines.append(f"    if {' and '.join(c)}:")
             lines.append(f"        loss = loss + {t}")
     lines.append("    return loss")
-    method = cst.parse_statement("\n".join(lines) + "\n")
-    method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-    return cls.with_changes(body=cls.body.with_changes(body=[*members, method]))
+    return lines
 
 
 def _self_assigned(cls: cst.ClassDef) -> dict[str, str | None]:

@@ -49,6 +49,10 @@ LOCAL_NCHW = "tf2torch-sequential-local-nchw"
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     p = _SequentialPass(ctx)
+    for stmt in module.body:  # (a module-level model's regularizers: only a name bound once, see _regularizer_home)
+        for t in find_all(stmt, cst.AssignTarget) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else ():
+            if isinstance(t.target, cst.Name):
+                p.module_bound[t.target.value] = p.module_bound.get(t.target.value, 0) + 1
     p.visit_Module(module)  # the module-level chains
     # only the top-level statements holding a call this pass rewrites are visited (a transformer
     # rebuilds every node it visits): the others stay the very same nodes
@@ -108,6 +112,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self.followed: set[int] = set()  # ids of the .add calls that belong to a chain
         self._statement: cst.SimpleStatementLine | None = None  # the current statement (its comments)
         self.hot: set[int] | None = None  # see on_visit
+        self.module_bound: dict[str, int] = {}  # module-level name → how many assignments bind it
 
     # --- where we are -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -507,9 +512,14 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         """(class, attribute, __init__) of a Sequential built in a class's ``__init__`` and held as
         ``self.<attribute>`` (assigned there, or built in a local name that one ``self.<attribute> = name`` of
         __init__ keeps): its layers' kernel_regularizer / bias_regularizer go into the class's
-        regularization_loss() (regularizers.py) as a subclass's own layers' do; None elsewhere (an nn.Sequential
-        has no method to hold them: the layer's rule reports them)."""
+        regularization_loss() (regularizers.py) as a subclass's own layers' do. A Sequential bound to a name at
+        module level (``model = keras.Sequential([...])``): ``(MODULE + name, name, NO_INIT)``, a function
+        ``<name>_regularization_loss`` written beside it and set as the model's ``regularization_loss``, which the
+        written fit adds. None elsewhere (an nn.Sequential has no method to hold them: the layer's rule reports them)."""
         fn = self.fn_nodes[-1] if self.fn_nodes else None
+        if not self.classes and fn is None and chain.target.isidentifier() and self.module_bound.get(chain.target) == 1:
+            # a model bound to a name at module level: a penalty function written beside it (regularizers.py)
+            return regularizers.MODULE + chain.target, chain.target, regularizers.NO_INIT
         if not self.classes or fn is None or fn.name.value != "__init__":
             return None
         if chain.target.startswith("self.") and chain.target[len("self."):].isidentifier():
