@@ -35,6 +35,11 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
                        "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax", "torch.nn.GroupNorm",
                        "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d"}) | layers.SAME_RANK
+#: ctx.analyses: rank_unknown has said (once per file) that one vector per example is assumed for the user's input
+VECTOR_ASSUMED = "torch2jax.batch.vector-assumed"
+#: layers whose Equinox form takes one (channels, *spatial) example and no other rank: their result's rank is known
+FIXED_RANK = {"torch.nn.Conv1d": 2, "torch.nn.Conv2d": 3, "torch.nn.Conv3d": 4, "torch.nn.MaxPool2d": 3,
+              "torch.nn.AvgPool2d": 3, "torch.nn.AdaptiveAvgPool2d": 3}
 RANK_CHANGE = {"torch.nn.Embedding": 1, "torch.nn.Embedding.from_pretrained": 1}  # the latter: any indices' shape
 #: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
 SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention",
@@ -994,6 +999,8 @@ class Forward(cst.CSTTransformer):
                 r = self.rank_of(args[0])
                 if r is None and sub == "torch.nn.Embedding.from_pretrained":
                     r = 1  # token ids, as for nn.Embedding (a scalar id gives a vector, which a vmapped layer refuses)
+                if r is None and sub in FIXED_RANK:
+                    r = FIXED_RANK[sub]  # Equinox's convolution / pooling takes one (channels, *spatial) example
                 return None if r is None else r + RANK_CHANGE.get(sub, 0)
             return None
         if isinstance(f, cst.Attribute) and f.attr.value in ("mean", "sum", "max", "min", "astype") and self.is_batched(f.value):
@@ -1107,8 +1114,20 @@ class Forward(cst.CSTTransformer):
         """A per-vector layer (Linear, LayerNorm) given a value whose per-example rank is not known, in a module
         another module of this file feeds a value of unknown rank (ranks.py): a warning, since Equinox's layer takes
         one vector and tokens need jax.vmap. (In a model nothing in the file calls, or one handed the user's input
-        through, the input is the user's: one vector is assumed there, as everywhere.)"""
+        through, the input is the user's: one vector per example is assumed there, and said once per file, at the
+        first such call the output keeps (not in ranks.py's probes): a sequence input (N, L, features) fails there.)"""
         if self.file is None or not self.file.blind:
+            from fwport.packs.torch2jax.ranks import _Probe
+            if isinstance(self.ctx, _Probe) or self.ctx.analyses.get(VECTOR_ASSUMED):
+                return
+            self.ctx.analyses[VECTOR_ASSUMED] = True
+            self.ctx.report(Severity.WARNING, "batch-axis", f"{what} ({layer.rsplit('.', 1)[-1]}) gets "
+                            f"{code(node.args[0].value) if node.args else 'a value'}, from the user's input, whose "
+                            "per-example rank nothing in the file says: the translation takes one vector per example "
+                            "((N, features) batches, as an MLP's); an input with more axes per example (tokens: "
+                            f"(N, L, features)) fails here at run time: then call it jnp.vectorize({what}, "
+                            'signature="(n)->(m)")(...) (LayerNorm: "(n)->(n)"), as for every per-vector layer after it',
+                            node)
             return
         self.ctx.report(Severity.WARNING, "batch-axis", f"{what} ({layer.rsplit('.', 1)[-1]}) gets "
                         f"{code(node.args[0].value) if node.args else 'a value'}, whose per-example rank fwport "
