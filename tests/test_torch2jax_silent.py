@@ -115,3 +115,45 @@ def test_a_per_vector_layer_after_a_pooling_of_unknown_input_is_mapped_over_the_
 @needs_frameworks
 def test_a_per_vector_layer_after_a_pooling_verifies_against_pytorch(tmp_path):
     verify_model(tmp_path, POOLED, "Net", ["float64[2,3,6,6]"])
+
+
+TOKENS = '''
+import torch
+import torch.nn as nn
+
+
+def table(n, dim, dtype=torch.float32):
+    pe = torch.arange(n * dim).reshape(n, dim) / (n * dim)
+    return pe.type(dtype)
+
+
+class Net(nn.Module):
+    def __init__(self, n=5, dim=4, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim))
+        self.pos_embedding = nn.Parameter(torch.randn(1, n + 1, dim))
+        self.register_buffer("fixed", table(n + 1, dim))
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, _, h = *x.shape, self.heads
+        cls_tokens = self.cls_token.expand(b, -1, -1)
+        x = torch.cat((cls_tokens, x), dim=1)
+        x += self.pos_embedding[:, :(n + 1)]
+        x = x + self.fixed
+        return self.proj(x).reshape(b, n + 1, h, -1).sum(dim=-1)
+'''
+
+
+def test_a_vit_style_forward_is_written_for_one_example():
+    r = t2j(TOKENS)
+    assert errors(r) == [], r.findings
+    assert "return pe.astype(dtype)" in r.output  # x.type(dtype) of a name holding a dtype: a cast
+    assert "n, _, h = *x.shape, self.heads" in r.output  # the batch size's name goes with the batch axis
+    assert "x += self.pos_embedding[0, :(n + 1)]" in r.output  # a parameter built (1, n, d): its size-1 axis indexed away
+
+
+@needs_frameworks
+def test_a_vit_style_forward_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, TOKENS, "Net", ["float64[3,5,4]"])

@@ -137,6 +137,13 @@ def buffer_shapes(init: cst.FunctionDef | None, ctx) -> dict[str, tuple[frozense
         for small in st.body:
             if isinstance(small, cst.Assign):
                 targets = [t.target for t in small.targets]
+                attr = (dotted_text(targets[0]) or "") if len(targets) == 1 else ""
+                if attr.startswith("self.") and attr.count(".") == 1 and isinstance(small.value, cst.Call) \
+                        and ctx.imports.resolve(small.value.func) == "torch.nn.Parameter":
+                    shape = _built_shape(small.value, known, ctx)  # `self.pos_embedding = nn.Parameter(torch.randn(1, n, d))`
+                    if shape is not None:
+                        out[attr[5:]] = shape
+                    continue
                 if len(targets) == 1 and isinstance(targets[0], cst.Name):
                     shape = _built_shape(small.value, known, ctx)
                     if shape is None:
@@ -194,6 +201,8 @@ def _built_shape(value: cst.BaseExpression, known: dict, ctx) -> tuple[frozenset
     if not isinstance(value, cst.Call) or any(a.star for a in value.args):
         return None
     q = ctx.imports.resolve(value.func)
+    if q == "torch.nn.Parameter" and value.args and value.args[0].keyword is None:
+        return _built_shape(value.args[0].value, known, ctx)  # a parameter: the shape of the array it is given
     if q in _SIZED_FACTORIES:
         sizes = [a.value for a in value.args if a.keyword is None]
         sizes += [a.value for a in value.args if a.keyword is not None and a.keyword.value == "size"]
@@ -835,6 +844,8 @@ class Forward(cst.CSTTransformer):
         """``B, T, C = x.shape`` (or ``x.size()``) → ``T, C = x.shape``: B names the batch size (dropped
         where it sizes a view), and x has rank 2 per example."""
         v = original.value
+        if isinstance(v, cst.Tuple):
+            return self.unpack_starred_shape(original, updated)
         if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" and not v.args:
             x = v.func.value
         elif isinstance(v, cst.Attribute) and v.attr.value == "shape":
@@ -859,6 +870,37 @@ class Forward(cst.CSTTransformer):
             [rest[0].with_changes(comma=cst.Comma())], lpar=[], rpar=[])
         value = cst.Attribute(x, cst.Name("shape"))
         return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
+
+    def unpack_starred_shape(self, original: cst.Assign, updated: cst.Assign):
+        """``b, n, _, h = *x.shape, self.heads`` (vit-pytorch) → ``n, _, h = *x.shape, self.heads``: the names the
+        starred shape fills are as many as x's axes (the names no other value takes), and the one at the batch axis
+        names the batch size, which one example's shape has not."""
+        vs = original.value.elements
+        if len(original.targets) != 1 or not isinstance(original.targets[0].target, (cst.Tuple, cst.List)):
+            return None
+        ts = original.targets[0].target.elements
+        stars = [j for j, e in enumerate(vs) if isinstance(e, cst.StarredElement)]
+        if len(stars) != 1 or any(isinstance(e, cst.StarredElement) for e in ts):
+            return None
+        j, sv = stars[0], vs[stars[0]].value
+        if isinstance(sv, cst.Attribute) and sv.attr.value == "shape":
+            x = sv.value
+        elif isinstance(sv, cst.Call) and isinstance(sv.func, cst.Attribute) and sv.func.attr.value == "size" \
+                and not sv.args:
+            x = sv.func.value
+        else:
+            return None
+        rank = len(ts) - (len(vs) - 1)  # PyTorch's rank of x
+        b = self.plain_axis(x) if self.is_batched(x) else None
+        if b is None or rank <= b or not isinstance(ts[j + b].value, cst.Name):
+            return None
+        self.batch_sizes.add(ts[j + b].value.value)
+        if isinstance(x, cst.Name):
+            self.rank[x.value] = rank - 1
+        rest = [e for i, e in enumerate(updated.targets[0].target.elements) if i != j + b]
+        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT if len(rest) > 1 else cst.Comma())
+        target = updated.targets[0].target.with_changes(elements=rest)
+        return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)])
 
     # --- per-example ranks -------------------------------------------------------------------------
     def module_called(self, func: cst.BaseExpression) -> tuple[str, str] | None:
@@ -1300,6 +1342,12 @@ class Forward(cst.CSTTransformer):
             return updated
         if id(t) in self.kept and isinstance(t, cst.Subscript):
             return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)], original)
+        if isinstance(t, cst.Name) and type(original.operator) in _AUG_BINARY:  # `x += self.pos_embedding[:, :n]`
+            op = _AUG_BINARY[type(original.operator)]()
+            read = self.buffer_read(cst.BinaryOperation(t, op, original.value),
+                                    cst.BinaryOperation(updated.target, op, updated.value))
+            if read is not None:
+                updated = updated.with_changes(value=read.right)
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
         return updated
@@ -2981,6 +3029,9 @@ class Forward(cst.CSTTransformer):
 
 
 #: an augmented assignment into an index → the ``.at[...]`` method that does it
+#: an augmented assignment's operator → its binary operation (buffer_read reads `x += b` as `x + b`)
+_AUG_BINARY = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+               cst.DivideAssign: cst.Divide}
 _AT_METHODS = {cst.AddAssign: "add", cst.SubtractAssign: "subtract", cst.MultiplyAssign: "multiply",
                cst.DivideAssign: "divide"}
 _AT_TEXT = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
