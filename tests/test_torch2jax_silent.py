@@ -157,3 +157,31 @@ def test_a_vit_style_forward_is_written_for_one_example():
 @needs_frameworks
 def test_a_vit_style_forward_verifies_against_pytorch(tmp_path):
     verify_model(tmp_path, TOKENS, "Net", ["float64[3,5,4]"])
+
+
+MOVED_CAST = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pe = nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x):
+        device = x.device
+        return x + self.pe.to(device, dtype=x.dtype)
+'''
+
+
+def test_a_move_with_a_cast_is_the_cast_alone():
+    r = t2j(MOVED_CAST)
+    assert errors(r) == [], r.findings
+    assert "return x + self.pe.astype(x.dtype)" in r.output  # (left as written: a jax array has no .to)
+    assert "device" not in r.output.split("def __call__")[1]
+
+
+@needs_frameworks
+def test_a_move_with_a_cast_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, MOVED_CAST, "Net", ["float64[2,3,4]"])

@@ -341,6 +341,10 @@ class _DeviceUses(cst.CSTVisitor):
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and len(node.args) == 1 \
                 and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Name):
             self.skip.add(id(node.args[0].value))  # `.to(device)`: the move is removed
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and len(node.args) == 2 \
+                and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Name) \
+                and node.args[1].keyword is not None and node.args[1].keyword.value == "dtype":
+            self.skip.add(id(node.args[0].value))  # `.to(device, dtype=d)`: the move is removed, the cast stays
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self.skip:
@@ -433,6 +437,18 @@ def _device_move(call: cst.Call, ctx) -> bool:
         return False
     v = call.args[0].value
     return isinstance(v, cst.Attribute) and v.attr.value == "device" or _is_device(v, ctx)
+
+
+def _moved_cast(call: cst.Call, ctx) -> cst.BaseExpression | None:
+    """``x.to(device, dtype=d)`` / ``x.to(device=dev, dtype=d)`` (a device as _device_move reads one, and a dtype
+    keyword): the dtype ``d`` (of ``call``, translated or not); JAX places arrays itself, so it is ``x.astype(d)``."""
+    kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    pos = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args) or set(kw) - {"device", "dtype"} or "dtype" not in kw \
+            or len(pos) + ("device" in kw) != 1 or len(pos) > 1:
+        return None
+    device = pos[0] if pos else next(a for a in call.args if a.keyword is not None and a.keyword.value == "device")
+    return kw["dtype"] if _device_move(call.with_changes(args=[device]), ctx) else None
 
 
 def _scalar(node: cst.BaseExpression) -> bool:
@@ -1784,6 +1800,9 @@ class Forward(cst.CSTTransformer):
             dtype = ops.cast_dtype(original, self.ctx)
             if dtype is not None:  # self.mask.to(torch.bool) on an unbatched tensor: a cast too
                 return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
+            if func.attr.value == "to" and _moved_cast(original, self.ctx) is not None and self.modules.get(
+                    (dotted_text(func.value) or "").removeprefix("self."), "torch.nn.Parameter") == "torch.nn.Parameter":
+                return _method(updated.func.value, "astype", [_moved_cast(updated, self.ctx)])  # .to(device, dtype=d)
             other = original.args[0].value if len(original.args) == 1 and original.args[0].keyword is None \
                 and not original.args[0].star else None
             if func.attr.value == "to" and (isinstance(other, cst.Name) and other.value in self.dtype_names
@@ -2267,6 +2286,8 @@ class Forward(cst.CSTTransformer):
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
             return recv  # a move to a device: JAX places arrays itself (as outside the modules)
+        if name == "to" and _moved_cast(original, self.ctx) is not None:
+            return _method(recv, "astype", [_moved_cast(updated, self.ctx)])  # x.to(device, dtype=d): the cast alone
         from fwport.packs.torch2jax.tensor_methods import _CASTS
         if name in _CASTS and not args:  # x.double(), x.long(), ...: a cast of each element, wherever the batch axis is
             return _method(recv, "astype", [self.ctx.spell(_CASTS[name])])
