@@ -35,6 +35,11 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
                        "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax", "torch.nn.GroupNorm",
                        "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d"}) | layers.SAME_RANK
+#: ctx.analyses: rank_unknown has said (once per file) that one vector per example is assumed for the user's input
+VECTOR_ASSUMED = "torch2jax.batch.vector-assumed"
+#: layers whose Equinox form takes one (channels, *spatial) example and no other rank: their result's rank is known
+FIXED_RANK = {"torch.nn.Conv1d": 2, "torch.nn.Conv2d": 3, "torch.nn.Conv3d": 4, "torch.nn.MaxPool2d": 3,
+              "torch.nn.AvgPool2d": 3, "torch.nn.AdaptiveAvgPool2d": 3}
 RANK_CHANGE = {"torch.nn.Embedding": 1, "torch.nn.Embedding.from_pretrained": 1}  # the latter: any indices' shape
 #: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
 SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention",
@@ -144,6 +149,13 @@ def buffer_shapes(init: cst.FunctionDef | None, ctx) -> dict[str, tuple[frozense
         for small in st.body:
             if isinstance(small, cst.Assign):
                 targets = [t.target for t in small.targets]
+                attr = (dotted_text(targets[0]) or "") if len(targets) == 1 else ""
+                if attr.startswith("self.") and attr.count(".") == 1 and isinstance(small.value, cst.Call) \
+                        and ctx.imports.resolve(small.value.func) == "torch.nn.Parameter":
+                    shape = _built_shape(small.value, known, ctx)  # `self.pos_embedding = nn.Parameter(torch.randn(1, n, d))`
+                    if shape is not None:
+                        out[attr[5:]] = shape
+                    continue
                 if len(targets) == 1 and isinstance(targets[0], cst.Name):
                     shape = _built_shape(small.value, known, ctx)
                     if shape is None:
@@ -201,6 +213,8 @@ def _built_shape(value: cst.BaseExpression, known: dict, ctx) -> tuple[frozenset
     if not isinstance(value, cst.Call) or any(a.star for a in value.args):
         return None
     q = ctx.imports.resolve(value.func)
+    if q == "torch.nn.Parameter" and value.args and value.args[0].keyword is None:
+        return _built_shape(value.args[0].value, known, ctx)  # a parameter: the shape of the array it is given
     if q in _SIZED_FACTORIES:
         sizes = [a.value for a in value.args if a.keyword is None]
         sizes += [a.value for a in value.args if a.keyword is not None and a.keyword.value == "size"]
@@ -339,6 +353,10 @@ class _DeviceUses(cst.CSTVisitor):
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and len(node.args) == 1 \
                 and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Name):
             self.skip.add(id(node.args[0].value))  # `.to(device)`: the move is removed
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and len(node.args) == 2 \
+                and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Name) \
+                and node.args[1].keyword is not None and node.args[1].keyword.value == "dtype":
+            self.skip.add(id(node.args[0].value))  # `.to(device, dtype=d)`: the move is removed, the cast stays
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self.skip:
@@ -431,6 +449,18 @@ def _device_move(call: cst.Call, ctx) -> bool:
         return False
     v = call.args[0].value
     return isinstance(v, cst.Attribute) and v.attr.value == "device" or _is_device(v, ctx)
+
+
+def _moved_cast(call: cst.Call, ctx) -> cst.BaseExpression | None:
+    """``x.to(device, dtype=d)`` / ``x.to(device=dev, dtype=d)`` (a device as _device_move reads one, and a dtype
+    keyword): the dtype ``d`` (of ``call``, translated or not); JAX places arrays itself, so it is ``x.astype(d)``."""
+    kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    pos = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args) or set(kw) - {"device", "dtype"} or "dtype" not in kw \
+            or len(pos) + ("device" in kw) != 1 or len(pos) > 1:
+        return None
+    device = pos[0] if pos else next(a for a in call.args if a.keyword is not None and a.keyword.value == "device")
+    return kw["dtype"] if _device_move(call.with_changes(args=[device]), ctx) else None
 
 
 def _scalar(node: cst.BaseExpression) -> bool:
@@ -846,6 +876,8 @@ class Forward(cst.CSTTransformer):
         """``B, T, C = x.shape`` (or ``x.size()``) → ``T, C = x.shape``: B names the batch size (dropped
         where it sizes a view), and x has rank 2 per example."""
         v = original.value
+        if isinstance(v, cst.Tuple):
+            return self.unpack_starred_shape(original, updated)
         if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" and not v.args:
             x = v.func.value
         elif isinstance(v, cst.Attribute) and v.attr.value == "shape":
@@ -870,6 +902,37 @@ class Forward(cst.CSTTransformer):
             [rest[0].with_changes(comma=cst.Comma())], lpar=[], rpar=[])
         value = cst.Attribute(x, cst.Name("shape"))
         return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
+
+    def unpack_starred_shape(self, original: cst.Assign, updated: cst.Assign):
+        """``b, n, _, h = *x.shape, self.heads`` (vit-pytorch) → ``n, _, h = *x.shape, self.heads``: the names the
+        starred shape fills are as many as x's axes (the names no other value takes), and the one at the batch axis
+        names the batch size, which one example's shape has not."""
+        vs = original.value.elements
+        if len(original.targets) != 1 or not isinstance(original.targets[0].target, (cst.Tuple, cst.List)):
+            return None
+        ts = original.targets[0].target.elements
+        stars = [j for j, e in enumerate(vs) if isinstance(e, cst.StarredElement)]
+        if len(stars) != 1 or any(isinstance(e, cst.StarredElement) for e in ts):
+            return None
+        j, sv = stars[0], vs[stars[0]].value
+        if isinstance(sv, cst.Attribute) and sv.attr.value == "shape":
+            x = sv.value
+        elif isinstance(sv, cst.Call) and isinstance(sv.func, cst.Attribute) and sv.func.attr.value == "size" \
+                and not sv.args:
+            x = sv.func.value
+        else:
+            return None
+        rank = len(ts) - (len(vs) - 1)  # PyTorch's rank of x
+        b = self.plain_axis(x) if self.is_batched(x) else None
+        if b is None or rank <= b or not isinstance(ts[j + b].value, cst.Name):
+            return None
+        self.batch_sizes.add(ts[j + b].value.value)
+        if isinstance(x, cst.Name):
+            self.rank[x.value] = rank - 1
+        rest = [e for i, e in enumerate(updated.targets[0].target.elements) if i != j + b]
+        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT if len(rest) > 1 else cst.Comma())
+        target = updated.targets[0].target.with_changes(elements=rest)
+        return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)])
 
     # --- per-example ranks -------------------------------------------------------------------------
     def module_called(self, func: cst.BaseExpression) -> tuple[str, str] | None:
@@ -1015,6 +1078,8 @@ class Forward(cst.CSTTransformer):
                 r = self.rank_of(args[0])
                 if r is None and sub == "torch.nn.Embedding.from_pretrained":
                     r = 1  # token ids, as for nn.Embedding (a scalar id gives a vector, which a vmapped layer refuses)
+                if r is None and sub in FIXED_RANK:
+                    r = FIXED_RANK[sub]  # Equinox's convolution / pooling takes one (channels, *spatial) example
                 return None if r is None else r + RANK_CHANGE.get(sub, 0)
             return None
         if isinstance(f, cst.Attribute) and f.attr.value in ("mean", "sum", "max", "min", "astype") and self.is_batched(f.value):
@@ -1132,8 +1197,20 @@ class Forward(cst.CSTTransformer):
         """A per-vector layer (Linear, LayerNorm) given a value whose per-example rank is not known, in a module
         another module of this file feeds a value of unknown rank (ranks.py): a warning, since Equinox's layer takes
         one vector and tokens need jax.vmap. (In a model nothing in the file calls, or one handed the user's input
-        through, the input is the user's: one vector is assumed there, as everywhere.)"""
+        through, the input is the user's: one vector per example is assumed there, and said once per file, at the
+        first such call the output keeps (not in ranks.py's probes): a sequence input (N, L, features) fails there.)"""
         if self.file is None or not self.file.blind:
+            from fwport.packs.torch2jax.ranks import _Probe
+            if isinstance(self.ctx, _Probe) or self.ctx.analyses.get(VECTOR_ASSUMED):
+                return
+            self.ctx.analyses[VECTOR_ASSUMED] = True
+            self.ctx.report(Severity.WARNING, "batch-axis", f"{what} ({layer.rsplit('.', 1)[-1]}) gets "
+                            f"{code(node.args[0].value) if node.args else 'a value'}, from the user's input, whose "
+                            "per-example rank nothing in the file says: the translation takes one vector per example "
+                            "((N, features) batches, as an MLP's); an input with more axes per example (tokens: "
+                            f"(N, L, features)) fails here at run time: then call it jnp.vectorize({what}, "
+                            'signature="(n)->(m)")(...) (LayerNorm: "(n)->(n)"), as for every per-vector layer after it',
+                            node)
             return
         self.ctx.report(Severity.WARNING, "batch-axis", f"{what} ({layer.rsplit('.', 1)[-1]}) gets "
                         f"{code(node.args[0].value) if node.args else 'a value'}, whose per-example rank fwport "
@@ -1324,6 +1401,12 @@ class Forward(cst.CSTTransformer):
             return updated
         if id(t) in self.kept and isinstance(t, cst.Subscript):
             return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)], original)
+        if isinstance(t, cst.Name) and type(original.operator) in _AUG_BINARY:  # `x += self.pos_embedding[:, :n]`
+            op = _AUG_BINARY[type(original.operator)]()
+            read = self.buffer_read(cst.BinaryOperation(t, op, original.value),
+                                    cst.BinaryOperation(updated.target, op, updated.value))
+            if read is not None:
+                updated = updated.with_changes(value=read.right)
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
         return updated
@@ -1781,6 +1864,9 @@ class Forward(cst.CSTTransformer):
             dtype = ops.cast_dtype(original, self.ctx)
             if dtype is not None:  # self.mask.to(torch.bool) on an unbatched tensor: a cast too
                 return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
+            if func.attr.value == "to" and _moved_cast(original, self.ctx) is not None and self.modules.get(
+                    (dotted_text(func.value) or "").removeprefix("self."), "torch.nn.Parameter") == "torch.nn.Parameter":
+                return _method(updated.func.value, "astype", [_moved_cast(updated, self.ctx)])  # .to(device, dtype=d)
             other = original.args[0].value if len(original.args) == 1 and original.args[0].keyword is None \
                 and not original.args[0].star else None
             if func.attr.value == "to" and (isinstance(other, cst.Name) and other.value in self.dtype_names
@@ -2357,6 +2443,8 @@ class Forward(cst.CSTTransformer):
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
             return recv  # a move to a device: JAX places arrays itself (as outside the modules)
+        if name == "to" and _moved_cast(original, self.ctx) is not None:
+            return _method(recv, "astype", [_moved_cast(updated, self.ctx)])  # x.to(device, dtype=d): the cast alone
         from fwport.packs.torch2jax.tensor_methods import _CASTS
         if name in _CASTS and not args:  # x.double(), x.long(), ...: a cast of each element, wherever the batch axis is
             return _method(recv, "astype", [self.ctx.spell(_CASTS[name])])
@@ -3286,6 +3374,9 @@ class Forward(cst.CSTTransformer):
 
 
 #: an augmented assignment into an index → the ``.at[...]`` method that does it
+#: an augmented assignment's operator → its binary operation (buffer_read reads `x += b` as `x + b`)
+_AUG_BINARY = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+               cst.DivideAssign: cst.Divide}
 _AT_METHODS = {cst.AddAssign: "add", cst.SubtractAssign: "subtract", cst.MultiplyAssign: "multiply",
                cst.DivideAssign: "divide"}
 _AT_TEXT = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}

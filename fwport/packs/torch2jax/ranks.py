@@ -132,7 +132,7 @@ def per_vector(q: str | None, call: cst.Call) -> bool:
 def through(seq: Sequence, rank: int | None, blind: list | None = None) -> tuple[int | None, list[cst.Call]]:
     """The rank a Sequential gives for one of ``rank``, and its per-vector layers that get more than one axis
     (``blind`` collects those whose input rank is not known)."""
-    from fwport.packs.torch2jax.batch import SAME_RANK, ellipsis_rank, pattern_rank, per_example_einops, \
+    from fwport.packs.torch2jax.batch import FIXED_RANK, SAME_RANK, ellipsis_rank, pattern_rank, per_example_einops, \
         per_example_pattern
     wraps = []
     for q, call in seq.layers:
@@ -149,6 +149,8 @@ def through(seq: Sequence, rank: int | None, blind: list | None = None) -> tuple
                 blind.append(call)
         elif q == "torch.nn.Flatten" and not call.args:
             rank = 1
+        elif q in FIXED_RANK:
+            rank = FIXED_RANK[q]
         elif q not in SAME_RANK:
             rank = None
     if seq.other is not None and seq.other not in SAME_RANK:

@@ -520,6 +520,15 @@ class _TensorCalls(cst.CSTVisitor):
         from fwport.packs.torch2jax.passes.training import MODELS
 
         f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "type" and len(node.args) == 1 and not node.args[0].star \
+                and node.args[0].keyword is None and _dtype_like(node.args[0].value) \
+                and dotted_text(f.value) not in self.ctx.analyses.get(MODELS, ()) \
+                and self.ctx.imports.resolve(f) is None and self.ctx.imports.resolve(f.value) is None \
+                and self.ctx.plans.get(node) is None:
+            def astype_of(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return expr(f"{_atom(updated.func.value)}.astype({code(updated.args[0].value)})")
+            self.ctx.plans.add(node, astype_of, by="tensor-methods")  # x.type(dtype), a name or y.dtype: a cast
+            return
         if not isinstance(f, cst.Attribute) or f.attr.value != "to" or len(node.args) != 1 or node.args[0].star \
                 or node.args[0].keyword is not None and node.args[0].keyword.value != "dtype":
             return

@@ -1913,6 +1913,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     for name, q in list(subs.items()):  # instances of this file's translated classes
         if q not in STATEFUL and isinstance(q, str) and q.split(".")[-1] in plans and plans[q.split(".")[-1]].get("stateful"):
             subs[name] = "stateful-class"
+    for name, c in own.items():  # `self.to_q = DepthWiseConv2d(...)`: a class of this file (no import names it)
+        if plans[c].get("stateful"):
+            subs[name] = "stateful-class"
     stateful = {n for n, q in subs.items() if q in STATEFUL or q == "stateful-class"}
     threaded, refused = _stateful_containers(methods.get("__init__"), ctx,
                                              frozenset(n for n, p in plans.items() if p.get("stateful")))
