@@ -463,7 +463,9 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
         lr = float(req.get("lr", 0.1))
         for layer in _all_layers(model):
             if "Dropout" in type(layer).__name__ and hasattr(layer, "rate"):
-                object.__setattr__(layer, "rate", 0.0)
+                object.__setattr__(layer, "rate", 0.0)  # Dropout, SpatialDropout*, GaussianDropout, AlphaDropout
+            if type(layer).__name__ == "GaussianNoise" and hasattr(layer, "stddev"):
+                object.__setattr__(layer, "stddev", 0.0)  # its random draws differ from torch's: both sides neutral
             if type(layer).__name__.endswith("Cell") and isinstance(getattr(layer, "dropout", None), float):
                 object.__setattr__(layer, "dropout", 0.0)  # a recurrent layer's dropout= (its inputs' masks)
         bn_layers = {}

@@ -266,7 +266,11 @@ def _run(req: dict) -> dict:
         lr = float(req.get("lr", 0.1))
         for m in model.modules():
             if isinstance(m, nn.modules.dropout._DropoutNd):
-                m.p = 0.0
+                m.p = 0.0  # nn.Dropout*, nn.AlphaDropout
+            if type(m).__name__ == "GaussianDropout" and isinstance(getattr(m, "rate", None), (int, float)):
+                m.rate = 0.0  # the translation's helper modules (the Keras side's rate / stddev are 0 too)
+            if type(m).__name__ == "GaussianNoise" and isinstance(getattr(m, "stddev", None), (int, float)):
+                m.stddev = 0.0
             if type(m).__name__ == "SequenceDropout" and isinstance(getattr(m, "p", None), float):
                 m.p = 0.0  # the translation's helper of a recurrent layer's dropout= (rate 0 on the Keras side)
             if isinstance(getattr(m, "input_dropout", None), float) and isinstance(m, nn.RNNBase):
