@@ -134,8 +134,8 @@ def test_the_translation_lists_every_calls_term():
     assert ("        if self.training:\n            self.added_losses = getattr(self, \"added_losses\", []) + "
             "[self.rate * torch.mean(torch.abs(inputs))]") in out
     assert "            self.added_losses = getattr(self, \"added_losses\", []) + [scale * torch.mean(torch.abs(h))]" in out
-    # the written fit and evaluate empty the lists before each forward and read them after it
-    assert out.count('vars(m).pop("added_losses", None)') == 2
+    # the written fit, evaluate and predict empty the lists before each forward; fit and evaluate read them after it
+    assert out.count('vars(m).pop("added_losses", None)') == 3
     assert out.count('vars(m).pop("added_losses", ())') == 2
 
 
@@ -228,7 +228,37 @@ print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels()
 
 def test_a_model_of_two_outputs_adds_the_terms_of_each_forward_as_keras(tmp_path):
     out = _translated(SEVERAL)
-    assert out.count('vars(m).pop("added_losses", None)') == 2
+    assert out.count('vars(m).pop("added_losses", None)') == 3  # fit's, evaluate's and predict's forwards
     keras_out, torch_out = keras_and_torch(tmp_path, SEVERAL.lstrip("\n"), out, SEVERAL_DRIVER)
     compare_fit(keras_out, torch_out, ["a_loss", "b_loss", "loss"])
     assert keras_out["history"]["loss"][0] > sum(keras_out["history"][k][0] for k in ("a_loss", "b_loss")) + 0.1
+
+
+def _terms(model) -> list:
+    return [t for m in model.modules() for t in vars(m).get("added_losses", ())]
+
+
+@pytest.mark.parametrize("case", ["subclassed", "two_outputs"])
+def test_the_written_predict_leaves_the_last_forwards_terms(case):
+    """Keras's model.losses after model.predict hold the terms of its last batch's forward (measured with Keras
+    3.15: 5 for Net, 2 for the model of two outputs, after two predicts of two batches each); the written predict
+    empties the lists before each forward as fit and evaluate do, so repeated predicts do not grow them."""
+    import numpy as np
+    import torch
+
+    out = _translated(_src() if case == "subclassed" else SEVERAL)
+    assert "def forward(*inputs):  # Keras's add_loss terms: this forward's alone" in out
+    ns: dict = {}
+    exec(compile(out, "model.py", "exec"), ns)
+    model = ns["net"] if case == "subclassed" else ns["model"]
+    x = np.random.default_rng(0).normal(size=(8, 4)).astype("float32")
+    model(torch.zeros(1, 4))  # (lazy linears take their input sizes: a direct forward lists its terms)
+    ns["predict"](model, x, batch_size=4, verbose=0)
+    ns["predict"](model, x, batch_size=4, verbose=0)
+    terms = _terms(model)
+    assert len(terms) == (5 if case == "subclassed" else 2), len(terms)
+    if case == "two_outputs":  # the last batch's: the first penalty's term is 0.5 * mean(square(its input))
+        first = [m for m in model.modules() if type(m).__name__ == "ActivityPenalty"][0]
+        with torch.no_grad():
+            h = torch.tanh([m for m in model.modules() if isinstance(m, torch.nn.Linear)][0](torch.tensor(x[4:])))
+        torch.testing.assert_close(first.added_losses[0], 0.5 * torch.mean(torch.square(h)))

@@ -210,6 +210,22 @@ ADDED_CLEAR = ["            for m in model.modules():  # Keras's add_loss terms:
                '                vars(m).pop("added_losses", None)']
 
 
+def _clearing(predict: list[str], added: bool) -> list[str]:
+    """The written predict's lines (its ``def`` first); ``added``: its forwards empty the modules' add_loss lists
+    first, as fit's and evaluate's do (a local ``forward`` the body calls for ``model(...)``), so that the terms
+    left are the last forward's, as Keras's model.losses after a predict, and repeated predicts do not grow them."""
+    if not added:
+        return predict
+    body = [line.replace("model(", "forward(") for line in predict[2:]]
+    return predict[:2] + [
+        "    def forward(*inputs):  # Keras's add_loss terms: this forward's alone",
+        "        for m in model.modules():",
+        '            vars(m).pop("added_losses", None)',
+        "        return model(*inputs)",
+        "",
+    ] + body
+
+
 # the written fits' lines that call the callbacks (fit's and the several-outputs fit's): before the epochs, at each
 # epoch's start, at its end (logs: the history's last values; model.stop_training ends the training) and after
 CALLBACKS_BEGIN = [
@@ -428,8 +444,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if c.loss is None:
         lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
         x_of = c.names["inputs"] if channels_first else c.names["tensor"]
-        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first, c.several,
-                                          c.predict_batches, distributed)) + "\n"
+        return "\n".join(lines + _clearing(_predict(c.names, x_of, spell, outputs_channels_first, c.several,
+                                                    c.predict_batches, distributed), added)) + "\n"
     # sparse labels: one per output position, as Keras takes them ((n,) or (n, 1) for (n, classes) outputs)
     target = {"long": "yb.long().reshape(pred.shape[:-1])", "float": "yb.float().view_as(pred)",
               "same": "yb.view_as(pred)"}.get(
@@ -893,7 +909,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         *([f"    return {keyed} if return_dict else result"] if c.return_dict else ["    return result"]),
         "",
         "",
-        *_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches, distributed),
+        *_clearing(_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches, distributed),
+                   added or added_only),
     ]
     if c.train_batch:
         lines += ["", "", *_train_on_batch(c, head, what, conv, forward, batch_loss, penalty, added_sum, correct,
@@ -1134,6 +1151,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
           else ["    return result"]),
         "",
         "",
+        *_clearing([
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
         '    """model.predict of a model of several outputs: ' + ("a dict of NumPy arrays by the outputs' keys"
                                                                 if c.dict_outputs else "a list of NumPy arrays, one per output")
@@ -1146,6 +1164,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         *([f"    return {{name: {spell('torch.cat')}([out[name] for out in outs]).detach().numpy() for name in outs[0]}}"]
           if c.dict_outputs else
           [f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]"]),
+        ], added),
         "",
         "",
     ]
