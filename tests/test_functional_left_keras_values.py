@@ -62,3 +62,25 @@ def test_the_model_left_as_written_still_builds_in_keras(tmp_path):
     run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "OK (2, 4) 2" in run.stdout, run.stdout
+
+
+
+def test_a_refused_regularizer_is_a_reason_the_model_is_left_as_written():
+    """A layer's regularizer argument the rule refuses (``kernel_regularizer=reg``, a name bound to a regularizer;
+    ``activity_regularizer=``) is an error of the layer's emission, and so one of the reasons the pass leaves the
+    model as written, not a leftover of it: with no other reason it is the only error above the model's own (which
+    says "the errors above say where"), so it stays, also beside another reason (block(...) in SRC)."""
+    only_reg = SRC.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, kernel_regularizer=l2(1e-3))(inp)\n")
+    only_act = SRC.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, activity_regularizer=l2(1e-3))(inp)\n") \
+        .replace("kernel_regularizer=reg, ", "")
+    for src, said in ((only_reg, "kernel_regularizer=reg: torch layers have no regularizers"),
+                      (only_act, "activity_regularizer=l2(1e-3): torch layers have no activity regularizers"),
+                      (SRC, "kernel_regularizer=reg: torch layers have no regularizers")):
+        errors = [f.message for f in _tx(src).findings if f.severity.value == "error"]
+        assert any(m.startswith("this functional model is left as written") for m in errors), errors
+        assert any(m.startswith(said) for m in errors), errors
+    errors = [f.message for f in _tx(only_reg).findings if f.severity.value == "error"]
+    assert len(errors) == 2, errors  # the regularizer's and the model's: nothing else explains it
+    errors = [f.message for f in _tx(only_reg.replace("kernel_regularizer=reg, ", "")).findings
+              if f.severity.value == "error"]
+    assert errors == [], errors  # without it the model is translated: the regularizer was the reason
