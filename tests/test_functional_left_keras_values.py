@@ -70,9 +70,11 @@ def test_a_refused_regularizer_is_a_reason_the_model_is_left_as_written():
     ``activity_regularizer=``) is an error of the layer's emission, and so one of the reasons the pass leaves the
     model as written, not a leftover of it: with no other reason it is the only error above the model's own (which
     says "the errors above say where"), so it stays, also beside another reason (block(...) in SRC)."""
-    only_reg = SRC.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, kernel_regularizer=l2(1e-3))(inp)\n")
-    only_act = SRC.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, activity_regularizer=l2(1e-3))(inp)\n") \
+    plain = SRC[:SRC.index("    def block")] + SRC[SRC.index("    x = block"):]  # (no nested helper)
+    only_reg = plain.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, kernel_regularizer=l2(1e-3))(inp)\n")
+    only_act = plain.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, activity_regularizer=l2(1e-3))(inp)\n") \
         .replace("kernel_regularizer=reg, ", "")
+    assert "block" not in only_reg and "activity_regularizer=l2(1e-3)" in only_act and "=reg" not in only_act
     for src, said in ((only_reg, "kernel_regularizer=reg: torch layers have no regularizers"),
                       (only_act, "activity_regularizer=l2(1e-3): torch layers have no activity regularizers"),
                       (SRC, "kernel_regularizer=reg: torch layers have no regularizers")):
