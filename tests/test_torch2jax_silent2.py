@@ -1,0 +1,107 @@
+"""torch2jax: more translations with no error finding that failed at run time (task t2jsil2, vit-pytorch's cross_vit and
+parallel_vit). ``nn.Linear(...) if c else nn.Identity()`` assigned to an attribute is a per-vector layer to the rank
+analysis (both keep the rank, and the Identity mapped over tokens is still the identity), so a sequence reaching it
+is mapped over; a lambda in ``__init__`` building a module class that draws its initial values
+(``attn_block = lambda: Attention(...)``) becomes a local builder ``def`` taking ``*, key``, so the class takes the key
+its callers give it (its constructor had none: ``got an unexpected keyword argument 'key'``). Each translation is
+verified against PyTorch."""
+from __future__ import annotations
+
+from helpers import error_findings as errors, needs, t2j
+from runners import verify_model
+
+needs_frameworks = needs("torch", "jax", "equinox")
+
+
+PROJECTED = '''
+import torch
+import torch.nn as nn
+
+
+class Proj(nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.proj_in = nn.Linear(a, b) if a != b else nn.Identity()
+        self.proj_out = nn.Identity() if a == b else nn.Linear(b, a)
+
+    def forward(self, x):
+        return self.proj_out(torch.tanh(self.proj_in(x)))
+
+
+class Net(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim))
+        self.wide = Proj(dim, 6)
+        self.same = Proj(dim, dim)
+
+    def forward(self, x):
+        b = x.shape[0]
+        x = torch.cat((self.cls_token.expand(b, -1, -1), x), dim=1)
+        return self.same(self.wide(x))
+'''
+
+
+def test_a_linear_or_identity_given_tokens_is_mapped_over_them():
+    r = t2j(PROJECTED)
+    assert errors(r) == [], r.findings
+    call = r.output.split("class Proj")[1].split("def __call__")[1]
+    assert "self.proj_in(" not in call.replace("vmap(self.proj_in)", "").replace("(self.proj_in, ", ""), call
+    assert "self.proj_out(" not in call.replace("vmap(self.proj_out)", "").replace("(self.proj_out, ", ""), call
+
+
+@needs_frameworks
+def test_a_linear_or_identity_given_tokens_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, PROJECTED, "Net", ["float64[3,5,4]"])
+
+
+LAMBDA_BUILT = '''
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x))
+
+
+class Stack(nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        block = lambda: Block(dim)
+        self.layers = nn.ModuleList([block() for _ in range(depth)])
+        self.last = block()
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x) + x
+        return self.last(x)
+
+
+class Net(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.stack = Stack(dim, 2)
+
+    def forward(self, x):
+        return self.stack(x)
+'''
+
+
+def test_a_lambda_building_a_drawing_class_becomes_a_keyed_builder():
+    r = t2j(LAMBDA_BUILT)
+    assert errors(r) == [], r.findings
+    init = r.output.split("class Stack")[1].split("def __call__")[0]
+    assert "def __init__(self, dim, depth, *, key):" in init, init
+    assert "def block(*, key):" in init and "return Block(dim, key=key)" in init, init
+    assert "lambda" not in init, init
+    assert "Stack(dim, 2, key=key)" in r.output
+
+
+@needs_frameworks
+def test_a_lambda_building_a_drawing_class_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, LAMBDA_BUILT, "Net", ["float64[3,4]"])
