@@ -105,3 +105,45 @@ def test_a_lambda_building_a_drawing_class_becomes_a_keyed_builder():
 @needs_frameworks
 def test_a_lambda_building_a_drawing_class_verifies_against_pytorch(tmp_path):
     verify_model(tmp_path, LAMBDA_BUILT, "Net", ["float64[3,4]"])
+
+
+@needs("torch", "jax")
+def test_torch_pad_crops_at_a_negative_size_as_pytorch_does():
+    import jax.numpy as jnp
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from fwport.packs.torch2jax.layers import HELPERS
+    scope = {"jnp": jnp}
+    exec(HELPERS["torch_pad"], scope)
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float64).reshape(2, 3, 4, 5)
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        for pad in ((-1, 2, 1, -1), (-2, 0, 0, 0), (1, -1, 0, 0), (0, 0, -1, -1), (2, 1, -3, 1)):
+            want = F.pad(torch.from_numpy(x), pad, mode=mode).numpy()
+            got = np.asarray(scope["torch_pad"](jnp.asarray(x), pad, mode=mode))
+            assert got.shape == want.shape and np.array_equal(got, want), (mode, pad, got.shape, want.shape)
+    want = F.pad(torch.from_numpy(x), (1, -2), value=7.0).numpy()
+    assert np.array_equal(np.asarray(scope["torch_pad"](jnp.asarray(x), (1, -2), value=7.0)), want)
+
+
+SHIFTED = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shifts = ((1, -1, 0, 0), (-1, 1, 0, 0), (0, 0, 1, -1), (0, 0, -1, 1))
+
+    def forward(self, x):
+        shifted = list(map(lambda shift: F.pad(x, shift), self.shifts))
+        return torch.cat((x, *shifted), dim=1)
+'''
+
+
+@needs_frameworks
+def test_a_shift_by_negative_pads_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, SHIFTED, "Net", ["float64[2,3,4,5]"])
