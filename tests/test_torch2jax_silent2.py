@@ -147,3 +147,31 @@ class Net(nn.Module):
 @needs_frameworks
 def test_a_shift_by_negative_pads_verifies_against_pytorch(tmp_path):
     verify_model(tmp_path, SHIFTED, "Net", ["float64[2,3,4,5]"])
+
+
+TEMPERATURE = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.temperature = nn.Parameter(torch.log(torch.tensor(dim ** -0.5)))
+        self.gate = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        return x * self.temperature.exp() + self.gate.sigmoid() * x.tanh()
+'''
+
+
+def test_an_elementwise_method_of_a_parameter_is_the_jnp_function():
+    r = t2j(TEMPERATURE)
+    assert errors(r) == [], r.findings
+    assert "jnp.exp(self.temperature)" in r.output and "jax.nn.sigmoid(self.gate)" in r.output, r.output
+    assert ".exp()" not in r.output and ".sigmoid()" not in r.output
+
+
+@needs_frameworks
+def test_an_elementwise_method_of_a_parameter_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, TEMPERATURE, "Net", ["float64[3,4]"])
