@@ -175,3 +175,52 @@ def test_an_elementwise_method_of_a_parameter_is_the_jnp_function():
 @needs_frameworks
 def test_an_elementwise_method_of_a_parameter_verifies_against_pytorch(tmp_path):
     verify_model(tmp_path, TEMPERATURE, "Net", ["float64[3,4]"])
+
+
+PARALLEL = '''
+import torch
+import torch.nn as nn
+
+
+class Parallel(nn.Module):
+    def __init__(self, *fns):
+        super().__init__()
+        self.fns = nn.ModuleList(fns)
+
+    def forward(self, x):
+        return sum([fn(x) for fn in self.fns])
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 6), nn.GELU(), nn.Linear(6, dim))
+        self.out = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.out(self.net(x))
+
+
+class Net(nn.Module):
+    def __init__(self, dim=4):
+        super().__init__()
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim))
+        ff = lambda: FeedForward(dim)
+        self.ffs = Parallel(*[ff() for _ in range(2)])
+
+    def forward(self, x):
+        x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+        return self.ffs(x) + x
+'''
+
+
+def test_a_class_built_by_another_whose_calls_are_not_followed_takes_any_rank():
+    r = t2j(PARALLEL)
+    assert errors(r) == [], r.findings
+    ff = r.output.split("class FeedForward")[1].split("class Net")[0]
+    assert "PerVector(eqx.nn.LayerNorm(dim))" in ff and 'jnp.vectorize(self.out, signature="(n)->(m)")' in ff, ff
+
+
+@needs_frameworks
+def test_a_class_built_by_another_whose_calls_are_not_followed_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, PARALLEL, "Net", ["float64[3,5,4]"])
