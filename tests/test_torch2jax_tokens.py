@@ -72,7 +72,7 @@ def test_a_rearrange_layer_that_moves_the_batch_axis_is_an_error_and_the_others_
 def test_a_per_vector_layer_on_a_value_of_unknown_rank_in_a_called_module_maps_over_its_leading_axes():
     """Block is called by Net with what an untranslated helper returns: its rank cannot be inferred, so the Linear
     is vectorized over every leading axis (exact at any rank, a vector included: t2j29), with an info finding.
-    In Net, whose input is the user's, nothing is said."""
+    In Net, whose input is the user's, one vector per example is assumed, with a warning saying so (t2jsil)."""
     r = t2j('''
         import torch
         from torch import nn
@@ -101,7 +101,7 @@ def test_a_per_vector_layer_on_a_value_of_unknown_rank_in_a_called_module_maps_o
                 return self.block(helper(self.fc(x)))
     ''')
     said = [(f.line, f.severity, f.code) for f in r.findings]
-    assert said == [(15, Severity.INFO, "idiom-replaced")], r.findings
+    assert said == [(15, Severity.INFO, "idiom-replaced"), (25, Severity.WARNING, "batch-axis")], r.findings
     assert 'return jnp.vectorize(self.fc, signature="(n)->(m)")(x)' in r.output
     assert "return self.block(helper(self.fc(x)))" in r.output and "jax.vmap" not in r.output
 

@@ -524,6 +524,12 @@ def _keeps_axes(info) -> bool:
     return len(given) == 1 and type(info.out_axes) is int and info.out_axes == next(iter(given))
 
 
+#: elementwise tensor methods with no argument that an nn.Parameter attribute read in a forward is given
+#: (``self.temperature.exp()``): the jnp function of the array, as for a batched value (Forward.elementwise)
+_PARAMETER_ELEMENTWISE = frozenset({"relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float",
+                                    "detach", "clone"})
+
+
 def _vector_norms(ctx) -> frozenset[str]:
     """The attributes (``self.norm``) every nn.LayerNorm the file assigns them normalises over the last axis alone
     (ranks.per_vector: an integer normalized_shape, or one of them), and nothing else is assigned them; from the
@@ -1861,6 +1867,10 @@ class Forward(cst.CSTTransformer):
                 return updated
             if self.is_batched(func.value):
                 return self.method(func.attr.value, original, updated)
+            if func.attr.value in _PARAMETER_ELEMENTWISE and not updated.args and self.modules.get(
+                    (dotted_text(func.value) or "").removeprefix("self.")) == "torch.nn.Parameter":
+                # self.temperature.exp() of an nn.Parameter (vit_for_small_dataset): a jax array has no .exp()
+                return self.elementwise(func.attr.value, updated.func.value, updated)
             dtype = ops.cast_dtype(original, self.ctx)
             if dtype is not None:  # self.mask.to(torch.bool) on an unbatched tensor: a cast too
                 return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])

@@ -275,20 +275,27 @@ _TORCH_PAD = '''
 def torch_pad(x, pad, mode="constant", value=None):
     """PyTorch's F.pad: pad holds (before, after) pairs for the last axes, the last axis first; modes constant
     (value, 0 by default), reflect, replicate and circular are jnp.pad's constant, reflect, edge and wrap.
-    Negative pads (PyTorch crops) and more pairs than the array has axes raise."""
+    A negative size crops that side, as PyTorch does (reflect reflects about the uncropped edge: padded, then
+    cropped; the others crop first); more pairs than the array has axes, or a crop leaving no element, raise."""
     pad = list(pad)
-    if len(pad) % 2 or len(pad) // 2 > x.ndim or min(pad, default=0) < 0:
-        raise ValueError(f"pad {pad} of an array of shape {x.shape}: an even number of non-negative sizes, at most "
-                         "two per axis, is translated")
-    widths = [(0, 0)] * x.ndim
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError(f"pad {pad} of an array of shape {x.shape}: an even number of sizes, at most two per axis, "
+                         "is translated")
+    widths, cuts = [(0, 0)] * x.ndim, [(0, 0)] * x.ndim
     for i in range(len(pad) // 2):
-        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+        axis, before, after = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        if x.shape[axis] + min(before, 0) + min(after, 0) <= 0:
+            raise ValueError(f"pad {pad} crops axis {axis} of an array of shape {x.shape} to nothing")
+        widths[axis], cuts[axis] = (max(before, 0), max(after, 0)), (-min(before, 0), -min(after, 0))
+    crop = lambda y: y[tuple(slice(b, n - a) for (b, a), n in zip(cuts, y.shape))]
     if mode == "constant":
-        return jnp.pad(x, widths, constant_values=0 if value is None else value)
+        return jnp.pad(crop(x), widths, constant_values=0 if value is None else value)
     modes = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
     if mode not in modes:
         raise ValueError(f"padding mode {mode!r} is not translated")
-    return jnp.pad(x, widths, mode=modes[mode])
+    if mode == "reflect":
+        return crop(jnp.pad(x, widths, mode="reflect"))
+    return jnp.pad(crop(x), widths, mode=modes[mode])
 
 
 class Pad(eqx.Module):

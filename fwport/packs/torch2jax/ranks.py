@@ -539,6 +539,16 @@ class _Probe:
         return getattr(self._ctx, name)
 
 
+def _built_inside(module: cst.Module, classes: set[str]) -> set[str]:
+    """The module classes of the file that another class of the file calls by name (builds) somewhere in its body."""
+    out = set()
+    for s in module.body:
+        if isinstance(s, cst.ClassDef) and s.name.value in classes:
+            out |= {c.func.value for c in find_all(s, cst.Call)
+                    if isinstance(c.func, cst.Name) and c.func.value in classes and c.func.value != s.name.value}
+    return out
+
+
 def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozenset()) -> dict[str, ClassRanks]:
     """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis)."""
     from fwport.core.rewrite import rewrite
@@ -570,6 +580,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
     if not any(t.instances or t.containers or t.sequences or any(t.seq_first.values()) for t in table.values()):
         return table
     probe = _Probe(ctx)
+    built = _built_inside(module, classes)
     for _ in range(min(2 * len(forwards), 24) + 2):  # (a value reaches a forward through a chain of calls and returns)
         seen: dict[str, list] = {}
         seen_axes: dict[str, list] = {}
@@ -603,8 +614,11 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             changed |= axes != table[name].axes
             table[name].axes = axes
             table[name].called = bool(calls)
-            changed |= any(blind.get(name, ())) != table[name].blind
-            table[name].blind = any(blind.get(name, ()))
+            # a class another class of the file builds, whose calls the probes never see (held in a container they
+            # do not follow: parallel_vit's Parallel(*fns) calling `fn(x)`), is fed by that module, not the user
+            now_blind = any(blind.get(name, ())) or not calls and name in built
+            changed |= now_blind != table[name].blind
+            table[name].blind = now_blind
             ranks = {p: r for i, p in enumerate(params)
                      for r in [_agreed([c[i] if i < len(c) else None for c in calls])] if r is not None}
             changed |= ranks != table[name].params

@@ -964,7 +964,10 @@ _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 
 def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
-    """``self.NAME = <call>`` in ``__init__`` → the qualified source class called."""
+    """``self.NAME = <call>`` in ``__init__`` → the qualified source class called. ``nn.Linear(...) if c else
+    nn.Identity()`` (either order; a LayerNorm over the last axis alike) counts as the Linear: both keep the rank
+    and take any number of leading axes in PyTorch, and the Identity, vmapped or vectorized as the Linear is, is
+    still the identity (cross_vit's ProjectInOut), so the rank analysis maps a sequence over it."""
     out: dict[str, str] = {}
     if init is None:
         return out
@@ -972,7 +975,12 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
         for s in stmt.body:
-            if isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.value, cst.Call):
+            if isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.value, cst.IfExp):
+                t = dotted_text(s.targets[0].target)
+                q = _per_vector_or_identity(s.value, ctx)
+                if t and t.startswith("self.") and t.count(".") == 1 and q:
+                    out[t[5:]] = q
+            elif isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.value, cst.Call):
                 t = dotted_text(s.targets[0].target)
                 q = ctx.imports.resolve(s.value.func)
                 if t and t.startswith("self.") and t.count(".") == 1 and q:
@@ -982,6 +990,20 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
                             for a in s.value.args):
                         out[t[5:]] = "torch.nn.Sequential+random"
     return out
+
+
+def _per_vector_or_identity(value: cst.IfExp, ctx) -> str | None:
+    """``nn.Linear(...) if c else nn.Identity()`` (or the other way round; a LayerNorm over the last axis alone
+    alike) → the per-vector layer's qualified class; anything else → None."""
+    from fwport.packs.torch2jax.ranks import per_vector
+    calls = [v for v in (value.body, value.orelse) if isinstance(v, cst.Call)]
+    if len(calls) != 2:
+        return None
+    qs = [ctx.imports.resolve(c.func) for c in calls]
+    for (q, c), other in ((((qs[0], calls[0]), qs[1])), ((qs[1], calls[1]), qs[0])):
+        if other == "torch.nn.Identity" and per_vector(q, c):
+            return q
+    return None
 
 
 def _dict_entries(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
@@ -3142,8 +3164,25 @@ def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
     return v.out
 
 
+def _lambda_def(stmt: cst.BaseStatement, site) -> cst.BaseStatement:
+    """``attn_block = lambda: Attention(...)`` in ``__init__``'s own body, building something that takes a key →
+    ``def attn_block(): return Attention(...)``, a local builder (_local_builders) that then takes ``*, key`` and
+    gets a split at each call (parallel_vit): a lambda cannot split a key of its own. Other statements as they are."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+            and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)
+            and isinstance(stmt.body[0].value, cst.Lambda)):
+        return stmt
+    lam = stmt.body[0].value
+    if not _holds_site(lam.body, site):
+        return stmt
+    return cst.FunctionDef(
+        name=stmt.body[0].targets[0].target, params=lam.params, leading_lines=stmt.leading_lines,
+        body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(lam.body.with_changes(lpar=[], rpar=[]))])]))
+
+
 def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
-    stmts = [s for s in fn.body.body if not _is_super_init(s)]
+    stmts = [_lambda_def(s, site) for s in fn.body.body if not _is_super_init(s)]
+    fn = fn.with_changes(body=fn.body.with_changes(body=stmts))
     local = _local_builders(fn)
     if local:  # a builder function defined in __init__ takes a key as a helper method does, each call a split
         site = _local_site(site, local, stmts, ctx)
