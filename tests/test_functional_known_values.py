@@ -82,14 +82,14 @@ def test_an_unpacked_name_bound_again_below_stays_refused():
                          '    filters3 = filters3 + 0\n    x = layers.Conv2D(filters3, (1, 1))(x)\n')
     r = _tx(src)
     msgs = [f.message for f in _errors(r)]
-    assert any("`filters1, filters2, filters3 = [4, 5, 6]` is not followed" in m for m in msgs), msgs
+    assert any("`filters1, filters2, filters3 = filters` is not followed" in m for m in msgs), msgs  # quoted as written (tfleft)
     assert "class Build(" not in r.output
 
 
 def test_an_unpacking_of_the_wrong_length_stays_refused():
     r = _tx(RESNET.replace("[4, 5, 6]", "[4, 5]"))
     msgs = [f.message for f in _errors(r)]
-    assert any("`filters1, filters2, filters3 = [4, 5]` is not followed" in m for m in msgs), msgs
+    assert any("`filters1, filters2, filters3 = filters` is not followed" in m for m in msgs), msgs
 
 
 OCR = '''
@@ -199,7 +199,7 @@ def test_a_helpers_list_of_known_values_iterated_and_indexed_is_written_out_and_
 def test_a_helpers_list_changed_below_stays_refused(change):
     r = _tx(WRN.replace(*change))
     msgs = [f.message for f in _errors(r)]
-    assert any("`conv_params = [[3, 3, (1, 1), \"same\"], [3, 3, (1, 1), \"same\"]]` is not followed" in m
+    assert any("`conv_params = [[3, 3, stride, \"same\"], [3, 3, (1, 1), \"same\"]]` is not followed" in m
                for m in msgs), msgs
 
 
