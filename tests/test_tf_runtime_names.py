@@ -147,3 +147,31 @@ def test_divide_no_nan_values_and_gradients_match_tensorflow():
         assert not np.isnan(g).any()
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
     assert want[0][1] == 0.0 and want[2][1] == 0.0  # the zero denominator: value and gradient 0
+
+
+TFDS_BAR = '''
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+tfds.disable_progress_bar()
+if quiet:
+    tfds.disable_progress_bar()
+bar = tfds.disable_progress_bar()
+done = True
+'''
+
+
+def test_tfds_disable_progress_bar_statement_is_removed():
+    """tfds.disable_progress_bar() as a statement is removed with an info finding (nothing to translate); as the
+    value of an assignment it is not a settings statement and keeps its no-rule error (tfmisc24)."""
+    r = translate_source(TFDS_BAR.lstrip("\n"), "m.py")
+    removed = sorted((f.line, f.severity.value) for f in r.findings if f.code == "idiom-replaced")
+    assert removed == [(4, "info"), (6, "info")], r.findings
+    assert [(f.line, f.code) for f in r.findings if f.severity is Severity.ERROR] == [(7, "no-rule")], r.findings
+    assert "if quiet:\n    pass\n" in r.output and "tfds.disable_progress_bar()" in r.output.split("if quiet")[1]
+    r2 = translate_source(TFDS_BAR.lstrip("\n").replace("bar = tfds.disable_progress_bar()\n", ""), "m.py")
+    assert not [f for f in r2.findings if f.severity is Severity.ERROR], r2.findings
+    assert "tfds" not in r2.output and "tf." not in r2.output, r2.output
+    ns = {"quiet": True}
+    exec(compile(r2.output, "translated.py", "exec"), ns)
+    assert ns["done"]

@@ -84,17 +84,17 @@ PLANNERS: tuple[Planner, ...] = (
     # → torch.randn / torch.rand / torch.randint(..., generator=g) (rngs.py)
     Planner("rng_generators", Trigger(r"\bfrom_seed\b", "from_seed"), rngs.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
-    # (set_memory_growth..., a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
+    # (set_memory_growth..., tfds.disable_progress_bar, a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and
     # keras.metrics.Metric subclasses → KerasLoss / KerasMetric (passes/runtime.py)
     Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
                                r"run_functions_eagerly|experimental_enable_numpy_behavior|"
                                r"plot_model|(?:MultiWorker)?MirroredStrategy|OneDeviceStrategy|get_strategy|as_default|Loss|Metric|"
-                               r"set_global_policy)\b",
+                               r"set_global_policy|disable_progress_bar)\b",
                                "set_memory_growth", "set_log_device_placement", "set_soft_device_placement", "set_global_policy",
                                "run_functions_eagerly", "experimental_enable_numpy_behavior",
                                "plot_model", "MirroredStrategy", "OneDeviceStrategy", "get_strategy", "as_default", "Loss",
-                               "Metric"),
+                               "Metric", "disable_progress_bar"),
             runtime.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a

@@ -4,7 +4,8 @@ are applied by the rule pass, its finish step removes the lines it marked).
 - Settings with no PyTorch counterpart, as statements: ``tf.config.experimental.set_memory_growth``
   (torch's CUDA caching allocator takes memory as tensors need it: growth is its only mode),
   ``tf.debugging.set_log_device_placement``, ``tf.config.set_soft_device_placement``,
-  ``tf.config.run_functions_eagerly`` → removed, with an info finding;
+  ``tf.config.run_functions_eagerly``, ``tfds.disable_progress_bar`` (tfds.load itself stays refused) → removed,
+  with an info finding;
   ``tf.experimental.numpy.experimental_enable_numpy_behavior()`` → removed with a warning (NumPy's dtype
   promotion, which torch's differs from).
 - ``keras.utils.plot_model(model, ...)`` as a statement → ``print(model)`` with a warning (no image is
@@ -73,6 +74,9 @@ SETTINGS = {
     "tensorflow.config.run_functions_eagerly":
         "torch runs every operation eagerly, and the translation removes @tf.function (the code it traced runs "
         "as plain Python)",
+    "tensorflow_datasets.disable_progress_bar":
+        "TensorFlow Datasets' download and preparation progress bars have no counterpart in the translation (a "
+        "torchvision or Hugging Face dataset shows its own; tfds.load itself is not translated)",
 }
 SETTINGS["tensorflow.config.experimental_run_functions_eagerly"] = SETTINGS["tensorflow.config.run_functions_eagerly"]
 #: settings statements removed with a warning: what they changed is not what torch does in every case
