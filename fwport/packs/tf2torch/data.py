@@ -92,6 +92,31 @@ def image_dataset(m, ctx):
     return helper(m, ctx)
 
 
+@call_transform("imagenet-preprocess")
+def imagenet_preprocess(m, ctx):
+    """keras.applications.<model>.preprocess_input(x) → ``imagenet_preprocess(x, "<mode>")`` (the helper), the
+    model's mode the rule's ``mode`` option; imagenet_utils.preprocess_input's own ``mode=`` a literal "caffe",
+    "tf" or "torch" (a value is refused). Mode ``none`` (EfficientNet, ConvNeXt, MobileNetV3: Keras returns its
+    input, the models rescale inside) → the argument itself, with an info finding."""
+    mode = _options(m).get("mode")
+    x = m.kwargs.pop("x", None)
+    if x is None:
+        m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]}: x is required")
+        return None
+    if mode == "none":
+        ctx.report("info", "idiom-replaced", f"{m.rule.names[0]}(x) returns x unchanged (the model scales its "
+                   "inputs itself): the translation is x", m.node, m.rule)
+        return x
+    if mode is None:
+        mode = literal_value(m.kwargs.pop("mode"), NOT_LITERAL) if "mode" in m.kwargs else "caffe"
+        if mode not in ("caffe", "tf", "torch"):
+            m.fail(ctx, "unsupported-argument", f"mode={m.written('mode')}: only a literal \"caffe\", \"tf\" or "
+                   "\"torch\" is translated")
+            return None
+    m.kwargs = {"x": x, "mode": cst.SimpleString(f'"{mode}"'), **m.kwargs}
+    return helper(m, ctx)
+
+
 @call_transform("clear-session")
 def clear_session(m, ctx):
     """keras.backend.clear_session() resets Keras's global state (the graph, layer name counters) and

@@ -951,10 +951,54 @@ def decode_wav(contents, desired_channels=-1, desired_samples=-1):
     return {torch}from_numpy({np}ascontiguousarray(audio)), {torch}tensor(rate, dtype={torch}int32)
 '''
 
+_IMAGENET_PREPROCESS = '''
+
+def imagenet_preprocess(x, mode, data_format=None):
+    """keras.applications' preprocess_input on a batch of images (or one image) with pixels in [0, 255]. mode
+    "tf": x / 127.5 - 1 (pixels in [-1, 1]); "torch": x / 255, then each channel less ImageNet's mean and divided
+    by its std; "caffe": the channels reversed (RGB to BGR), then each less ImageNet's mean in BGR order, not
+    scaled. The channels are the last axis (data_format "channels_last" or None, Keras's default), or the first
+    of an image, the second of a batch ("channels_first"). As in Keras, a NumPy array is worked on in place (a
+    float array given is changed and returned; another dtype is copied to float32 first), and a tensor gives a
+    new tensor of its dtype."""
+    first = data_format == "channels_first"
+    if isinstance(x, {np}ndarray):
+        if not {np}issubdtype(x.dtype, {np}floating):
+            x = x.astype({np}float32)
+        if mode == "tf":
+            x /= 127.5
+            x -= 1.0
+            return x
+        if mode == "torch":
+            x /= 255.0
+            mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+        else:
+            x = (x[::-1] if x.ndim == 3 else x[:, ::-1]) if first else x[..., ::-1]
+            mean, std = (103.939, 116.779, 123.68), None
+        for c in range(3):
+            channel = (x[c] if x.ndim == 3 else x[:, c]) if first else x[..., c]
+            channel -= mean[c]
+            if std is not None:
+                channel /= std[c]
+        return x
+    if mode == "tf":
+        return x / 127.5 - 1.0
+    axis = (0 if x.dim() == 3 else 1) if first else x.dim() - 1
+    shape = [3 if d == axis else 1 for d in range(x.dim())]
+    if mode == "torch":
+        x = x / 255.0
+        mean = {torch}tensor((0.485, 0.456, 0.406), dtype=x.dtype, device=x.device).reshape(shape)
+        std = {torch}tensor((0.229, 0.224, 0.225), dtype=x.dtype, device=x.device).reshape(shape)
+        return (x - mean) / std
+    x = x.index_select(axis, {torch}tensor((2, 1, 0), device=x.device))
+    return x - {torch}tensor((103.939, 116.779, 123.68), dtype=x.dtype, device=x.device).reshape(shape)
+'''
+
 DATA_HELPERS: dict[str, str] = {
     "text_dataset_from_directory": _TEXT_DATASET,
     "image_dataset_from_directory": _IMAGE_DATASET,
     "get_file": _GET_FILE,
+    "imagenet_preprocess": _IMAGENET_PREPROCESS,
     "pad_sequences": _PAD_SEQUENCES,
     "Tokenizer": _TOKENIZER,
     "to_categorical": _TO_CATEGORICAL,
@@ -984,6 +1028,7 @@ for _name, (_cls, _params, _y_shape, _shapes) in _TV.items():
 
 _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
+    "imagenet_preprocess": ("numpy as np", "torch"),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "set_random_seed": ("random", "numpy as np", "torch"),
     "resize_with_pad": ("numpy as np", "torch"),

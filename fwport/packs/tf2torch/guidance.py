@@ -132,7 +132,8 @@ GUIDANCE: dict[str, str] = {
         "model without its classifier (vgg.features, densenet.features, nn.Sequential(*list(resnet.children())"
         "[:-2])), pooling=\"avg\" adds nn.AdaptiveAvgPool2d(1) + nn.Flatten(); images are channels-first "
         "(N, 3, H, W). Keras's preprocess_input is model-specific (caffe BGR mean subtraction for ResNet50/VGG, "
-        "[-1, 1] for MobileNet/Inception/Xception, none for EfficientNet): use the torchvision weights' own "
+        "[-1, 1] for MobileNet/Inception/Xception, none for EfficientNet; fwport translates a call of it, "
+        "imagenet_preprocess(x, mode), not a reference to it): the torchvision weights expect their own "
         "weights.transforms() (RGB in [0, 1], ImageNet mean/std) instead; decode_predictions is "
         "weights.meta[\"categories\"][index]",
     "tensorflow.io.decode_csv":
