@@ -117,6 +117,30 @@ def imagenet_preprocess(m, ctx):
     return helper(m, ctx)
 
 
+@call_transform("tfa-image-transform")
+def tfa_image_transform(m, ctx):
+    """tfa.image.transform / rotate / translate → the projective_transform / rotate_images / translate_images
+    helpers (TensorFlow's ImageProjectiveTransformV3 computed with torch). interpolation must be a literal
+    "nearest" or "bilinear" (any case, as tfa's upper() allows), fill_mode a literal "constant" or "nearest": the
+    helper's sampler is TensorFlow's for those; "reflect" and "wrap" are refused."""
+    for name, allowed, default in (("interpolation", ("nearest", "bilinear"), "nearest"),
+                                   ("fill_mode", ("constant", "nearest"), "constant")):
+        value = literal_value(m.kwargs[name], NOT_LITERAL) if name in m.kwargs else default
+        if not isinstance(value, str) or value.lower() not in allowed:
+            m.fail(ctx, "unsupported-argument", f"{name}={m.written(name)}: only a literal "
+                   + " or ".join(f'"{a}"' for a in allowed) + " is translated (the helper samples as TensorFlow "
+                   "does for those)")
+            return None
+        if name in m.kwargs:
+            m.kwargs[name] = cst.SimpleString(f'"{value.lower()}"')
+    if literal_value(m.kwargs.get("output_shape", cst.Name("None")), NOT_LITERAL) is not None:
+        m.fail(ctx, "unsupported-argument", f"output_shape={m.written('output_shape')}: an output of another size "
+               "than the input is not translated")
+        return None
+    m.kwargs.pop("output_shape", None)
+    return helper(m, ctx)
+
+
 @call_transform("clear-session")
 def clear_session(m, ctx):
     """keras.backend.clear_session() resets Keras's global state (the graph, layer name counters) and

@@ -994,11 +994,86 @@ def imagenet_preprocess(x, mode, data_format=None):
     return x - {torch}tensor((103.939, 116.779, 123.68), dtype=x.dtype, device=x.device).reshape(shape)
 '''
 
+_PROJECTIVE = '''
+
+def projective_transform(images, transforms, interpolation="nearest", fill_mode="constant", fill_value=0.0):
+    """TensorFlow's ImageProjectiveTransformV3 (tfa.image.transform): output pixel (x, y) of image i reads the
+    input at ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1, from transforms[i] = [a0, a1,
+    a2, b0, b1, b2, c0, c1] (one row for every image, or (8,)); images (batch, height, width, channels), or
+    without the batch or channel axis. "nearest" rounds half away from zero, "bilinear" weighs the four
+    neighbours; a neighbour outside the image reads fill_value ("constant"), or the coordinate is clamped to the
+    image first ("nearest"). Computed in float32, cast back to the images' dtype."""
+    images = {torch}as_tensor(images)
+    x = images.reshape(images.shape + (1,) * (3 - images.dim())) if images.dim() < 3 else images
+    x = x if images.dim() == 4 else x[None]
+    n, h, w, c = x.shape
+    t = {torch}as_tensor(transforms, dtype={torch}float32, device=x.device).reshape(-1, 8).expand(n, 8)
+    a0, a1, a2, b0, b1, b2, c0, c1 = (v.reshape(n, 1, 1) for v in t.unbind(1))
+    ys, xs = {torch}meshgrid({torch}arange(h, dtype={torch}float32, device=x.device),
+                             {torch}arange(w, dtype={torch}float32, device=x.device), indexing="ij")
+    k = c0 * xs + c1 * ys + 1.0
+    src_x, src_y = (a0 * xs + a1 * ys + a2) / k, (b0 * xs + b1 * ys + b2) / k
+    if fill_mode == "nearest":
+        src_x, src_y = src_x.clamp(0, w - 1), src_y.clamp(0, h - 1)
+    flat = x.reshape(n, h * w, c).float()
+    batch = {torch}arange(n, device=x.device).reshape(n, 1, 1)
+    fill = {torch}tensor(fill_value, device=x.device).to(images.dtype).float()  # TensorFlow casts it to the dtype
+
+    def read(py, px):  # the pixels at integer coordinates, fill_value outside the image
+        inside = (py >= 0) & (py <= h - 1) & (px >= 0) & (px <= w - 1)
+        index = (py.clamp(0, h - 1) * w + px.clamp(0, w - 1)).long()
+        values = flat[batch, index]
+        return {torch}where(inside[..., None], values, fill)
+
+    if interpolation == "nearest":
+        def away(v):
+            return {torch}where(v >= 0, {torch}floor(v + 0.5), {torch}ceil(v - 0.5))
+        out = read(away(src_y), away(src_x))
+    else:
+        x0, y0 = {torch}floor(src_x), {torch}floor(src_y)
+        x1, y1 = x0 + 1, y0 + 1
+        top = (x1 - src_x)[..., None] * read(y0, x0) + (src_x - x0)[..., None] * read(y0, x1)
+        bottom = (x1 - src_x)[..., None] * read(y1, x0) + (src_x - x0)[..., None] * read(y1, x1)
+        out = (y1 - src_y)[..., None] * top + (src_y - y0)[..., None] * bottom
+    out = {torch}where((k == 0)[..., None], fill, out).to(images.dtype)
+    return out.reshape(images.shape) if images.dim() != 4 else out
+'''
+
+_ROTATE = '''
+
+def rotate_images(images, angles, interpolation="nearest", fill_mode="constant", fill_value=0.0):
+    """tfa.image.rotate: each image turned counter-clockwise by its angle (radians; one for all, or one per
+    image) about its centre, as tfa builds the projective transform."""
+    images = {torch}as_tensor(images)
+    h, w = (images.shape[0], images.shape[1]) if images.dim() < 4 else (images.shape[1], images.shape[2])
+    angles = {torch}as_tensor(angles, dtype={torch}float32, device=images.device).reshape(-1)
+    cos, sin = {torch}cos(angles), {torch}sin(angles)
+    x_offset = ((w - 1) - (cos * (w - 1) - sin * (h - 1))) / 2.0
+    y_offset = ((h - 1) - (sin * (w - 1) + cos * (h - 1))) / 2.0
+    zeros = {torch}zeros_like(cos)
+    transforms = {torch}stack([cos, -sin, x_offset, sin, cos, y_offset, zeros, zeros], 1)
+    return projective_transform(images, transforms, interpolation, fill_mode, fill_value)
+'''
+
+_TRANSLATE = '''
+
+def translate_images(images, translations, interpolation="nearest", fill_mode="constant", fill_value=0.0):
+    """tfa.image.translate: each image moved by its [dx, dy] (pixels; one pair for all, or one per image)."""
+    images = {torch}as_tensor(images)
+    d = {torch}as_tensor(translations, dtype={torch}float32, device=images.device).reshape(-1, 2)
+    ones, zeros = {torch}ones_like(d[:, 0]), {torch}zeros_like(d[:, 0])
+    transforms = {torch}stack([ones, zeros, -d[:, 0], zeros, ones, -d[:, 1], zeros, zeros], 1)
+    return projective_transform(images, transforms, interpolation, fill_mode, fill_value)
+'''
+
 DATA_HELPERS: dict[str, str] = {
     "text_dataset_from_directory": _TEXT_DATASET,
     "image_dataset_from_directory": _IMAGE_DATASET,
     "get_file": _GET_FILE,
     "imagenet_preprocess": _IMAGENET_PREPROCESS,
+    "projective_transform": _PROJECTIVE,
+    "rotate_images": _ROTATE,
+    "translate_images": _TRANSLATE,
     "pad_sequences": _PAD_SEQUENCES,
     "Tokenizer": _TOKENIZER,
     "to_categorical": _TO_CATEGORICAL,
@@ -1029,6 +1104,7 @@ for _name, (_cls, _params, _y_shape, _shapes) in _TV.items():
 _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
     "imagenet_preprocess": ("numpy as np", "torch"),
+    "projective_transform": ("torch",), "rotate_images": ("torch",), "translate_images": ("torch",),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "set_random_seed": ("random", "numpy as np", "torch"),
     "resize_with_pad": ("numpy as np", "torch"),
@@ -1071,6 +1147,7 @@ LOCAL_HELPERS = frozenset(_IMPORTS) | {"Tokenizer"} | frozenset(TEXT_HELPERS) | 
 DATA_DEPS: dict[str, tuple[str, ...]] = {
     "load_imdb": ("get_file",), "resize_with_pad": ("resize_images",), "save_img": ("array_to_img",),
     "image_dataset_from_directory": ("DataPipeline",),
+    "rotate_images": ("projective_transform",), "translate_images": ("projective_transform",),
     "timeseries_dataset_from_array": ("DataPipeline",),
     "text_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
 }
