@@ -920,25 +920,40 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def _built(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
         """``model.build((None, 16))`` as a statement, ``model`` an instance of a model subclass of the file (its
-        body keeps Keras's layout) every binding of which is one, the shape a tuple or list with None or an int
-        per axis → ``build_on_zeros(model, (None, 16))``, a helper written into the file that calls the model once on
-        zeros (batch 1), in eval mode without gradients: the lazy modules get their sizes there, as Keras's layers
-        do in build. Another build (a list of shapes, a shape read from a variable) keeps the error."""
+        body keeps Keras's layout) every binding of which is one, the shape a tuple or list with None, an int, a
+        name or integer arithmetic of those per axis (``(4, image_size)``) → ``build_on_zeros(model, (None, 16))``,
+        a helper written into the file that calls the model once on zeros (batch 1 for None), in eval mode without
+        gradients: the lazy modules get their sizes there, as Keras's layers do in build. A ``keras.Sequential``
+        of the file (every binding one) too, for a shape of two axes (batch, features: the passes change no
+        layout there; a Sequential of images may be made channels-first). Another build (a list of shapes, a
+        shape read from a variable) keeps the error."""
         if not (isinstance(value, cst.Call) and not self.ctx.is_settled(value) and self._model_method(value) == "build"
                 and isinstance(value.func.value, cst.Name) and len(value.args) == 1 and not value.args[0].star
                 and (value.args[0].keyword is None or value.args[0].keyword.value == "input_shape")):
             return None
         shape = value.args[0].value
+
+        def axis(e: cst.BaseExpression) -> bool:  # None, an int, a name, or +-*// of those
+            if isinstance(e, (cst.Integer, cst.Name)):
+                return True
+            return (isinstance(e, cst.BinaryOperation) and isinstance(
+                e.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)) and axis(e.left) and axis(e.right))
+
         if not (isinstance(shape, (cst.Tuple, cst.List)) and len(shape.elements) >= 2 and all(
-                isinstance(e, cst.Element) and (isinstance(e.value, cst.Integer)
-                                                or isinstance(e.value, cst.Name) and e.value.value == "None")
-                for e in shape.elements)):
+                isinstance(e, cst.Element) and axis(e.value) for e in shape.elements)):
             return None
         name = value.func.value.value
         scope = next((s for s in reversed(self.chain) if name in s.bound), None)
         values = scope.assigned.get(name) if scope is not None else None
-        if not values or not all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
-                                 and v.func.value in self.models.classes for v in values):
+        shadow = set().union(*(s.shadow for s in self.chain))
+
+        def sequential(v) -> bool:
+            return isinstance(v, cst.Call) and self.models.qualname(v.func, shadow) == "keras.Sequential"
+
+        if not values or not (
+                all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.models.classes
+                    for v in values)
+                or len(shape.elements) == 2 and all(sequential(v) for v in values) and not self._left(value.func.value)):
             return None
         helper = helpers.use(self.ctx, "build_on_zeros")
         out = f"{helper}({name}, {code(shape)})"
