@@ -26,9 +26,11 @@ def errors(result) -> list[str]:
     return [f.message for f in result.findings if f.severity == Severity.ERROR]
 
 
-def _run(program: str, tail: str, **env_extra: str) -> dict:
+def _run(program: str, tail: str, before=None, **env_extra: str) -> dict:
     """Run ``program`` then ``tail`` in a fresh interpreter; ``tail`` prints one JSON object last."""
     with tempfile.TemporaryDirectory() as d:
+        if before is not None:
+            before(d)
         path = Path(d) / "prog.py"
         path.write_text(textwrap.dedent(program) + "\n" + textwrap.dedent(tail))
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **env_extra)
@@ -121,3 +123,115 @@ def test_build_of_a_sequential_of_more_axes_or_rebound_stays_an_error():
         model.build((None, 4))
     ''')
     assert any("build(...) is a Keras model method" in m for m in errors(r)), errors(r)
+
+
+# --- model.compile() with nothing, get_weights / set_weights round trips (keras-io's reptile) -----------------
+
+_REPTILE_SRC = '''
+import numpy as np
+import tensorflow as tf
+import keras
+from keras import layers
+
+inputs = keras.Input(shape=(4,))
+x = layers.Dense(6, activation="relu")(inputs)
+x = layers.BatchNormalization()(x)
+outputs = layers.Dense(3)(x)
+model = keras.Model(inputs=inputs, outputs=outputs)
+model.compile()
+optimizer = keras.optimizers.SGD(learning_rate=0.1)
+
+
+def meta_train(xs, ys, meta_iters=3, inner=2, step=0.5):
+    for meta_iter in range(meta_iters):
+        old_vars = model.get_weights()
+        for i in range(inner):
+            with tf.GradientTape() as tape:
+                preds = model(xs, training=True)
+                loss = tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(ys, preds, from_logits=True))
+            grads = tape.gradient(loss, model.trainable_weights)
+            optimizer.apply_gradients(zip(grads, model.trainable_weights))
+        new_vars = model.get_weights()
+        for var in range(len(new_vars)):
+            new_vars[var] = old_vars[var] + ((new_vars[var] - old_vars[var]) * step)
+        model.set_weights(new_vars)
+    return model.predict(xs, verbose=0)
+'''
+
+_DATA = '''
+import json
+rng = np.random.default_rng(3)
+init = [rng.normal(size=(4, 6)), rng.normal(size=6) * 0.1, 1 + rng.normal(size=6) * 0.1, rng.normal(size=6) * 0.1,
+        rng.normal(size=6) * 0.1, 1 + rng.uniform(size=6), rng.normal(size=(6, 3)), rng.normal(size=3) * 0.1]
+init = [a.astype("float32") for a in init]
+xs = rng.normal(size=(10, 4)).astype("float32")
+ys = rng.integers(0, 3, size=10)
+'''
+
+
+def test_reptile_meta_step_trains_as_keras():
+    """model.compile() with nothing → pass; W = model.get_weights() combined elementwise and given back by
+    model.set_weights(W) → keras_get_weights / keras_set_weights: three meta-iterations of two tape steps
+    each (Dense, BatchNormalization in training mode, Dense) from the same weights give Keras's weights, moving
+    statistics and predictions."""
+    r = tr(_REPTILE_SRC)
+    assert not errors(r), errors(r)
+    assert "\npass\n" in r.output and "old_vars = keras_get_weights(model)" in r.output
+    assert "keras_set_weights(model, new_vars)" in r.output
+    k = _run(_REPTILE_SRC, _DATA + '''
+model.set_weights(init)
+preds = meta_train(xs, ys)
+print(json.dumps({"w": [w.tolist() for w in model.get_weights()], "p": preds.tolist()}))
+''')
+    t = _run(r.output, _DATA + '''
+with torch.no_grad():
+    model.fc1.weight.copy_(torch.tensor(init[0].T)); model.fc1.bias.copy_(torch.tensor(init[1]))
+    model.bn.weight.copy_(torch.tensor(init[2])); model.bn.bias.copy_(torch.tensor(init[3]))
+    model.bn.running_mean.copy_(torch.tensor(init[4])); model.bn.running_var.copy_(torch.tensor(init[5]))
+    model.fc2.weight.copy_(torch.tensor(init[6].T)); model.fc2.bias.copy_(torch.tensor(init[7]))
+preds = meta_train(torch.tensor(xs), torch.tensor(ys))
+w = [model.fc1.weight.T, model.fc1.bias, model.bn.weight, model.bn.bias, model.bn.running_mean, model.bn.running_var,
+     model.fc2.weight.T, model.fc2.bias]
+out = {"w": [v.detach().numpy().tolist() for v in w], "p": np.asarray(preds).tolist()}
+with torch.no_grad():  # (predict again with Keras's moving variance: see the test's note)
+    model.bn.running_var.copy_(torch.tensor(json.loads(open("keras_var.json").read())))
+out["p_keras_var"] = predict(model, torch.tensor(xs), verbose=0).tolist()
+print(json.dumps(out))
+''', before=lambda d: (Path(d) / "keras_var.json").write_text(json.dumps(k["w"][5])))
+    import numpy as np
+    assert len(k["w"]) == len(t["w"]) == 8
+    for i, (a, b) in enumerate(zip(k["w"], t["w"])):
+        if i != 5:
+            np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5, err_msg=str(i))
+    # the moving variance: torch keeps the unbiased batch variance, Keras 3 the biased one (semantic-traps.md,
+    # "BatchNorm running-variance estimator"): n/(n-1) = 10/9 on each update's 1 - momentum share
+    np.testing.assert_allclose(t["w"][5], k["w"][5], rtol=2e-2)
+    assert not np.allclose(t["w"][5], k["w"][5], rtol=1e-5)  # (the trap, not a mix-up of positions)
+    np.testing.assert_allclose(t["p_keras_var"], k["p"], rtol=1e-4, atol=1e-5)
+    assert max(abs(np.asarray(a) - np.asarray(i)).max() for a, i in zip(k["w"], json.loads(json.dumps(
+        [x.tolist() for x in _init_arrays()])))) > 1e-3  # (it trained)
+
+
+def _init_arrays():
+    import numpy as np
+    scope: dict = {"np": np}
+    exec(_DATA, scope)
+    return scope["init"]
+
+
+def test_weight_lists_read_otherwise_and_compiles_used_otherwise_stay_errors():
+    """A weights list read by position (its shape is Keras's, not torch's), set_weights of arrays from
+    elsewhere, and a compile() of a model that is then fitted or handed to a function keep their errors."""
+    base = _REPTILE_SRC.split("def meta_train")[0]
+    r = tr(base + "w = model.get_weights()\nprint(w[0].shape)\nmodel.set_weights(w)\n")
+    assert sum("get_weights(...) is a Keras model method" in m for m in errors(r)) == 1, errors(r)
+    assert sum("set_weights(...) is a Keras model method" in m for m in errors(r)) == 1, errors(r)
+    r = tr(base + "w = model.get_weights()\nw[0] = np.zeros((4, 6))\nmodel.set_weights(w)\n")
+    assert any("set_weights(...) is a Keras model method" in m for m in errors(r)), errors(r)
+    r = tr(base + "model.set_weights([np.zeros((4, 6))])\n")
+    assert any("set_weights(...) is a Keras model method" in m for m in errors(r)), errors(r)
+    r = tr(base + "model.fit(np.zeros((2, 4)), np.zeros(2))\n")
+    assert any("compile(...) is a Keras model method" in m for m in errors(r)), errors(r)
+    assert "\npass\n" not in r.output
+    r = tr(base + "def run(m):\n    return m\n\nrun(model)\n")
+    assert any("compile(...) is a Keras model method" in m for m in errors(r)), errors(r)

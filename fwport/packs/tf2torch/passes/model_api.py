@@ -861,6 +861,8 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
         saved = self.saved.get(id(original_node))
+        if isinstance(saved, cst.Name) and saved.value == "pass":
+            return cst.Pass(semicolon=updated_node.semicolon)  # type: ignore[return-value]
         if saved is not None:
             return updated_node.with_changes(value=saved)
         call = original_node.value
@@ -890,6 +892,8 @@ class _ModelApiPass(cst.CSTTransformer):
         built = self._built(value)
         if built is not None:
             return built
+        if self._empty_compile(value):
+            return cst.Name("pass")  # (leave_Expr writes the statement pass)
         if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args
                 and value.func.attr.value in ("expect_partial", "assert_consumed")
                 and isinstance(value.func.value, cst.Call)):
@@ -964,6 +968,43 @@ class _ModelApiPass(cst.CSTTransformer):
                         "the same); create the optimizer after it", value)
         return cst.parse_expression(out)
 
+    #: what a compile gives a Keras model that a file may use after it: trained or evaluated by Keras's loops,
+    #: its optimizer, loss or metrics read
+    _COMPILED_USES = ("fit", "evaluate", "train_on_batch", "test_on_batch", "fit_generator", "evaluate_generator",
+                      "optimizer", "loss", "compiled_loss", "compiled_metrics", "compute_loss", "compute_metrics",
+                      "metrics", "metrics_names", "stop_training", "train_function", "make_train_function")
+
+    def _empty_compile(self, value: cst.BaseExpression) -> bool:
+        """``model.compile()`` with no arguments as a statement (keras-io's reptile: a model trained by its own
+        GradientTape steps and read by predict), ``model`` a name of a translated model that the file neither
+        trains nor evaluates through Keras's loops, whose optimizer / loss / metrics it never reads and that it
+        hands to no call, function, list or return: such a compile changes nothing the translation computes
+        (Keras's predict and call are the same compiled or not), so the statement becomes ``pass`` with an
+        info finding. Any other compile keeps the training pass's reading."""
+        if not (isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "compile" and isinstance(value.func.value, cst.Name)
+                and not self.ctx.is_settled(value) and self._model_method(value) == "compile"
+                and not self._left(value.func.value) and self.module is not None
+                and id(value) not in self.ctx.analyses.get("train_step_calls", ())):
+            return False
+        name = value.func.value.value
+        text = _text(self.module, self.ctx)
+        if re.search(rf"\b{re.escape(name)}\s*\.\s*({'|'.join(self._COMPILED_USES)})\b", text):
+            return False
+        for kind in (cst.Element, cst.Return, cst.DictElement, cst.Yield):
+            if any(isinstance(getattr(n, "value", None), cst.Name) and n.value.value == name
+                   for n in find_all(self.module, kind)):
+                return False  # handed on: another function may fit it
+        for c in find_all(self.module, cst.Call):
+            if any(isinstance(a.value, cst.Name) and a.value.value == name for a in c.args) and not (
+                    isinstance(c.func, cst.Name) and "predict" in c.func.value):  # (the training pass's predict)
+                return False
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{name}.compile() → pass: a compile with no optimizer, loss or metrics of a model the file "
+                        "trains with its own steps and never fits or evaluates through Keras (a torch module needs "
+                        "none; Keras's predict and call do not depend on it)", value)
+        return True
+
     def _copied_weights(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
         """``target.set_weights(model.get_weights())`` as a statement, both models (a DQN's target network)
         → ``target.load_state_dict(model.state_dict())``: the same copy of every weight, non-trainable ones
@@ -1022,12 +1063,39 @@ class _ModelApiPass(cst.CSTTransformer):
             return original_node
         if method == "get_layer" and self._plan_get_layer(original_node):
             return updated_node
+        if method in ("get_weights", "set_weights") and isinstance(original_node.func.value, cst.Name) \
+                and id(original_node) in self._weight_lists(original_node.func.value.value):
+            helper = helpers.use(self.ctx, f"keras_{method}")
+            args = [cst.Arg(original_node.func.value), *[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                          for a in updated_node.args]]
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{receiver}.{method}(...) → {helper}({receiver}{', ...' if updated_node.args else ''}) "
+                            "(written out in this file): the model's parameters and buffers as a list of NumPy arrays "
+                            "in torch's order and layout, which the file only combines elementwise and gives back to "
+                            f"{receiver}.set_weights, position by position, as Keras's list", original_node)
+            return cst.Call(cst.Name(helper), args)
         why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
                         f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
         self.ctx.settle(original_node)
         return original_node
+
+    def _weight_lists(self, model: str) -> set[int]:
+        """The ``model.get_weights()`` / ``model.set_weights(W)`` calls of the innermost scope that round-trip lists
+        of weights (keras-io's reptile): ``W = model.get_weights()`` where every other use of the name ``W`` in the
+        scope is ``len(W)``, ``model.set_weights(W)``, or ``W[i]`` in elementwise arithmetic (+ - * /, numbers and
+        other names) assigned to ``W2[i]`` of such a list. Torch's order and layout then give Keras's values:
+        nothing reads a weight by its position or shape. Else (a list read otherwise, set_weights of a list of
+        arrays from elsewhere): none, and the errors stay."""
+        node = self.functions[-1] if self.functions else self.module
+        if node is None:
+            return set()
+        cache = self.__dict__.setdefault("_weight_cache", {})
+        key = (id(node), model)
+        if key not in cache:
+            cache[key] = _round_trips(node, model)
+        return cache[key]
 
     def _records_scope(self, receiver: cst.BaseExpression) -> str | None:
         """The scope of the layer records of the model ``receiver`` names (sequential / functional passes): a
@@ -1195,6 +1263,94 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def _is_statement(self, call: cst.Call) -> bool:
         return id(call) in getattr(self, "_statement_calls", set())
+
+
+def _gets_weights(node, model: str) -> bool:
+    return (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "get_weights" and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == model)
+
+
+class _NameUses(cst.CSTVisitor):
+    """Every Name node under a tree with the chain of nodes above it."""
+
+    def __init__(self) -> None:
+        self.stack: list[cst.CSTNode] = []
+        self.uses: list[tuple[cst.Name, list[cst.CSTNode]]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if isinstance(node, cst.Name):
+            self.uses.append((node, list(self.stack)))
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+
+def _round_trips(scope: cst.CSTNode, model: str) -> set[int]:
+    """model_api._weight_lists for the scope node ``scope``: the ids of the calls planned."""
+    v = _NameUses()
+    scope.visit(v)
+    lists = {t.target.value for a in find_all(scope, cst.Assign) if _gets_weights(a.value, model)
+             for t in a.targets if isinstance(t.target, cst.Name)}
+
+    def item(e) -> bool:  # W[i], i a name or an int
+        return (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Name) and e.value.value in lists
+                and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index)
+                and isinstance(e.slice[0].slice.value, (cst.Name, cst.Integer)))
+
+    def pure(e) -> bool:  # elementwise arithmetic of list items, numbers and other names
+        if isinstance(e, (cst.Integer, cst.Float)) or item(e):
+            return True
+        if isinstance(e, cst.Name):
+            return e.value not in lists
+        if isinstance(e, cst.BinaryOperation):
+            return isinstance(e.operator, _ARITHMETIC) and pure(e.left) and pure(e.right)
+        return isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and pure(e.expression)
+
+    bad: set[str] = set()
+    calls: dict[str, list[int]] = {}
+    for name, stack in v.uses:
+        if name.value not in lists:
+            continue
+        p = stack[-2] if len(stack) > 1 else None
+        up = stack[-3] if len(stack) > 2 else None
+        if isinstance(p, cst.Attribute) and p.attr is name:
+            continue  # x.W: another thing
+        if isinstance(p, cst.AssignTarget) and isinstance(up, cst.Assign) and len(up.targets) == 1 \
+                and _gets_weights(up.value, model):
+            calls.setdefault(name.value, []).append(id(up.value))
+            continue
+        if isinstance(p, cst.Arg) and isinstance(up, cst.Call) and len(up.args) == 1 and not p.star \
+                and p.keyword is None:
+            if isinstance(up.func, cst.Name) and up.func.value == "len":
+                continue
+            if isinstance(up.func, cst.Attribute) and up.func.attr.value == "set_weights" \
+                    and isinstance(up.func.value, cst.Name) and up.func.value.value == model:
+                calls.setdefault(name.value, []).append(id(up))
+                continue
+        if isinstance(p, cst.Subscript) and p.value is name and item(p):
+            i = len(stack) - 2  # the subscript; up to the outermost arithmetic around it
+            while i > 0 and isinstance(stack[i - 1], (cst.BinaryOperation, cst.UnaryOperation)):
+                i -= 1
+            top, outer = stack[i], stack[i - 1] if i > 0 else None
+            if isinstance(outer, cst.AssignTarget) and top is p:
+                assign = stack[i - 2] if i > 1 else None
+                if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and pure(assign.value):
+                    continue
+            if isinstance(outer, cst.Assign) and outer.value is top and len(outer.targets) == 1 \
+                    and item(outer.targets[0].target) and pure(top):
+                continue
+            if isinstance(outer, cst.AugAssign) and isinstance(outer.operator, (
+                    cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)) \
+                    and item(outer.target) and pure(outer.value):
+                continue
+        bad.add(name.value)
+    return {c for name, ids in calls.items() if name not in bad for c in ids}
 
 
 def _layer_pairs(ctx: FileContext, target: str, model: str) -> list[tuple[str, str]] | None:
