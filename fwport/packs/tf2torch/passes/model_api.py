@@ -1085,7 +1085,7 @@ class _ModelApiPass(cst.CSTTransformer):
         """The ``model.get_weights()`` / ``model.set_weights(W)`` calls of the innermost scope that round-trip lists
         of weights (keras-io's reptile): ``W = model.get_weights()`` where every other use of the name ``W`` in the
         scope is ``len(W)``, ``model.set_weights(W)``, or ``W[i]`` in elementwise arithmetic (+ - * /, numbers and
-        other names) assigned to ``W2[i]`` of such a list. Torch's order and layout then give Keras's values:
+        other names) assigned to ``W2[i]`` of such a list, and one of them is given back. Torch's order and layout then give Keras's values:
         nothing reads a weight by its position or shape. Else (a list read otherwise, set_weights of a list of
         arrays from elsewhere): none, and the errors stay."""
         node = self.functions[-1] if self.functions else self.module
@@ -1350,6 +1350,10 @@ def _round_trips(scope: cst.CSTNode, model: str) -> set[int]:
                     and item(outer.target) and pure(outer.value):
                 continue
         bad.add(name.value)
+    sets = {name for name, ids in calls.items() for c in ids if not any(
+        c == id(a.value) for a in find_all(scope, cst.Assign))}  # lists given to set_weights
+    if not sets - bad:
+        return set()  # (a list only read, never given back: the error says what to write)
     return {c for name, ids in calls.items() if name not in bad for c in ids}
 
 
