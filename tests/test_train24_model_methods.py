@@ -235,3 +235,48 @@ def test_weight_lists_read_otherwise_and_compiles_used_otherwise_stay_errors():
     assert "\npass\n" not in r.output
     r = tr(base + "def run(m):\n    return m\n\nrun(model)\n")
     assert any("compile(...) is a Keras model method" in m for m in errors(r)), errors(r)
+
+
+# --- model.count_params() ---------------------------------------------------------------------------------
+
+_COUNT_SRC = '''
+import keras
+from keras import layers
+
+inputs = keras.Input(shape=(8, 8, 3))
+x = layers.Conv2D(4, 3, activation="relu")(inputs)
+x = layers.BatchNormalization()(x)
+x = layers.MaxPooling2D()(x)
+x = layers.Flatten()(x)
+x = layers.LayerNormalization()(x)
+outputs = layers.Dense(5, use_bias=False)(x)
+model = keras.Model(inputs, outputs)
+n = model.count_params()
+'''
+
+
+def test_count_params_counts_every_weight_as_keras():
+    """model.count_params() → keras_count_params(model): parameters and BatchNorm's running statistics (not
+    num_batches_tracked) give Keras's count of every weight, trainable or not."""
+    r = tr(_COUNT_SRC)
+    assert not errors(r), errors(r)
+    assert "n = keras_count_params(model)" in r.output
+    k = _run(_COUNT_SRC, 'import json\nprint(json.dumps({"n": int(n)}))\n')
+    t = _run(r.output, 'import json\nprint(json.dumps({"n": int(n)}))\n')
+    assert t["n"] == k["n"] == (3 * 3 * 3 * 4 + 4) + 4 * 4 + 2 * 36 + 36 * 5
+
+
+def test_count_params_with_layers_torch_holds_otherwise_stays_an_error():
+    """An LSTM (torch's two biases), a BatchNormalization without beta: the counts differ, the error stays."""
+    for layer in ('layers.LSTM(4)(layers.Reshape((4, 3))(inputs))', 'layers.BatchNormalization(center=False)(inputs)'):
+        src = f'''
+import keras
+from keras import layers
+
+inputs = keras.Input(shape=(12,))
+x = {layer}
+model = keras.Model(inputs, layers.Dense(2)(x))
+n = model.count_params()
+'''
+        r = tr(src)
+        assert any("count_params(...) is a Keras model method" in m for m in errors(r)), (layer, errors(r))

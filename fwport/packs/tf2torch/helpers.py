@@ -1207,6 +1207,16 @@ def keras_set_weights(model, weights):
                 raise ValueError(f"a weight of shape {tuple(v.shape)} given one of shape {tuple(w.shape)}")
             v.copy_(w)
 '''
+# keras Model.count_params() in a file of layers whose weights torch holds one for one (passes/model_api.py)
+HELPERS["keras_count_params"] = '''
+
+def keras_count_params(model):
+    """keras Model.count_params(): the sizes of every weight, trainable or not: the parameters and the buffers
+    (BatchNorm's running statistics, Keras's moving mean and variance; not num_batches_tracked, which Keras has not),
+    each shared one once."""
+    return sum(p.numel() for p in model.parameters()) + sum(
+        b.numel() for n, b in model.named_buffers() if not n.endswith("num_batches_tracked"))
+'''
 # keras Model.set_weights(other.get_weights()) between two functional models of the same layers (passes/model_api.py)
 HELPERS["copy_layer_weights"] = '''
 

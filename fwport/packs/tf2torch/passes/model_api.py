@@ -1063,6 +1063,13 @@ class _ModelApiPass(cst.CSTTransformer):
             return original_node
         if method == "get_layer" and self._plan_get_layer(original_node):
             return updated_node
+        if method == "count_params" and not original_node.args and self._counts_exactly():
+            helper = helpers.use(self.ctx, "keras_count_params")
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{receiver}.count_params() → {helper}({receiver}) (written out in this file): the sizes "
+                            "of the parameters and buffers (BatchNorm's moving statistics), as Keras counts every "
+                            "weight; the file's layers hold the same weights in torch", original_node)
+            return cst.Call(cst.Name(helper), [cst.Arg(original_node.func.value)])
         if method in ("get_weights", "set_weights") and isinstance(original_node.func.value, cst.Name) \
                 and id(original_node) in self._weight_lists(original_node.func.value.value):
             helper = helpers.use(self.ctx, f"keras_{method}")
@@ -1080,6 +1087,29 @@ class _ModelApiPass(cst.CSTTransformer):
                         f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
         self.ctx.settle(original_node)
         return original_node
+
+    def _counts_exactly(self) -> bool:
+        """Whether every Keras layer the file makes holds in torch the weights Keras counts, one for one (_COUNTED:
+        Dense, convolutions, BatchNormalization / LayerNormalization with beta and gamma, Embedding, and layers
+        without weights): not recurrent layers (torch's two biases), layers of other packages (keras.applications,
+        hubs, addons) or layers fwport writes out as classes of its own."""
+        if "_counted" not in self.__dict__:
+            ok = self.module is not None
+            for c in find_all(self.module, cst.Call) if ok else ():
+                q = self.models.qualname(c.func, set()) or ""
+                if q.startswith(("keras.applications", "keras_hub", "keras_nlp", "keras_cv", "tensorflow_hub",
+                                 "tensorflow_addons", "keras.models.load_model", "keras.saving.load_model")):
+                    ok = False
+                elif q.startswith("keras.layers."):
+                    layer = q[len("keras.layers."):]
+                    if layer not in _COUNTED or layer in _NORMS and any(
+                            a.keyword is not None and a.keyword.value in ("center", "scale", "bias", "rms_scaling")
+                            for a in c.args):
+                        ok = False
+                if not ok:
+                    break
+            self._counted = ok
+        return self._counted
 
     def _weight_lists(self, model: str) -> set[int]:
         """The ``model.get_weights()`` / ``model.set_weights(W)`` calls of the innermost scope that round-trip lists
@@ -1263,6 +1293,20 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def _is_statement(self, call: cst.Call) -> bool:
         return id(call) in getattr(self, "_statement_calls", set())
+
+
+#: Keras layers whose weights torch holds one for one (sizes included), for count_params (_counts_exactly)
+_NORMS = {"BatchNormalization", "LayerNormalization"}
+_COUNTED = _NORMS | {
+    "Dense", "Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D", "Embedding",
+    "Input", "InputLayer", "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "Activation", "ReLU",
+    "LeakyReLU", "ELU", "Softmax", "Flatten", "Reshape", "Permute", "RepeatVector", "Add", "Subtract", "Multiply",
+    "Average", "Maximum", "Minimum", "Concatenate", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "MaxPool1D",
+    "MaxPool2D", "MaxPool3D", "AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D",
+    "AvgPool3D", "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
+    "GlobalMaxPool2D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D",
+    "UpSampling1D", "UpSampling2D", "UpSampling3D", "Rescaling", "Identity"}
 
 
 def _gets_weights(node, model: str) -> bool:
