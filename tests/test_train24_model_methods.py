@@ -280,3 +280,25 @@ n = model.count_params()
 '''
         r = tr(src)
         assert any("count_params(...) is a Keras model method" in m for m in errors(r)), (layer, errors(r))
+
+
+def test_count_params_of_a_translation_with_lazy_modules_is_an_error():
+    """Keras tuner's guide: Dense(units=units_1, input_shape=(20,)) then Dense(units_2): the second becomes an
+    nn.LazyLinear, whose parameters have no size before the first call, where Keras's built model counts them:
+    an error with its comment, not a count that would fail at run time."""
+    r = tr('''
+        import keras
+        from keras import layers
+
+
+        def build_model(hp):
+            units_1 = hp.Int("units_1", 10, 40, step=10)
+            units_2 = hp.Int("units_2", 10, 30, step=10)
+            model = keras.Sequential([layers.Dense(units=units_1, input_shape=(20,)), layers.Dense(units=units_2)])
+            num_params = model.count_params()
+            return model, num_params
+    ''')
+    assert "nn.LazyLinear" in r.output
+    assert any("count_params() is a Keras model method; the translated model holds lazy modules" in m
+               for m in errors(r)), errors(r)
+    assert "# fwport: unsupported-construct: model.count_params()" in r.output

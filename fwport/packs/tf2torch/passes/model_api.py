@@ -1069,6 +1069,7 @@ class _ModelApiPass(cst.CSTTransformer):
                             f"{receiver}.count_params() → {helper}({receiver}) (written out in this file): the sizes "
                             "of the parameters and buffers (BatchNorm's moving statistics), as Keras counts every "
                             "weight; the file's layers hold the same weights in torch", original_node)
+            self.ctx.analyses.setdefault("count_params", []).append(self.ctx.pending[-1].finding)
             return cst.Call(cst.Name(helper), [cst.Arg(original_node.func.value)])
         if method in ("get_weights", "set_weights") and isinstance(original_node.func.value, cst.Name) \
                 and id(original_node) in self._weight_lists(original_node.func.value.value):
@@ -1463,3 +1464,34 @@ def finish_weight_copies(module: cst.Module, ctx: FileContext) -> cst.Module:
             ctx.findings = [dataclasses.replace(f, message=new.message) if f.code == finding.code
                             and f.message == finding.message else f for f in ctx.findings]
     return module.with_changes(body=body) if changed else module
+
+
+class _CountedLines(cst.CSTTransformer):
+    """Puts ``comment`` above each simple statement line calling ``name``."""
+
+    def __init__(self, name: str, comment: str) -> None:
+        self.name, self.comment = name, comment
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if not any(isinstance(c.func, cst.Name) and c.func.value == self.name for c in find_all(original_node, cst.Call)):
+            return updated_node
+        return updated_node.with_changes(leading_lines=[*updated_node.leading_lines,
+                                                        cst.EmptyLine(comment=cst.Comment(self.comment))])
+
+
+def finish_count_params(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """``keras_count_params(model)`` (a ``model.count_params()``, above) in a translation holding lazy modules (a
+    layer whose input size fwport did not know: nn.LazyLinear, ...): their parameters have no size before the
+    first forward call, where Keras's built model counts them, so each such count becomes an error, with its
+    comment. (Known only now: the layers' rules chose the lazy modules in the rewrite.)"""
+    counted = ctx.analyses.get("count_params")
+    if not counted or not re.search(r"\bLazy\w+\(", module.code):
+        return module
+    why = ("model.count_params() is a Keras model method; the translated model holds lazy modules (nn.Lazy...: an input "
+           "size fwport did not know), whose parameters have no size before the model's first call, where Keras's "
+           "built model counts them: give the layers their input sizes (or call the model once on a batch, "
+           "build_on_zeros), then count with sum(p.numel() for p in model.parameters()) plus the BatchNorm buffers")
+    messages = {f.message for f in counted}
+    ctx.findings = [dataclasses.replace(f, severity=Severity.ERROR, code="unsupported-construct", message=why)
+                    if f.code == "idiom-replaced" and f.message in messages else f for f in ctx.findings]
+    return module.visit(_CountedLines("keras_count_params", f"# fwport: unsupported-construct: {why}"))
