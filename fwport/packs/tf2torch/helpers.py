@@ -1181,6 +1181,42 @@ def build_on_zeros(model, shape):
         model({torch}zeros(*(1 if d is None else d for d in shape)))
     model.train(training)
 '''
+# keras Model.get_weights() / set_weights(list) round trips of one model (passes/model_api.py, _weight_lists)
+HELPERS["keras_get_weights"] = '''
+
+def keras_get_weights(model):
+    """keras Model.get_weights(): a copy of every weight as a NumPy array, the parameters and the buffers (BatchNorm's
+    running statistics; not its num_batches_tracked count, which Keras has not), in the module's order and torch's
+    layout (a Linear's weight is Keras's kernel transposed): for keras_set_weights(model, weights) of the same model
+    after elementwise arithmetic, position by position, as Keras's list is."""
+    return [v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()
+            if not k.endswith("num_batches_tracked")]
+'''
+HELPERS["keras_set_weights"] = '''
+
+def keras_set_weights(model, weights):
+    """keras Model.set_weights(weights) of a list keras_get_weights(model) gave: each array copied into the parameter
+    or buffer at its position (Keras's ValueError for another number or shape)."""
+    state = [v for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")]
+    if len(weights) != len(state):
+        raise ValueError(f"expected a list of {len(state)} weights, got {len(weights)}")
+    with {torch}no_grad():
+        for v, w in zip(state, weights):
+            w = {torch}as_tensor(w)
+            if tuple(w.shape) != tuple(v.shape):
+                raise ValueError(f"a weight of shape {tuple(v.shape)} given one of shape {tuple(w.shape)}")
+            v.copy_(w)
+'''
+# keras Model.count_params() in a file of layers whose weights torch holds one for one (passes/model_api.py)
+HELPERS["keras_count_params"] = '''
+
+def keras_count_params(model):
+    """keras Model.count_params(): the sizes of every weight, trainable or not: the parameters and the buffers
+    (BatchNorm's running statistics, Keras's moving mean and variance; not num_batches_tracked, which Keras has not),
+    each shared one once."""
+    return sum(p.numel() for p in model.parameters()) + sum(
+        b.numel() for n, b in model.named_buffers() if not n.endswith("num_batches_tracked"))
+'''
 # keras Model.set_weights(other.get_weights()) between two functional models of the same layers (passes/model_api.py)
 HELPERS["copy_layer_weights"] = '''
 

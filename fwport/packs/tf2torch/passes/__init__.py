@@ -105,5 +105,6 @@ PLANNERS: tuple[Planner, ...] = (
 # calls written out after the imports; last, the statements the runtime planner and the sequential pass (a
 # Sequential's `.add(keras.Input(...))`) marked removed (by their mark, not their place: no pass removes a
 # statement before, which would shift the places the functional pass's finish reads)
-FINISH = (decorators.finish, sequential.finish, functional.finish, model_api.finish_weight_copies, regularizers.finish,
+FINISH = (decorators.finish, sequential.finish, functional.finish, model_api.finish_weight_copies,
+          model_api.finish_count_params, regularizers.finish,
           training.finish, data.finish_aliases, helpers.finish, testcase.finish, runtime.finish)

@@ -861,6 +861,8 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
         saved = self.saved.get(id(original_node))
+        if isinstance(saved, cst.Name) and saved.value == "pass":
+            return cst.Pass(semicolon=updated_node.semicolon)  # type: ignore[return-value]
         if saved is not None:
             return updated_node.with_changes(value=saved)
         call = original_node.value
@@ -890,6 +892,8 @@ class _ModelApiPass(cst.CSTTransformer):
         built = self._built(value)
         if built is not None:
             return built
+        if self._empty_compile(value):
+            return cst.Name("pass")  # (leave_Expr writes the statement pass)
         if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args
                 and value.func.attr.value in ("expect_partial", "assert_consumed")
                 and isinstance(value.func.value, cst.Call)):
@@ -920,25 +924,40 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def _built(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
         """``model.build((None, 16))`` as a statement, ``model`` an instance of a model subclass of the file (its
-        body keeps Keras's layout) every binding of which is one, the shape a tuple or list with None or an int
-        per axis → ``build_on_zeros(model, (None, 16))``, a helper written into the file that calls the model once on
-        zeros (batch 1), in eval mode without gradients: the lazy modules get their sizes there, as Keras's layers
-        do in build. Another build (a list of shapes, a shape read from a variable) keeps the error."""
+        body keeps Keras's layout) every binding of which is one, the shape a tuple or list with None, an int, a
+        name or integer arithmetic of those per axis (``(4, image_size)``) → ``build_on_zeros(model, (None, 16))``,
+        a helper written into the file that calls the model once on zeros (batch 1 for None), in eval mode without
+        gradients: the lazy modules get their sizes there, as Keras's layers do in build. A ``keras.Sequential``
+        of the file (every binding one) too, for a shape of two axes (batch, features: the passes change no
+        layout there; a Sequential of images may be made channels-first). Another build (a list of shapes, a
+        shape read from a variable) keeps the error."""
         if not (isinstance(value, cst.Call) and not self.ctx.is_settled(value) and self._model_method(value) == "build"
                 and isinstance(value.func.value, cst.Name) and len(value.args) == 1 and not value.args[0].star
                 and (value.args[0].keyword is None or value.args[0].keyword.value == "input_shape")):
             return None
         shape = value.args[0].value
+
+        def axis(e: cst.BaseExpression) -> bool:  # None, an int, a name, or +-*// of those
+            if isinstance(e, (cst.Integer, cst.Name)):
+                return True
+            return (isinstance(e, cst.BinaryOperation) and isinstance(
+                e.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide)) and axis(e.left) and axis(e.right))
+
         if not (isinstance(shape, (cst.Tuple, cst.List)) and len(shape.elements) >= 2 and all(
-                isinstance(e, cst.Element) and (isinstance(e.value, cst.Integer)
-                                                or isinstance(e.value, cst.Name) and e.value.value == "None")
-                for e in shape.elements)):
+                isinstance(e, cst.Element) and axis(e.value) for e in shape.elements)):
             return None
         name = value.func.value.value
         scope = next((s for s in reversed(self.chain) if name in s.bound), None)
         values = scope.assigned.get(name) if scope is not None else None
-        if not values or not all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
-                                 and v.func.value in self.models.classes for v in values):
+        shadow = set().union(*(s.shadow for s in self.chain))
+
+        def sequential(v) -> bool:
+            return isinstance(v, cst.Call) and self.models.qualname(v.func, shadow) == "keras.Sequential"
+
+        if not values or not (
+                all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.models.classes
+                    for v in values)
+                or len(shape.elements) == 2 and all(sequential(v) for v in values) and not self._left(value.func.value)):
             return None
         helper = helpers.use(self.ctx, "build_on_zeros")
         out = f"{helper}({name}, {code(shape)})"
@@ -948,6 +967,43 @@ class _ModelApiPass(cst.CSTTransformer):
                         "build of a subclass without its own build() makes them at the first call: the values are "
                         "the same); create the optimizer after it", value)
         return cst.parse_expression(out)
+
+    #: what a compile gives a Keras model that a file may use after it: trained or evaluated by Keras's loops,
+    #: its optimizer, loss or metrics read
+    _COMPILED_USES = ("fit", "evaluate", "train_on_batch", "test_on_batch", "fit_generator", "evaluate_generator",
+                      "optimizer", "loss", "compiled_loss", "compiled_metrics", "compute_loss", "compute_metrics",
+                      "metrics", "metrics_names", "stop_training", "train_function", "make_train_function")
+
+    def _empty_compile(self, value: cst.BaseExpression) -> bool:
+        """``model.compile()`` with no arguments as a statement (keras-io's reptile: a model trained by its own
+        GradientTape steps and read by predict), ``model`` a name of a translated model that the file neither
+        trains nor evaluates through Keras's loops, whose optimizer / loss / metrics it never reads and that it
+        hands to no call, function, list or return: such a compile changes nothing the translation computes
+        (Keras's predict and call are the same compiled or not), so the statement becomes ``pass`` with an
+        info finding. Any other compile keeps the training pass's reading."""
+        if not (isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "compile" and isinstance(value.func.value, cst.Name)
+                and not self.ctx.is_settled(value) and self._model_method(value) == "compile"
+                and not self._left(value.func.value) and self.module is not None
+                and id(value) not in self.ctx.analyses.get("train_step_calls", ())):
+            return False
+        name = value.func.value.value
+        text = _text(self.module, self.ctx)
+        if re.search(rf"\b{re.escape(name)}\s*\.\s*({'|'.join(self._COMPILED_USES)})\b", text):
+            return False
+        for kind in (cst.Element, cst.Return, cst.DictElement, cst.Yield):
+            if any(isinstance(getattr(n, "value", None), cst.Name) and n.value.value == name
+                   for n in find_all(self.module, kind)):
+                return False  # handed on: another function may fit it
+        for c in find_all(self.module, cst.Call):
+            if any(isinstance(a.value, cst.Name) and a.value.value == name for a in c.args) and not (
+                    isinstance(c.func, cst.Name) and "predict" in c.func.value):  # (the training pass's predict)
+                return False
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{name}.compile() → pass: a compile with no optimizer, loss or metrics of a model the file "
+                        "trains with its own steps and never fits or evaluates through Keras (a torch module needs "
+                        "none; Keras's predict and call do not depend on it)", value)
+        return True
 
     def _copied_weights(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
         """``target.set_weights(model.get_weights())`` as a statement, both models (a DQN's target network)
@@ -1007,12 +1063,70 @@ class _ModelApiPass(cst.CSTTransformer):
             return original_node
         if method == "get_layer" and self._plan_get_layer(original_node):
             return updated_node
+        if method == "count_params" and not original_node.args and self._counts_exactly():
+            helper = helpers.use(self.ctx, "keras_count_params")
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{receiver}.count_params() → {helper}({receiver}) (written out in this file): the sizes "
+                            "of the parameters and buffers (BatchNorm's moving statistics), as Keras counts every "
+                            "weight; the file's layers hold the same weights in torch", original_node)
+            self.ctx.analyses.setdefault("count_params", []).append(self.ctx.pending[-1].finding)
+            return cst.Call(cst.Name(helper), [cst.Arg(original_node.func.value)])
+        if method in ("get_weights", "set_weights") and isinstance(original_node.func.value, cst.Name) \
+                and id(original_node) in self._weight_lists(original_node.func.value.value):
+            helper = helpers.use(self.ctx, f"keras_{method}")
+            args = [cst.Arg(original_node.func.value), *[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                          for a in updated_node.args]]
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{receiver}.{method}(...) → {helper}({receiver}{', ...' if updated_node.args else ''}) "
+                            "(written out in this file): the model's parameters and buffers as a list of NumPy arrays "
+                            "in torch's order and layout, which the file only combines elementwise and gives back to "
+                            f"{receiver}.set_weights, position by position, as Keras's list", original_node)
+            return cst.Call(cst.Name(helper), args)
         why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
                         f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
         self.ctx.settle(original_node)
         return original_node
+
+    def _counts_exactly(self) -> bool:
+        """Whether every Keras layer the file makes holds in torch the weights Keras counts, one for one (_COUNTED:
+        Dense, convolutions, BatchNormalization / LayerNormalization with beta and gamma, Embedding, and layers
+        without weights): not recurrent layers (torch's two biases), layers of other packages (keras.applications,
+        hubs, addons) or layers fwport writes out as classes of its own."""
+        if "_counted" not in self.__dict__:
+            ok = self.module is not None
+            for c in find_all(self.module, cst.Call) if ok else ():
+                q = self.models.qualname(c.func, set()) or ""
+                if q.startswith(("keras.applications", "keras_hub", "keras_nlp", "keras_cv", "tensorflow_hub",
+                                 "tensorflow_addons", "keras.models.load_model", "keras.saving.load_model")):
+                    ok = False
+                elif q.startswith("keras.layers."):
+                    layer = q[len("keras.layers."):]
+                    if layer not in _COUNTED or layer in _NORMS and any(
+                            a.keyword is not None and a.keyword.value in ("center", "scale", "bias", "rms_scaling")
+                            for a in c.args):
+                        ok = False
+                if not ok:
+                    break
+            self._counted = ok
+        return self._counted
+
+    def _weight_lists(self, model: str) -> set[int]:
+        """The ``model.get_weights()`` / ``model.set_weights(W)`` calls of the innermost scope that round-trip lists
+        of weights (keras-io's reptile): ``W = model.get_weights()`` where every other use of the name ``W`` in the
+        scope is ``len(W)``, ``model.set_weights(W)``, or ``W[i]`` in elementwise arithmetic (+ - * /, numbers and
+        other names) assigned to ``W2[i]`` of such a list, and one of them is given back. Torch's order and layout then give Keras's values:
+        nothing reads a weight by its position or shape. Else (a list read otherwise, set_weights of a list of
+        arrays from elsewhere): none, and the errors stay."""
+        node = self.functions[-1] if self.functions else self.module
+        if node is None:
+            return set()
+        cache = self.__dict__.setdefault("_weight_cache", {})
+        key = (id(node), model)
+        if key not in cache:
+            cache[key] = _round_trips(node, model)
+        return cache[key]
 
     def _records_scope(self, receiver: cst.BaseExpression) -> str | None:
         """The scope of the layer records of the model ``receiver`` names (sequential / functional passes): a
@@ -1182,6 +1296,112 @@ class _ModelApiPass(cst.CSTTransformer):
         return id(call) in getattr(self, "_statement_calls", set())
 
 
+#: Keras layers whose weights torch holds one for one (sizes included), for count_params (_counts_exactly)
+_NORMS = {"BatchNormalization", "LayerNormalization"}
+_COUNTED = _NORMS | {
+    "Dense", "Conv1D", "Conv2D", "Conv3D", "Convolution1D", "Convolution2D", "Convolution3D", "Embedding",
+    "Input", "InputLayer", "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "Activation", "ReLU",
+    "LeakyReLU", "ELU", "Softmax", "Flatten", "Reshape", "Permute", "RepeatVector", "Add", "Subtract", "Multiply",
+    "Average", "Maximum", "Minimum", "Concatenate", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "MaxPool1D",
+    "MaxPool2D", "MaxPool3D", "AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D",
+    "AvgPool3D", "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "GlobalMaxPooling1D",
+    "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
+    "GlobalMaxPool2D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D",
+    "UpSampling1D", "UpSampling2D", "UpSampling3D", "Rescaling", "Identity"}
+
+
+def _gets_weights(node, model: str) -> bool:
+    return (isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value == "get_weights" and isinstance(node.func.value, cst.Name)
+            and node.func.value.value == model)
+
+
+class _NameUses(cst.CSTVisitor):
+    """Every Name node under a tree with the chain of nodes above it."""
+
+    def __init__(self) -> None:
+        self.stack: list[cst.CSTNode] = []
+        self.uses: list[tuple[cst.Name, list[cst.CSTNode]]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if isinstance(node, cst.Name):
+            self.uses.append((node, list(self.stack)))
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+
+def _round_trips(scope: cst.CSTNode, model: str) -> set[int]:
+    """model_api._weight_lists for the scope node ``scope``: the ids of the calls planned."""
+    v = _NameUses()
+    scope.visit(v)
+    lists = {t.target.value for a in find_all(scope, cst.Assign) if _gets_weights(a.value, model)
+             for t in a.targets if isinstance(t.target, cst.Name)}
+
+    def item(e) -> bool:  # W[i], i a name or an int
+        return (isinstance(e, cst.Subscript) and isinstance(e.value, cst.Name) and e.value.value in lists
+                and len(e.slice) == 1 and isinstance(e.slice[0].slice, cst.Index)
+                and isinstance(e.slice[0].slice.value, (cst.Name, cst.Integer)))
+
+    def pure(e) -> bool:  # elementwise arithmetic of list items, numbers and other names
+        if isinstance(e, (cst.Integer, cst.Float)) or item(e):
+            return True
+        if isinstance(e, cst.Name):
+            return e.value not in lists
+        if isinstance(e, cst.BinaryOperation):
+            return isinstance(e.operator, _ARITHMETIC) and pure(e.left) and pure(e.right)
+        return isinstance(e, cst.UnaryOperation) and isinstance(e.operator, cst.Minus) and pure(e.expression)
+
+    bad: set[str] = set()
+    calls: dict[str, list[int]] = {}
+    for name, stack in v.uses:
+        if name.value not in lists:
+            continue
+        p = stack[-2] if len(stack) > 1 else None
+        up = stack[-3] if len(stack) > 2 else None
+        if isinstance(p, cst.Attribute) and p.attr is name:
+            continue  # x.W: another thing
+        if isinstance(p, cst.AssignTarget) and isinstance(up, cst.Assign) and len(up.targets) == 1 \
+                and _gets_weights(up.value, model):
+            calls.setdefault(name.value, []).append(id(up.value))
+            continue
+        if isinstance(p, cst.Arg) and isinstance(up, cst.Call) and len(up.args) == 1 and not p.star \
+                and p.keyword is None:
+            if isinstance(up.func, cst.Name) and up.func.value == "len":
+                continue
+            if isinstance(up.func, cst.Attribute) and up.func.attr.value == "set_weights" \
+                    and isinstance(up.func.value, cst.Name) and up.func.value.value == model:
+                calls.setdefault(name.value, []).append(id(up))
+                continue
+        if isinstance(p, cst.Subscript) and p.value is name and item(p):
+            i = len(stack) - 2  # the subscript; up to the outermost arithmetic around it
+            while i > 0 and isinstance(stack[i - 1], (cst.BinaryOperation, cst.UnaryOperation)):
+                i -= 1
+            top, outer = stack[i], stack[i - 1] if i > 0 else None
+            if isinstance(outer, cst.AssignTarget) and top is p:
+                assign = stack[i - 2] if i > 1 else None
+                if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and pure(assign.value):
+                    continue
+            if isinstance(outer, cst.Assign) and outer.value is top and len(outer.targets) == 1 \
+                    and item(outer.targets[0].target) and pure(top):
+                continue
+            if isinstance(outer, cst.AugAssign) and isinstance(outer.operator, (
+                    cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)) \
+                    and item(outer.target) and pure(outer.value):
+                continue
+        bad.add(name.value)
+    sets = {name for name, ids in calls.items() for c in ids if not any(
+        c == id(a.value) for a in find_all(scope, cst.Assign))}  # lists given to set_weights
+    if not sets - bad:
+        return set()  # (a list only read, never given back: the error says what to write)
+    return {c for name, ids in calls.items() if name not in bad for c in ids}
+
+
 def _layer_pairs(ctx: FileContext, target: str, model: str) -> list[tuple[str, str]] | None:
     """(target module, source module) for each layer with weights of two module-level functional models (their
     weight records: ``layers[i]`` → module path) whose layers with weights are of the same rules and variants in
@@ -1244,3 +1464,34 @@ def finish_weight_copies(module: cst.Module, ctx: FileContext) -> cst.Module:
             ctx.findings = [dataclasses.replace(f, message=new.message) if f.code == finding.code
                             and f.message == finding.message else f for f in ctx.findings]
     return module.with_changes(body=body) if changed else module
+
+
+class _CountedLines(cst.CSTTransformer):
+    """Puts ``comment`` above each simple statement line calling ``name``."""
+
+    def __init__(self, name: str, comment: str) -> None:
+        self.name, self.comment = name, comment
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if not any(isinstance(c.func, cst.Name) and c.func.value == self.name for c in find_all(original_node, cst.Call)):
+            return updated_node
+        return updated_node.with_changes(leading_lines=[*updated_node.leading_lines,
+                                                        cst.EmptyLine(comment=cst.Comment(self.comment))])
+
+
+def finish_count_params(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """``keras_count_params(model)`` (a ``model.count_params()``, above) in a translation holding lazy modules (a
+    layer whose input size fwport did not know: nn.LazyLinear, ...): their parameters have no size before the
+    first forward call, where Keras's built model counts them, so each such count becomes an error, with its
+    comment. (Known only now: the layers' rules chose the lazy modules in the rewrite.)"""
+    counted = ctx.analyses.get("count_params")
+    if not counted or not re.search(r"\bLazy\w+\(", module.code):
+        return module
+    why = ("model.count_params() is a Keras model method; the translated model holds lazy modules (nn.Lazy...: an input "
+           "size fwport did not know), whose parameters have no size before the model's first call, where Keras's "
+           "built model counts them: give the layers their input sizes (or call the model once on a batch, "
+           "build_on_zeros), then count with sum(p.numel() for p in model.parameters()) plus the BatchNorm buffers")
+    messages = {f.message for f in counted}
+    ctx.findings = [dataclasses.replace(f, severity=Severity.ERROR, code="unsupported-construct", message=why)
+                    if f.code == "idiom-replaced" and f.message in messages else f for f in ctx.findings]
+    return module.visit(_CountedLines("keras_count_params", f"# fwport: unsupported-construct: {why}"))
