@@ -1,0 +1,179 @@
+"""tf.data's file readers over text and file names without TensorFlow (recordhelpers.py): TextLineDataset →
+text_line_dataset and Dataset.list_files → list_files. Small files are written, the TensorFlow pipeline and its
+translation both run, and their elements are compared exactly (in order where the order is deterministic, as
+multisets where TensorFlow shuffles)."""
+from __future__ import annotations
+
+import gzip
+import os
+import textwrap
+import zlib
+from collections import Counter
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+tf = pytest.importorskip("tensorflow")
+torch = pytest.importorskip("torch")
+
+
+def _translate(src: str) -> str:
+    r = translate_source(textwrap.dedent(src).lstrip(), "readers.py")
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert not errors, [f.message for f in errors]
+    assert "tensorflow" not in r.output, r.output
+    return r.output
+
+
+def _run(src: str, **env) -> tuple[dict, dict]:
+    """Run the original with TensorFlow, and the translation (without it), each with ``env`` as globals."""
+    ns_tf, ns_torch = dict(env), dict(env)
+    exec(compile(textwrap.dedent(src), "original.py", "exec"), ns_tf)
+    exec(compile(_translate(src), "translated.py", "exec"), ns_torch)
+    return ns_tf, ns_torch
+
+
+def _tf_strings(ds) -> list[str]:
+    return [b.decode("utf-8") for b in ds.as_numpy_iterator()]
+
+
+TEXTS = {  # every way a line can end, as TensorFlow's reader sees it
+    "unix.txt": b"one\ntwo\n\nthree\n",
+    "windows.txt": b"w1\r\nw2\r\n\r\nw3",
+    "stray_cr.txt": b"a\rb\nc\r\r\n\r",
+    "no_final_newline.txt": b"last line",
+    "only_newline.txt": b"\n",
+    "empty.txt": b"",
+    "utf8.txt": "héllo\nwörld ✓\n".encode(),
+}
+
+
+@pytest.fixture()
+def texts(tmp_path):
+    for name, data in TEXTS.items():
+        (tmp_path / name).write_bytes(data)
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_text_line_dataset_splits_lines_as_tensorflow(texts, name):
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.TextLineDataset(path)
+    """
+    ns_tf, ns_torch = _run(src, path=str(texts / name))
+    expected = _tf_strings(ns_tf["ds"])
+    assert list(ns_torch["ds"]) == expected
+    assert list(ns_torch["ds"]) == expected  # read again, each pass
+
+
+def test_text_line_dataset_files_skip_map_batch(texts):
+    """Several files in order, skip(1) of a header, a map on the str lines, batches of str lists."""
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.TextLineDataset(files, buffer_size=1024).skip(1).batch(3)
+    """
+    files = [str(texts / n) for n in ("unix.txt", "windows.txt", "utf8.txt")]
+    ns_tf, ns_torch = _run(src, files=files)
+    expected = [[b.decode() for b in batch] for batch in ns_tf["ds"].as_numpy_iterator()]
+    assert [list(batch) for batch in ns_torch["ds"]] == expected
+    assert len(expected) == 3 and expected[0] == ["two", "", "three"]
+
+
+@pytest.mark.parametrize("reads", [2, 3])
+def test_text_line_dataset_interleaves_files(texts, reads):
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.TextLineDataset(files, num_parallel_reads=reads)
+    """
+    files = [str(texts / n) for n in ("unix.txt", "windows.txt", "stray_cr.txt", "utf8.txt")]
+    ns_tf, ns_torch = _run(src, files=files, reads=reads)
+    expected = _tf_strings(ns_tf["ds"])
+    assert list(ns_torch["ds"]) == expected
+    assert expected[:2] == ["one", "w1"]
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_text_line_dataset_reads_compressed_files(tmp_path, compression):
+    data = b"z1\r\nz2\n\nz3"
+    path = tmp_path / "lines.z"
+    path.write_bytes(gzip.compress(data) if compression == "GZIP" else zlib.compress(data))
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.TextLineDataset(path, compression_type=compression)
+    """
+    ns_tf, ns_torch = _run(src, path=str(path), compression=compression)
+    expected = _tf_strings(ns_tf["ds"])
+    assert list(ns_torch["ds"]) == expected == ["z1", "z2", "", "z3"]
+
+
+@pytest.fixture()
+def tree(tmp_path):
+    (tmp_path / "sub").mkdir()
+    for name in ("b.jpg", "a.jpg", ".hidden.jpg", "10.jpg", "2.jpg", "c.png", "sub/d.jpg"):
+        (tmp_path / name).write_bytes(name.encode())
+    return tmp_path
+
+
+@pytest.mark.parametrize("patterns", [["*.jpg"], ["*.png", "*.jpg"], ["a.jpg", "*.jpg"], ["*/*.jpg"], ["[ab].jpg"],
+                                      ["?.jpg"]])
+def test_list_files_unshuffled_order_as_tensorflow(tree, patterns):
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.list_files(pattern, shuffle=False)
+    """
+    pattern = [str(tree / p) for p in patterns]
+    pattern = pattern[0] if len(pattern) == 1 else pattern
+    ns_tf, ns_torch = _run(src, pattern=pattern)
+    expected = _tf_strings(ns_tf["ds"])
+    assert expected
+    assert list(ns_torch["ds"]) == expected
+
+
+def test_list_files_shuffles_by_default(tree):
+    """shuffle=None is True: the same paths as TensorFlow's, as a multiset, in a new order each pass."""
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.list_files(pattern)
+    seeded = tf.data.Dataset.list_files(pattern, seed=7)
+    """
+    ns_tf, ns_torch = _run(src, pattern=str(tree / "*"))
+    expected = Counter(_tf_strings(ns_tf["ds"]))
+    assert len(expected) == 7  # the dot file and the folder match "*" too
+    passes = [list(ns_torch["ds"]) for _ in range(12)]
+    assert all(Counter(p) == expected for p in passes)
+    assert len({tuple(p) for p in passes}) > 1
+    assert sorted(passes[0]) != passes[0] or sorted(passes[1]) != passes[1]
+    assert Counter(ns_torch["seeded"]) == Counter(_tf_strings(ns_tf["seeded"])) == expected
+
+
+def test_list_files_without_a_match_raises(tree):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="No files matched"):
+        tf.data.Dataset.list_files(str(tree / "*.gif"))
+    out = _translate("""
+    import tensorflow as tf
+
+    ds = tf.data.Dataset.list_files(pattern)
+    """)
+    with pytest.raises(ValueError, match="No files matched"):
+        exec(compile(out, "translated.py", "exec"), {"pattern": str(tree / "*.gif")})
+
+
+def test_list_files_feed_text_line_dataset(texts):
+    """The usual chain: the listed paths (str) opened by the line reader, unshuffled so the order is TensorFlow's."""
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.TextLineDataset(tf.data.Dataset.list_files(pattern, shuffle=False))
+    """
+    ns_tf, ns_torch = _run(src, pattern=str(texts / "*.txt"))
+    assert list(ns_torch["ds"]) == _tf_strings(ns_tf["ds"])
