@@ -177,3 +177,29 @@ def test_list_files_feed_text_line_dataset(texts):
     """
     ns_tf, ns_torch = _run(src, pattern=str(texts / "*.txt"))
     assert list(ns_torch["ds"]) == _tf_strings(ns_tf["ds"])
+
+
+def test_dataset_type_in_annotations_and_isinstance():
+    """tf.data.Dataset read as a type → torch.utils.data.IterableDataset, of which every DataPipeline is one."""
+    src = """
+    import tensorflow as tf
+
+
+    def prepare(ds: tf.data.Dataset) -> tf.data.Dataset:
+        return ds.batch(2)
+
+
+    ds = prepare(tf.data.Dataset.range(5))
+    ok = isinstance(ds, tf.data.Dataset) and not isinstance([1], tf.data.Dataset)
+    """
+    ns_tf, ns_torch = _run(src)
+    assert ns_tf["ok"] is True and ns_torch["ok"] is True
+    assert [b.tolist() for b in ns_torch["ds"]] == [b.tolist() for b in ns_tf["ds"].as_numpy_iterator()]
+
+
+def test_dataset_static_method_without_rule_stays_an_error():
+    """The type's rule does not make tf.data.Dataset.<anything> an attribute of IterableDataset."""
+    r = translate_source("import tensorflow as tf\n\nds = tf.data.Dataset.sample_from_datasets([a, b])\n", "x.py")
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [(f.code, f.line) for f in errors] == [("no-rule", 3)], [f.message for f in errors]
+    assert "IterableDataset" not in r.output
