@@ -203,3 +203,34 @@ def test_dataset_static_method_without_rule_stays_an_error():
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [(f.code, f.line) for f in errors] == [("no-rule", 3)], [f.message for f in errors]
     assert "IterableDataset" not in r.output
+
+
+def test_dataset_options_keep_tensorflow_names_and_with_options_keeps_elements():
+    src = """
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.experimental_deterministic = False
+    options.deterministic = False
+    options.threading.private_threadpool_size = 8
+    options.experimental_threading.max_intra_op_parallelism = 1
+    options.experimental_optimization.map_parallelization = True
+    options.experimental_slack = True
+    ds = tf.data.Dataset.range(10).map(lambda x: x * 2).with_options(options).batch(4)
+    """
+    ns_tf, ns_torch = _run(src)
+    assert [b.tolist() for b in ns_torch["ds"]] == [b.tolist() for b in ns_tf["ds"].as_numpy_iterator()]
+
+    def names(obj):
+        return {n for n in dir(obj) if not n.startswith("_") and not callable(getattr(obj, n))}
+
+    tf_options, options = ns_tf["options"], ns_torch["options"]
+    assert names(options) == names(tf_options) - {"merge"}
+    for group in type(options)._GROUPS:
+        assert names(getattr(options, group)) == names(getattr(tf_options, group)), group
+    assert options.threading.private_threadpool_size == 8 and options.experimental_deterministic is False
+    for obj in (tf.data.Options(), ns_torch["DatasetOptions"]()):  # a name TensorFlow does not have raises on both
+        with pytest.raises(AttributeError, match="Cannot set the property"):
+            obj.shuffle_seed = 1
+        with pytest.raises(AttributeError, match="Cannot set the property"):
+            obj.threading.thread_count = 1

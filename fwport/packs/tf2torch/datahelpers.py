@@ -545,6 +545,51 @@ def timeseries_dataset_from_array(data, targets, sequence_length, sequence_strid
     return pipeline if batch_size is None else pipeline.batch(batch_size)
 '''
 
+_DATASET_OPTIONS = '''
+
+class DatasetOptions:
+    """tf.data.Options: the settings TensorFlow runs a pipeline with (threads, fusions, autotuning, whether the
+    order may vary, sharding over workers), kept as set; TensorFlow's names only (another raises AttributeError,
+    as TensorFlow does). None changes a DataPipeline's elements: its with_options returns it as it is."""
+
+    _GROUPS = {
+        "autotune": ("autotune_algorithm", "cpu_budget", "enabled", "initial_parallelism", "min_parallelism",
+                     "ram_budget"),
+        "experimental_distribute": ("auto_shard_policy", "num_devices"),
+        "experimental_optimization": (
+            "apply_default_optimizations", "filter_fusion", "filter_parallelization", "inject_prefetch",
+            "map_and_batch_fusion", "map_and_filter_fusion", "map_fusion", "map_parallelization",
+            "noop_elimination", "parallel_batch", "seq_interleave_prefetch", "shuffle_and_repeat_fusion"),
+        "experimental_service": ("pinned",),
+        "experimental_threading": ("max_intra_op_parallelism", "private_threadpool_size"),
+        "threading": ("max_intra_op_parallelism", "private_threadpool_size"),
+    }
+    _VALUES = ("dataset_name", "deterministic", "experimental_deterministic", "experimental_external_state_policy",
+               "experimental_slack", "experimental_symbolic_checkpoint", "experimental_warm_start", "framework_type")
+
+    class _Group:
+        def __init__(self, kind, names):
+            object.__setattr__(self, "_kind", kind)
+            for name in names:
+                object.__setattr__(self, name, None)
+
+        def __setattr__(self, name, value):
+            if not hasattr(self, name) or name.startswith("_"):
+                raise AttributeError(f"Cannot set the property {name} on {self._kind}.")
+            object.__setattr__(self, name, value)
+
+    def __init__(self):
+        for group, names in self._GROUPS.items():
+            object.__setattr__(self, group, self._Group(group, names))
+        for name in self._VALUES:
+            object.__setattr__(self, name, None)
+
+    def __setattr__(self, name, value):
+        if name not in self._VALUES:
+            raise AttributeError(f"Cannot set the property {name} on Options.")
+        object.__setattr__(self, name, value)
+'''
+
 _DATA_PIPELINE = '''
 
 class DataPipeline({torch}utils.data.IterableDataset):
@@ -769,6 +814,11 @@ class DataPipeline({torch}utils.data.IterableDataset):
     def prefetch(self, buffer_size, name=None):
         return self
 
+    def with_options(self, options, name=None):
+        """tf.data.Options set how TensorFlow runs a pipeline (threads, fusions, autotuning, whether the order
+        may vary), not its elements: this pipeline, run in order in one thread, gives the same elements as is."""
+        return self
+
     def as_numpy_iterator(self):
         def numpy(value):
             if isinstance(value, tuple):
@@ -970,6 +1020,7 @@ DATA_HELPERS: dict[str, str] = {
     "seeded_generator": _SEEDED_GENERATOR,
     "map_fn": _MAP_FN,
     "DataPipeline": _DATA_PIPELINE,
+    "DatasetOptions": _DATASET_OPTIONS,
     "decode_image": _DECODE_IMAGE,
     "decode_wav": _DECODE_WAV,
     "timeseries_dataset_from_array": _TIMESERIES,
