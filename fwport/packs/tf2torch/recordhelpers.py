@@ -188,15 +188,18 @@ _LIST_FILES = '''
 
 def list_files(file_pattern, shuffle=None, seed=None):
     \"\"\"tf.data.Dataset.list_files: a DataPipeline of the paths (Python str) that match the glob pattern(s), in
-    sorted order over all patterns (a path two patterns match comes twice; "*" matches dot files too), and
-    shuffled when shuffle is None or True (TensorFlow's default): a full shuffle, a new order each pass, seeded by
-    seed. No match raises, as TensorFlow does when the dataset is made.\"\"\"
+    sorted order over all patterns (a path two patterns match comes twice; "*" matches dot files too from Python
+    3.11), and shuffled when shuffle is None or True (TensorFlow's default): a full shuffle, a new order each
+    pass, seeded by seed. No match raises, as TensorFlow does when the dataset is made.\"\"\"
     import glob
     import os
 
     patterns = [file_pattern] if isinstance(file_pattern, (str, bytes, os.PathLike)) else list(file_pattern)
     patterns = [p.decode() if isinstance(p, bytes) else str(p) for p in patterns]
-    paths = sorted(path for p in patterns for path in glob.glob(p, include_hidden=True))
+    try:
+        paths = sorted(path for p in patterns for path in glob.glob(p, include_hidden=True))
+    except TypeError:  # Python < 3.11: its glob skips dot files, which TensorFlow matches
+        paths = sorted(path for p in patterns for path in glob.glob(p))
     if not paths:
         raise ValueError(f"No files matched pattern: {', '.join(patterns)}")
     files = DataPipeline.from_tensor_slices(paths)
