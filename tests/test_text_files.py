@@ -1,5 +1,6 @@
 """tf.data's file readers over text and file names without TensorFlow (recordhelpers.py): TextLineDataset →
-text_line_dataset and Dataset.list_files → list_files. Small files are written, the TensorFlow pipeline and its
+text_line_dataset and Dataset.list_files → list_files; and tf.data's leftovers (the Dataset type, Options /
+with_options, padded_batch). Small files are written, the TensorFlow pipeline and its
 translation both run, and their elements are compared exactly (in order where the order is deterministic, as
 multisets where TensorFlow shuffles)."""
 from __future__ import annotations
@@ -10,6 +11,7 @@ import textwrap
 import zlib
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from fwport.core.finding import Severity
@@ -234,3 +236,46 @@ def test_dataset_options_keep_tensorflow_names_and_with_options_keeps_elements()
             obj.shuffle_seed = 1
         with pytest.raises(AttributeError, match="Cannot set the property"):
             obj.threading.thread_count = 1
+
+
+PADDED = """
+import numpy as np
+import tensorflow as tf
+
+
+def gen():
+    for n in [1, 3, 2, 0, 4]:
+        yield np.arange(n, dtype=np.int64), np.ones((n, 2), np.float32) * n, np.int32(n)
+
+
+ds = tf.data.Dataset.from_generator(gen, output_types=(tf.int64, tf.float32, tf.int32),
+                                    output_shapes=([None], [None, 2], []))
+"""
+
+
+@pytest.mark.parametrize("call", [
+    "ds.padded_batch(2)",
+    "ds.padded_batch(2, drop_remainder=True)",
+    "ds.padded_batch(3, padded_shapes=([5], [None, 3], []), padding_values=(np.int64(-1), 0.5, np.int32(0)))",
+    "ds.padded_batch(2, padded_shapes=([-1], [-1, -1], []))",
+    "ds.map(lambda a, b, c: a).padded_batch(2, padding_values=np.int64(7))",
+])
+def test_padded_batch_pads_as_tensorflow(call):
+    src = PADDED + f"out = {call}\n"
+    ns_tf, ns_torch = _run(src)
+    expected = [tuple(np.asarray(x) for x in (b if isinstance(b, tuple) else (b,))) for b in ns_tf["out"]]
+    got = [b if isinstance(b, tuple) else (b,) for b in ns_torch["out"]]
+    assert len(got) == len(expected) and expected
+    for g, e in zip(got, expected):
+        for gx, ex in zip(g, e, strict=True):
+            assert str(gx.dtype).split(".")[-1] == str(ex.dtype)
+            assert gx.tolist() == ex.tolist()
+
+
+def test_padded_batch_smaller_padded_shape_raises():
+    src = PADDED + "out = ds.padded_batch(2, padded_shapes=([2], [None, 2], []))\n"
+    ns_tf, ns_torch = _run(src)
+    with pytest.raises(tf.errors.DataLossError):
+        list(ns_tf["out"])
+    with pytest.raises(ValueError, match="larger than the padded shape"):
+        list(ns_torch["out"])

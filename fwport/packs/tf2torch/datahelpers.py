@@ -722,6 +722,49 @@ class DataPipeline({torch}utils.data.IterableDataset):
             n = n // batch_size if drop_remainder else -(-n // batch_size)
         return DataPipeline(run, n)
 
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
+        """batch() with each tensor padded at the end of every axis, as tf.data pads: to padded_shapes' size on
+        that axis (a larger element raises), or where it is -1 / None (or no padded_shapes) to the largest in the
+        batch; with padding_values (0 by default; one value, or one per component of the element)."""
+        def part(spec, key):
+            return spec[key] if isinstance(spec, (tuple, dict)) else spec
+
+        def pad(items, shape, value):
+            first = items[0]
+            if isinstance(first, tuple):
+                return tuple(pad([item[k] for item in items], part(shape, k), part(value, k))
+                             for k in range(len(first)))
+            if isinstance(first, dict):
+                return {k: pad([item[k] for item in items], part(shape, k), part(value, k)) for k in first}
+            if isinstance(first, (str, bytes)):
+                return list(items)
+            tensors = [torch.as_tensor(item) for item in items]
+            sizes = [max(t.shape[d] for t in tensors) for d in range(tensors[0].dim())]
+            for d, size in enumerate(list(shape) if shape is not None else []):
+                if size is not None and int(size) != -1:
+                    if sizes[d] > int(size):
+                        raise ValueError(f"padded_batch: an element of size {sizes[d]} on axis {d} is larger "
+                                         f"than the padded shape's {int(size)}")
+                    sizes[d] = int(size)
+            out = torch.full([len(tensors)] + sizes, 0 if value is None else value, dtype=tensors[0].dtype)
+            for i, t in enumerate(tensors):
+                out[(i,) + tuple(slice(0, n) for n in t.shape)] = t
+            return out
+
+        def run():
+            items = []
+            for element in self:
+                items.append(element)
+                if len(items) == batch_size:
+                    yield pad(items, padded_shapes, padding_values)
+                    items = []
+            if items and not drop_remainder:
+                yield pad(items, padded_shapes, padding_values)
+        n = self.length
+        if n is not None and n != float("inf"):
+            n = n // batch_size if drop_remainder else -(-n // batch_size)
+        return DataPipeline(run, n)
+
     def unbatch(self, name=None):
         def run():
             for element in self:
