@@ -279,3 +279,21 @@ def test_padded_batch_smaller_padded_shape_raises():
         list(ns_tf["out"])
     with pytest.raises(ValueError, match="larger than the padded shape"):
         list(ns_torch["out"])
+
+
+@pytest.mark.parametrize("num_shards, index", [(3, 0), (3, 2), (4, 1), (1, 0), (12, 11)])
+def test_shard_and_apply_as_tensorflow(num_shards, index):
+    src = f"""
+    import tensorflow as tf
+
+
+    def twice(ds):
+        return ds.map(lambda x: x * 2)
+
+
+    ds = tf.data.Dataset.range(10).shard({num_shards}, {index}).apply(twice)
+    n = len(ds)
+    """
+    ns_tf, ns_torch = _run(src)
+    assert [int(x) for x in ns_torch["ds"]] == [int(x) for x in ns_tf["ds"].as_numpy_iterator()]
+    assert ns_torch["n"] == ns_tf["n"]

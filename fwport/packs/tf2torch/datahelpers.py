@@ -827,6 +827,20 @@ class DataPipeline({torch}utils.data.IterableDataset):
         n = None if self.length is None else max(self.length - count, 0)
         return DataPipeline(run, n)
 
+    def shard(self, num_shards, index, name=None):
+        """The elements whose position modulo num_shards is index, as tf.data shards."""
+        if not 0 <= index < num_shards:
+            raise ValueError(f"shard: index {index} is not in [0, num_shards={num_shards})")
+        def run():
+            for i, element in enumerate(self):
+                if i % num_shards == index:
+                    yield element
+        n = None if self.length is None or self.length == float("inf") else -(-(self.length - index) // num_shards)
+        return DataPipeline(run, self.length if n is None else max(n, 0))
+
+    def apply(self, transformation_func):
+        return transformation_func(self)
+
     def enumerate(self, start=0, name=None):
         def run():
             for i, element in enumerate(self, start):
