@@ -52,8 +52,9 @@ def test_pretrained_keras_applications_are_errors_naming_torchvision():
 
 
 def test_tfrecord_translates_and_file_readers_are_errors_with_guidance():
-    """TFRecord reading and the Example messages translate (tests/test_tfrecord.py runs them); the string
-    file readers, and a bare reference to a message class, stay errors with what to write instead."""
+    """TFRecord reading, the Example messages, TextLineDataset and list_files translate (tests/test_tfrecord.py
+    and tests/test_text_files.py run them); the CSV reader, and a bare reference to a message class, stay errors
+    with what to write instead."""
     r = _translate('''
         import tensorflow as tf
 
@@ -75,12 +76,14 @@ def test_tfrecord_translates_and_file_readers_are_errors_with_guidance():
     for f in r.findings:
         if f.severity is Severity.ERROR:
             by_line.setdefault(f.line, []).append(f.message)
-    assert sorted(by_line) == [11, 12, 14, 15], by_line
+    assert sorted(by_line) == [14, 15], by_line
     for line, messages in by_line.items():
         for message in messages:
             assert "no tf2torch translation" in message or "no translation" in message or "still references" \
                 in message, message
-    assert "open(f" in by_line[11][0] and "glob.glob" in by_line[12][0] and "pandas.read_csv" in by_line[14][0]
+    assert "pandas.read_csv" in by_line[14][0]
+    assert 'lines = text_line_dataset("a.txt").skip(1)' in r.output
+    assert 'files = list_files("imgs/*.jpg")' in r.output
     assert "tf.train.Example" in by_line[15][0]
     assert 'ds = tfrecord_dataset(["a.tfrecord"]).map(parse)' in r.output
     assert 'spec = {"image": FixedLenFeature([], bytes), "label": VarLenFeature(torch.int64)}' in r.output

@@ -1016,7 +1016,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
                 return None
             rule = self.ctx.pack.by_name.get(q)
             if rule is not None and rule.kind == "constant":
-                return rule, attrs
+                # options.attributes = false: the constant is a type whose attributes are not the target's
+                # (tf.data.Dataset.list_files is no IterableDataset.list_files): they stay their own rules or errors
+                return (rule, attrs) if rule.emit.get("options", {}).get("attributes", True) else None
         return None
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:

@@ -545,6 +545,51 @@ def timeseries_dataset_from_array(data, targets, sequence_length, sequence_strid
     return pipeline if batch_size is None else pipeline.batch(batch_size)
 '''
 
+_DATASET_OPTIONS = '''
+
+class DatasetOptions:
+    """tf.data.Options: the settings TensorFlow runs a pipeline with (threads, fusions, autotuning, whether the
+    order may vary, sharding over workers), kept as set; TensorFlow's names only (another raises AttributeError,
+    as TensorFlow does). None changes a DataPipeline's elements: its with_options returns it as it is."""
+
+    _GROUPS = {
+        "autotune": ("autotune_algorithm", "cpu_budget", "enabled", "initial_parallelism", "min_parallelism",
+                     "ram_budget"),
+        "experimental_distribute": ("auto_shard_policy", "num_devices"),
+        "experimental_optimization": (
+            "apply_default_optimizations", "filter_fusion", "filter_parallelization", "inject_prefetch",
+            "map_and_batch_fusion", "map_and_filter_fusion", "map_fusion", "map_parallelization",
+            "noop_elimination", "parallel_batch", "seq_interleave_prefetch", "shuffle_and_repeat_fusion"),
+        "experimental_service": ("pinned",),
+        "experimental_threading": ("max_intra_op_parallelism", "private_threadpool_size"),
+        "threading": ("max_intra_op_parallelism", "private_threadpool_size"),
+    }
+    _VALUES = ("dataset_name", "deterministic", "experimental_deterministic", "experimental_external_state_policy",
+               "experimental_slack", "experimental_symbolic_checkpoint", "experimental_warm_start", "framework_type")
+
+    class _Group:
+        def __init__(self, kind, names):
+            object.__setattr__(self, "_kind", kind)
+            for name in names:
+                object.__setattr__(self, name, None)
+
+        def __setattr__(self, name, value):
+            if not hasattr(self, name) or name.startswith("_"):
+                raise AttributeError(f"Cannot set the property {name} on {self._kind}.")
+            object.__setattr__(self, name, value)
+
+    def __init__(self):
+        for group, names in self._GROUPS.items():
+            object.__setattr__(self, group, self._Group(group, names))
+        for name in self._VALUES:
+            object.__setattr__(self, name, None)
+
+    def __setattr__(self, name, value):
+        if name not in self._VALUES:
+            raise AttributeError(f"Cannot set the property {name} on Options.")
+        object.__setattr__(self, name, value)
+'''
+
 _DATA_PIPELINE = '''
 
 class DataPipeline({torch}utils.data.IterableDataset):
@@ -677,6 +722,49 @@ class DataPipeline({torch}utils.data.IterableDataset):
             n = n // batch_size if drop_remainder else -(-n // batch_size)
         return DataPipeline(run, n)
 
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
+        """batch() with each tensor padded at the end of every axis, as tf.data pads: to padded_shapes' size on
+        that axis (a larger element raises), or where it is -1 / None (or no padded_shapes) to the largest in the
+        batch; with padding_values (0 by default; one value, or one per component of the element)."""
+        def part(spec, key):
+            return spec[key] if isinstance(spec, (tuple, dict)) else spec
+
+        def pad(items, shape, value):
+            first = items[0]
+            if isinstance(first, tuple):
+                return tuple(pad([item[k] for item in items], part(shape, k), part(value, k))
+                             for k in range(len(first)))
+            if isinstance(first, dict):
+                return {k: pad([item[k] for item in items], part(shape, k), part(value, k)) for k in first}
+            if isinstance(first, (str, bytes)):
+                return list(items)
+            tensors = [torch.as_tensor(item) for item in items]
+            sizes = [max(t.shape[d] for t in tensors) for d in range(tensors[0].dim())]
+            for d, size in enumerate(list(shape) if shape is not None else []):
+                if size is not None and int(size) != -1:
+                    if sizes[d] > int(size):
+                        raise ValueError(f"padded_batch: an element of size {sizes[d]} on axis {d} is larger "
+                                         f"than the padded shape's {int(size)}")
+                    sizes[d] = int(size)
+            out = torch.full([len(tensors)] + sizes, 0 if value is None else value, dtype=tensors[0].dtype)
+            for i, t in enumerate(tensors):
+                out[(i,) + tuple(slice(0, n) for n in t.shape)] = t
+            return out
+
+        def run():
+            items = []
+            for element in self:
+                items.append(element)
+                if len(items) == batch_size:
+                    yield pad(items, padded_shapes, padding_values)
+                    items = []
+            if items and not drop_remainder:
+                yield pad(items, padded_shapes, padding_values)
+        n = self.length
+        if n is not None and n != float("inf"):
+            n = n // batch_size if drop_remainder else -(-n // batch_size)
+        return DataPipeline(run, n)
+
     def unbatch(self, name=None):
         def run():
             for element in self:
@@ -739,6 +827,20 @@ class DataPipeline({torch}utils.data.IterableDataset):
         n = None if self.length is None else max(self.length - count, 0)
         return DataPipeline(run, n)
 
+    def shard(self, num_shards, index, name=None):
+        """The elements whose position modulo num_shards is index, as tf.data shards."""
+        if not 0 <= index < num_shards:
+            raise ValueError(f"shard: index {index} is not in [0, num_shards={num_shards})")
+        def run():
+            for i, element in enumerate(self):
+                if i % num_shards == index:
+                    yield element
+        n = None if self.length is None or self.length == float("inf") else -(-(self.length - index) // num_shards)
+        return DataPipeline(run, self.length if n is None else max(n, 0))
+
+    def apply(self, transformation_func):
+        return transformation_func(self)
+
     def enumerate(self, start=0, name=None):
         def run():
             for i, element in enumerate(self, start):
@@ -767,6 +869,11 @@ class DataPipeline({torch}utils.data.IterableDataset):
         return DataPipeline(run, self.length)
 
     def prefetch(self, buffer_size, name=None):
+        return self
+
+    def with_options(self, options, name=None):
+        """tf.data.Options set how TensorFlow runs a pipeline (threads, fusions, autotuning, whether the order
+        may vary), not its elements: this pipeline, run in order in one thread, gives the same elements as is."""
         return self
 
     def as_numpy_iterator(self):
@@ -1089,6 +1196,7 @@ DATA_HELPERS: dict[str, str] = {
     "seeded_generator": _SEEDED_GENERATOR,
     "map_fn": _MAP_FN,
     "DataPipeline": _DATA_PIPELINE,
+    "DatasetOptions": _DATASET_OPTIONS,
     "decode_image": _DECODE_IMAGE,
     "decode_wav": _DECODE_WAV,
     "timeseries_dataset_from_array": _TIMESERIES,

@@ -17,17 +17,6 @@ GUIDANCE: dict[str, str] = {
     "tensorflow.io.FixedLenSequenceFeature": "a feature spec of tf.train.SequenceExample records or of padded "
         "lists: " + _TFRECORD + "this spec is not: use a VarLenFeature and pad its values by hand",
     # text and CSV readers: string tensors parsed by tf.strings / tf.io ops downstream
-    "tensorflow.data.TextLineDataset":
-        "a dataset of the files' lines as string tensors, parsed downstream by tf.strings ops: in PyTorch read "
-        "the lines in Python (`lines = [l.rstrip('\\n') for f in files for l in open(f, encoding='utf-8')]`, "
-        "skipping header lines as the .skip() did) and write a torch.utils.data.Dataset whose __getitem__ "
-        "parses one line into tensors (what the .map() function did with tf.strings)",
-    "tensorflow.data.Dataset.list_files":
-        "the file names matching a glob as string tensors, shuffled by default (shuffle=None means True) and "
-        "opened downstream by tf.io.read_file: in PyTorch list them with sorted(glob.glob(pattern)) (or "
-        "random.shuffle the list, with seed, as list_files does) and open each file in a "
-        "torch.utils.data.Dataset's __getitem__ (torchvision.io.decode_image(torchvision.io.read_file(path)) "
-        "for images), given to a DataLoader(shuffle=True) for a new order each epoch",
     "tensorflow.data.experimental.make_csv_dataset":
         "batches of CSV columns as a dict of tensors: in PyTorch read the file with pandas.read_csv(path) "
         "(column_defaults → dtype=, na_value → na_values=, select_columns → usecols=), pop the label column, "

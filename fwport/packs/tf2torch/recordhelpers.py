@@ -130,6 +130,82 @@ def tfrecord_dataset(filenames, compression_type=None, num_parallel_reads=None):
     return DataPipeline(run)
 '''
 
+_TEXT_LINES = '''
+
+def text_line_dataset(filenames, compression_type=None, num_parallel_reads=None):
+    \"\"\"tf.data.TextLineDataset: a DataPipeline of the files' lines as Python str (UTF-8), read lazily each pass.
+    As TensorFlow reads them: a line ends at "\\n", every "\\r" is dropped (so "\\r\\n" ends a line too), an
+    empty line is kept but nothing after the last "\\n" unless it holds a character other than "\\r".
+    compression_type "GZIP" / "ZLIB" reads compressed files; num_parallel_reads > 1 interleaves the files
+    (that many open at a time, one line from each in turn; -1, AUTOTUNE: as many as the machine has cores).\"\"\"
+    import gzip
+    import io
+    import os
+    import zlib
+
+    if isinstance(filenames, (str, bytes, os.PathLike)):
+        filenames = [filenames]
+    if compression_type not in (None, "", "GZIP", "ZLIB"):
+        raise ValueError(f"compression_type {compression_type!r}: TensorFlow reads '', 'GZIP' or 'ZLIB'")
+
+    def read(path):
+        path = path.decode() if isinstance(path, bytes) else str(path)
+        with (gzip.open(path, "rb") if compression_type == "GZIP" else open(path, "rb")) as f:
+            if compression_type == "ZLIB":
+                f = io.BytesIO(zlib.decompress(f.read()))
+            for line in f:
+                ended = line.endswith(b"\\n")
+                line = (line[:-1] if ended else line).replace(b"\\r", b"")
+                if ended or line:
+                    yield line.decode("utf-8")
+
+    def run():
+        files = list(filenames)
+        cycle = num_parallel_reads if num_parallel_reads and num_parallel_reads > 0 else (
+            os.cpu_count() or 1) if num_parallel_reads == -1 else 1
+        if cycle <= 1:
+            for path in files:
+                yield from read(path)
+            return
+        pending, active = iter(files), []
+        for path in pending:
+            active.append(read(path))
+            if len(active) == cycle:
+                break
+        while active:
+            for i in range(len(active)):  # a file that ends gives its turn to the next file in its place
+                line = next(active[i], None)
+                if line is None:
+                    path = next(pending, None)
+                    active[i] = None if path is None else read(path)
+                else:
+                    yield line
+            active = [reader for reader in active if reader is not None]
+    return DataPipeline(run)
+'''
+
+_LIST_FILES = '''
+
+def list_files(file_pattern, shuffle=None, seed=None):
+    \"\"\"tf.data.Dataset.list_files: a DataPipeline of the paths (Python str) that match the glob pattern(s), in
+    sorted order over all patterns (a path two patterns match comes twice; "*" matches dot files too from Python
+    3.11), and shuffled when shuffle is None or True (TensorFlow's default): a full shuffle, a new order each
+    pass, seeded by seed. No match raises, as TensorFlow does when the dataset is made.\"\"\"
+    import glob
+    import os
+
+    patterns = [file_pattern] if isinstance(file_pattern, (str, bytes, os.PathLike)) else list(file_pattern)
+    patterns = [p.decode() if isinstance(p, bytes) else str(p) for p in patterns]
+    try:
+        paths = sorted(path for p in patterns for path in glob.glob(p, include_hidden=True))
+    except TypeError:  # Python < 3.11: its glob skips dot files, which TensorFlow matches
+        paths = sorted(path for p in patterns for path in glob.glob(p))
+    if not paths:
+        raise ValueError(f"No files matched pattern: {', '.join(patterns)}")
+    files = DataPipeline.from_tensor_slices(paths)
+    return files.shuffle(len(paths), seed=seed) if shuffle is None or shuffle else files
+'''
+
 _WIRE = '''
 
 def protobuf_fields(data):
@@ -494,7 +570,8 @@ def parse_example(serialized, features):
 RECORD_HELPERS: dict[str, str] = {
     "parse_example": _PARSE_BATCH,
     "as_bytes": _AS_BYTES, "as_text": _AS_TEXT,
-    "masked_crc32c": _CRC32C, "TFRecordWriter": _WRITER, "tfrecord_dataset": _DATASET, "protobuf_fields": _WIRE,
+    "masked_crc32c": _CRC32C, "TFRecordWriter": _WRITER, "tfrecord_dataset": _DATASET,
+    "text_line_dataset": _TEXT_LINES, "list_files": _LIST_FILES, "protobuf_fields": _WIRE,
     "Int64List": _INT64_LIST, "FloatList": _FLOAT_LIST, "BytesList": _BYTES_LIST, "Feature": _FEATURE,
     "Features": _FEATURES, "Example": _EXAMPLE, "FixedLenFeature": _FIXED_LEN, "VarLenFeature": _VAR_LEN,
     "parse_single_example": _PARSE_SINGLE,
@@ -504,6 +581,7 @@ _LISTS = ("protobuf_fields", "BytesList", "FloatList", "Int64List")
 #: (flat: finish() adds one level of dependencies)
 RECORD_DEPS: dict[str, tuple[str, ...]] = {
     "TFRecordWriter": ("masked_crc32c",), "tfrecord_dataset": ("masked_crc32c", "DataPipeline"),
+    "text_line_dataset": ("DataPipeline",), "list_files": ("DataPipeline",),
     "Int64List": ("protobuf_fields",), "FloatList": ("protobuf_fields",), "BytesList": ("protobuf_fields",),
     "Feature": _LISTS, "Features": ("Feature", *_LISTS), "Example": ("Features", "Feature", *_LISTS),
     "parse_single_example": ("Example", "Features", "Feature", *_LISTS),
