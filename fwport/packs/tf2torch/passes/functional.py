@@ -2393,6 +2393,7 @@ class _Builder:
             if isinstance(star, cst.Param):
                 self.local.add(star.name.value)
         bound = set().union(*(_names_bound_in(st) | set(_assigned(st)) for st in stmts)) if stmts else set()
+        stmts = [self._chosen_layer(st, bound) for st in stmts]
         stmts = self._static_ifs(stmts, bound)
         plan = self._follow(stmts, builder=True)
         if plan is None:
@@ -2400,7 +2401,8 @@ class _Builder:
         new_body = self._rewrite(stmts, plan)
         for st in self.decided_ifs:
             where = self.origin.get(id(st), (None, st))[1]
-            self.ctx.report(Severity.INFO, "if-decided", f"`if {code(where.test)}:` is decided where the model is "
+            test = where.test if isinstance(where, cst.If) else _ifexp_of(where).test  # (or a conditional expression)
+            self.ctx.report(Severity.INFO, "if-decided", f"`if {code(test)}:` is decided where the model is "
                             "built (by literals, module constants or the values the file gives the builder): the "
                             "translated class has the layers and the code of the branch Keras builds, and no if; "
                             "translate again if those values change", where)
@@ -2435,6 +2437,40 @@ class _Builder:
             if uses.read and not uses.other:
                 idle.add(i)
         return idle
+
+    def _chosen_layer(self, st, bound: set[str]):
+        """``x = LayerScale(v, d)(x) if init_values else x`` (a builder's statement: a layer applied or not,
+        keras-io's cait / deit) is the ``if`` statement it means, ``if init_values: x = LayerScale(v, d)(x)``
+        (``else: y = z`` where the other branch is another name or a layer applied too), where that ``if`` is
+        followed: its test known where the model is built (:meth:`_static_ifs`, then decided as one) or on builder
+        parameters the file calls with several values (:meth:`_runtime_if`, kept in the class). Keras builds the
+        branch the test takes, as the ``if`` does. Otherwise the statement stays as written (and refused)."""
+        e = _ifexp_of(st)
+        if e is None:
+            return st
+        target = st.body[0].targets[0].target.value
+
+        def applied(v) -> bool:
+            return isinstance(v, cst.Call) and isinstance(v.func, cst.Call)
+
+        if not (applied(e.body) or applied(e.orelse)) or not all(applied(v) or isinstance(v, cst.Name)
+                                                                 for v in (e.body, e.orelse)):
+            return st
+
+        def assign(v) -> cst.SimpleStatementLine:
+            line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(target))], v)])
+            self.origin[id(line)] = (line, self.origin.get(id(st), (None, st))[1])
+            return line
+
+        keep = isinstance(e.orelse, cst.Name) and e.orelse.value == target  # `... else x`: no else clause
+        made = cst.If(test=e.test.with_changes(lpar=[], rpar=[]) if isinstance(e.test, cst.Name) else e.test,
+                      body=cst.IndentedBlock([assign(e.body)]),
+                      orelse=None if keep else cst.Else(cst.IndentedBlock([assign(e.orelse)])),
+                      leading_lines=st.leading_lines)
+        self.origin[id(made)] = (made, self.origin.get(id(st), (None, st))[1])
+        if self._static_branch(made, bound) is None and not self._runtime_if_test(made):
+            return st
+        return made
 
     def _static_ifs(self, stmts: list, bound: set[str]) -> list:
         """The builder's statements with each ``if`` that builds part of the model (calls or assignments, no
@@ -3043,18 +3079,24 @@ class _Builder:
                                       "statement (or in every branch)")
                     return None
                 continue
+            # (a layer class's output keeps Keras's layout: another layout only in a channels-first graph)
             if not isinstance(a, _Tensor) or not isinstance(b, _Tensor) or (a.flat or b.flat) is not None \
-                    or a.last != b.last:
+                    or (a.last != b.last and self.layout == "nchw"):
                 self.error(where, f"{n}: changed in `if {test_code}:`, not followed (only tensors of the model's "
                                   "layout, bound in every branch)")
                 return None
-            if a.shape != b.shape and (a.shape is None or b.shape is None or len(a.shape) != len(b.shape)):
+            unknown = (a.shape is None or b.shape is None) and self.layout != "nchw"
+            if a.shape != b.shape and not unknown and (a.shape is None or b.shape is None
+                                                       or len(a.shape) != len(b.shape)):
                 self.error(where, f"{n} has another rank after each branch of `if {test_code}:` ({a.shape}, "
                                   f"{b.shape}): the layers after it would differ by the branch; not followed")
                 return None
-            shape = a.shape if a.shape == b.shape else tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
+            # (a layer class's output, of a shape not known here, in a graph that keeps Keras's layout: unknown
+            # after the if too, as after the layer: what needs its rank is refused there)
+            shape = a.shape if a.shape == b.shape else None if unknown else tuple(
+                x if x == y else None for x, y in zip(a.shape, b.shape))
             node = a.node if a.node is b.node else self._node(_Op("op", False), [a.node, b.node])
-            self.env[n] = _Tensor(shape, node, None, a.last)
+            self.env[n] = _Tensor(shape, node, None, a.last and b.last)
         negated = f"not {test_code}" if isinstance(st.test, cst.Name) else f"not ({test_code})"
 
         def block(lines_a: list[str], lines_b: list[str]) -> list[str]:
@@ -5851,6 +5893,17 @@ class _SubstituteIndexed(_Substitute):
         if isinstance(seq, (list, tuple)) and is_int(i) and -len(seq) <= i < len(seq) and _plain_value(seq[i]):
             return _literal_node(seq[i])
         return updated_node
+
+
+def _ifexp_of(st) -> cst.IfExp | None:
+    """The conditional expression ``st`` assigns to one name (``x = A if t else B``), or None."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+        return None
+    small = st.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+            and isinstance(small.value, cst.IfExp):
+        return small.value
+    return None
 
 
 class _FoldIfExp(cst.CSTTransformer):
