@@ -2032,7 +2032,7 @@ class _Builder:
             st = body[k]
             k += 1
             small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-            sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+            sizes = self._unpacked_sizes(small) or self._indexed_size(small) or self._computed_size(small)
             upto = {n: _until_rebound(n, body[k:]) for n in sizes} if sizes else {}
             if sizes and None not in upto.values():
                 # _, num_patch, channel = x.shape: the sizes written in place in what follows (each up to and into
@@ -2166,7 +2166,7 @@ class _Builder:
         nothing changed, for anything else (then the statement is refused as a tensor operation, as before)."""
         st = stmts[i]
         small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-        sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+        sizes = self._unpacked_sizes(small) or self._indexed_size(small) or self._computed_size(small)
         if not sizes or set(sizes) & (self.local | set(self.env)):
             return False
         names = set(sizes)
@@ -2213,6 +2213,24 @@ class _Builder:
             return None
         d = t.shape[i - 1] if i > 0 else t.shape[i]
         return {small.targets[0].target.value: int(d)} if is_int(d) else None
+
+    def _computed_size(self, small) -> dict[str, int | float] | None:
+        """``num_patches = int((x.shape[1] * x.shape[2]) / patch_size)`` (keras-io's mobilevit): a name bound to a
+        number computed where the model is built from known sizes of the model's tensors, literals, module
+        constants and the builtins of _STATIC_FNS (:meth:`_static`), as Keras computes it from the symbolic
+        shapes once: {name: value}; None for anything else (an unknown size, another call, a tensor read)."""
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)):
+            return None
+        if not any(isinstance(self.env.get(n.value), _Tensor) for n in _shape_reads(small.value)) \
+                or not all(self._static_fn(c) for c in _calls(small.value)):
+            return None
+        try:
+            value = self._static(small.value, {})
+        except (_Refused, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return None
+        return {small.targets[0].target.value: value} \
+            if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def _unpacked_sizes(self, small) -> dict[str, int] | None:
         """``_, num_patch, channel = x.shape`` with ``x`` a tensor of the model whose sizes it names are
