@@ -196,7 +196,7 @@ _COMPARE = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.Greate
 _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
                cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b, cst.Divide: lambda a, b: a / b}
 # builtins a known value may go through where the model is built (`int((depth - 2) / 6)`)
-_STATIC_FNS = {"int": int, "abs": abs, "round": round, "min": min, "max": max, "len": len}
+_STATIC_FNS = {"int": int, "abs": abs, "round": round, "min": min, "max": max, "len": len, "str": str}
 # readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
 _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
@@ -2043,7 +2043,8 @@ class _Builder:
                 continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
-                    and small.targets[0].target.value not in self.env and not _calls(small.value):
+                    and small.targets[0].target.value not in self.env \
+                    and all(self._static_fn(c) for c in _calls(small.value)):  # (`int(n / 2)`, `str(stage)`)
                 try:
                     value = self._static(small.value, tensors)
                 except _Refused:
