@@ -99,3 +99,48 @@ def test_a_test_on_a_value_computed_in_the_builder_stays_refused():
     assert any("this functional model is left as written" in m for m in errs), errs
     assert any("this operation on tensors of the functional model is not followed" in m for m in errs), errs
     assert "class Block" not in r.output
+
+
+HELPER = '''
+import keras
+from keras import layers
+
+
+def block(x, units, rate):
+    x = layers.Dense(units)(x)
+    x = layers.Dropout(rate)(x) if rate else x
+    y = layers.LayerNormalization()(x) if units > 4 else layers.Dense(units)(x)
+    return y
+
+
+def build():
+    inputs = keras.Input((6,))
+    x = block(inputs, 8, 0.1)
+    x = block(x, 4, 0.0)
+    outputs = layers.Dense(2)(x)
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_a_helpers_conditional_layer_on_literal_arguments_takes_its_branch_and_computes_what_keras_does(tmp_path):
+    r = _tx(HELPER)
+    assert not _errors(r), r.findings
+    # block(inputs, 8, 0.1): Dropout and LayerNormalization; block(x, 4, 0.0): no Dropout, the Dense
+    assert ("        x = self.fc1(x)\n        x = self.dropout(x)\n        y = self.norm(x)\n") in r.output
+    assert ("        x = self.fc1(x)\n        y = self.fc2(x)\n        return y\n") in r.output
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(HELPER)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[4,6]"],
+                          checks=("forward", "grad"), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    assert len(cert["results"]["gradients"]) == 10  # (four Dense and a LayerNorm, two weights each)
+
+
+def test_a_helpers_conditional_layer_on_a_tensor_stays_refused():
+    r = _tx(HELPER.replace("if rate else x", "if x.shape[0] else x"))  # (the batch size: unknown)
+    errs = [f.message for f in _errors(r)]
+    assert any("this functional model is left as written" in m for m in errs), errs
+    assert any("if x.shape[0] else x" in m for m in errs), errs

@@ -2085,6 +2085,21 @@ class _Builder:
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
                     st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
                 continue
+            chooser = _ifexp_of(st)
+            if chooser is not None and _chooses_layer(chooser):
+                # `x = layers.Dropout(rate)(x) if rate else x` on a literal argument: the branch it takes (as an
+                # if statement is decided here; `... else x` of the target itself: no statement)
+                try:
+                    taken = bool(self._static(chooser.test, tensors))
+                except (_Refused, TypeError, ValueError, ZeroDivisionError):
+                    taken = None
+                if taken is not None:
+                    v = chooser.body if taken else chooser.orelse
+                    if not (isinstance(v, cst.Name) and v.value == st.body[0].targets[0].target.value):
+                        chosen = st.with_changes(body=[st.body[0].with_changes(value=v)])
+                        self.written[id(chosen)] = (chosen, self._as_written(st))
+                        body.insert(k, chosen)
+                    continue
             if isinstance(st, cst.If):
                 branch = st
                 while True:
@@ -2465,16 +2480,9 @@ class _Builder:
         parameters the file calls with several values (:meth:`_runtime_if`, kept in the class). Keras builds the
         branch the test takes, as the ``if`` does. Otherwise the statement stays as written (and refused)."""
         e = _ifexp_of(st)
-        if e is None:
+        if e is None or not _chooses_layer(e):
             return st
         target = st.body[0].targets[0].target.value
-
-        def applied(v) -> bool:
-            return isinstance(v, cst.Call) and isinstance(v.func, cst.Call)
-
-        if not (applied(e.body) or applied(e.orelse)) or not all(applied(v) or isinstance(v, cst.Name)
-                                                                 for v in (e.body, e.orelse)):
-            return st
 
         def assign(v) -> cst.SimpleStatementLine:
             line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(target))], v)])
@@ -5912,6 +5920,15 @@ class _SubstituteIndexed(_Substitute):
         if isinstance(seq, (list, tuple)) and is_int(i) and -len(seq) <= i < len(seq) and _plain_value(seq[i]):
             return _literal_node(seq[i])
         return updated_node
+
+
+def _chooses_layer(e: cst.IfExp) -> bool:
+    """``L(...)(x) if t else x``: a branch applies a layer (a call of a call) and each is one or a name."""
+    def applied(v) -> bool:
+        return isinstance(v, cst.Call) and isinstance(v.func, cst.Call)
+
+    return (applied(e.body) or applied(e.orelse)) and all(applied(v) or isinstance(v, cst.Name)
+                                                          for v in (e.body, e.orelse))
 
 
 def _ifexp_of(st) -> cst.IfExp | None:
