@@ -268,6 +268,42 @@ def test_a_helpers_unpacked_size_bound_again_is_read_with_its_new_value(tmp_path
 def test_a_helper_statement_refused_is_quoted_as_written_not_with_the_call_sites_arguments():
     # resnet_model.py: `conv_name_base = 'res' + str(stage) + block + '_branch'` was quoted with the literal arguments
     # of the call site written in (`'res' + str(2) + 'a' + '_branch'`)
-    src = REBOUND.replace("    width = units\n    width = width * 2\n", "    label = 'res' + str(units)\n    width = units\n")
+    # (str() is computed where the model is built now: repr() is not)
+    src = REBOUND.replace("    width = units\n    width = width * 2\n", "    label = 'res' + repr(units)\n    width = units\n")
     r = _tx(src)
-    assert any("`label = 'res' + str(units)` is not followed" in f.message for f in _errors(r)), r.findings
+    assert any("`label = 'res' + repr(units)` is not followed" in f.message for f in _errors(r)), r.findings
+
+
+NAMES = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def identity_block(input_tensor, filters, stage, block):
+    conv_name_base = 'res' + str(stage) + block + '_branch'
+    bn_name_base = 'bn' + str(stage) + block + '_branch'
+    x = layers.Conv2D(filters, (1, 1), use_bias=False, name=conv_name_base + '2a')(input_tensor)
+    x = layers.BatchNormalization(axis=3, name=bn_name_base + '2a')(x)
+    x = layers.Activation('relu')(x)
+    x = layers.Conv2D(filters, (3, 3), padding='same', name=conv_name_base + '2b')(x)
+    x = layers.add([x, input_tensor])
+    return layers.Activation('relu')(x)
+
+
+def build():
+    inputs = layers.Input(shape=(8, 8, 4))
+    x = identity_block(inputs, 4, stage=2, block='a')
+    x = identity_block(x, 4, stage=2, block='b')
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(3)(x)
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_a_helpers_layer_names_built_with_str_are_computed_and_the_model_computes_what_keras_does(tmp_path):
+    # tensorflow/examples' resnet_model.py: `conv_name_base = 'res' + str(stage) + block + '_branch'` (16 errors)
+    r = _tx(NAMES)
+    assert not _errors(r), r.findings
+    assert "class IdentityBlock(nn.Module)" in r.output and "conv_name_base" not in r.output
+    cert = _verify(tmp_path, NAMES, r.output, "build()", "float32[2,8,8,4]")
+    assert len(cert["results"]["gradients"]) == 12  # (two blocks: conv, bn gamma and beta, conv and bias; the head)

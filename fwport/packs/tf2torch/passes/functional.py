@@ -196,7 +196,7 @@ _COMPARE = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.Greate
 _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
                cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b, cst.Divide: lambda a, b: a / b}
 # builtins a known value may go through where the model is built (`int((depth - 2) / 6)`)
-_STATIC_FNS = {"int": int, "abs": abs, "round": round, "min": min, "max": max, "len": len}
+_STATIC_FNS = {"int": int, "abs": abs, "round": round, "min": min, "max": max, "len": len, "str": str}
 # readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
 _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
@@ -2032,7 +2032,7 @@ class _Builder:
             st = body[k]
             k += 1
             small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-            sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+            sizes = self._unpacked_sizes(small) or self._indexed_size(small) or self._computed_size(small)
             upto = {n: _until_rebound(n, body[k:]) for n in sizes} if sizes else {}
             if sizes and None not in upto.values():
                 # _, num_patch, channel = x.shape: the sizes written in place in what follows (each up to and into
@@ -2043,7 +2043,8 @@ class _Builder:
                 continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
-                    and small.targets[0].target.value not in self.env and not _calls(small.value):
+                    and small.targets[0].target.value not in self.env \
+                    and all(self._static_fn(c) for c in _calls(small.value)):  # (`int(n / 2)`, `str(stage)`)
                 try:
                     value = self._static(small.value, tensors)
                 except _Refused:
@@ -2084,6 +2085,21 @@ class _Builder:
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
                     st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
                 continue
+            chooser = _ifexp_of(st)
+            if chooser is not None and _chooses_layer(chooser):
+                # `x = layers.Dropout(rate)(x) if rate else x` on a literal argument: the branch it takes (as an
+                # if statement is decided here; `... else x` of the target itself: no statement)
+                try:
+                    taken = bool(self._static(chooser.test, tensors))
+                except (_Refused, TypeError, ValueError, ZeroDivisionError):
+                    taken = None
+                if taken is not None:
+                    v = chooser.body if taken else chooser.orelse
+                    if not (isinstance(v, cst.Name) and v.value == st.body[0].targets[0].target.value):
+                        chosen = st.with_changes(body=[st.body[0].with_changes(value=v)])
+                        self.written[id(chosen)] = (chosen, self._as_written(st))
+                        body.insert(k, chosen)
+                    continue
             if isinstance(st, cst.If):
                 branch = st
                 while True:
@@ -2166,7 +2182,7 @@ class _Builder:
         nothing changed, for anything else (then the statement is refused as a tensor operation, as before)."""
         st = stmts[i]
         small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-        sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+        sizes = self._unpacked_sizes(small) or self._indexed_size(small) or self._computed_size(small)
         if not sizes or set(sizes) & (self.local | set(self.env)):
             return False
         names = set(sizes)
@@ -2213,6 +2229,24 @@ class _Builder:
             return None
         d = t.shape[i - 1] if i > 0 else t.shape[i]
         return {small.targets[0].target.value: int(d)} if is_int(d) else None
+
+    def _computed_size(self, small) -> dict[str, int | float] | None:
+        """``num_patches = int((x.shape[1] * x.shape[2]) / patch_size)`` (keras-io's mobilevit): a name bound to a
+        number computed where the model is built from known sizes of the model's tensors, literals, module
+        constants and the builtins of _STATIC_FNS (:meth:`_static`), as Keras computes it from the symbolic
+        shapes once: {name: value}; None for anything else (an unknown size, another call, a tensor read)."""
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)):
+            return None
+        if not any(isinstance(self.env.get(n.value), _Tensor) for n in _shape_reads(small.value)) \
+                or not all(self._static_fn(c) for c in _calls(small.value)):
+            return None
+        try:
+            value = self._static(small.value, {})
+        except (_Refused, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return None
+        return {small.targets[0].target.value: value} \
+            if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     def _unpacked_sizes(self, small) -> dict[str, int] | None:
         """``_, num_patch, channel = x.shape`` with ``x`` a tensor of the model whose sizes it names are
@@ -2393,6 +2427,7 @@ class _Builder:
             if isinstance(star, cst.Param):
                 self.local.add(star.name.value)
         bound = set().union(*(_names_bound_in(st) | set(_assigned(st)) for st in stmts)) if stmts else set()
+        stmts = [self._chosen_layer(st, bound) for st in stmts]
         stmts = self._static_ifs(stmts, bound)
         plan = self._follow(stmts, builder=True)
         if plan is None:
@@ -2400,7 +2435,8 @@ class _Builder:
         new_body = self._rewrite(stmts, plan)
         for st in self.decided_ifs:
             where = self.origin.get(id(st), (None, st))[1]
-            self.ctx.report(Severity.INFO, "if-decided", f"`if {code(where.test)}:` is decided where the model is "
+            test = where.test if isinstance(where, cst.If) else _ifexp_of(where).test  # (or a conditional expression)
+            self.ctx.report(Severity.INFO, "if-decided", f"`if {code(test)}:` is decided where the model is "
                             "built (by literals, module constants or the values the file gives the builder): the "
                             "translated class has the layers and the code of the branch Keras builds, and no if; "
                             "translate again if those values change", where)
@@ -2435,6 +2471,33 @@ class _Builder:
             if uses.read and not uses.other:
                 idle.add(i)
         return idle
+
+    def _chosen_layer(self, st, bound: set[str]):
+        """``x = LayerScale(v, d)(x) if init_values else x`` (a builder's statement: a layer applied or not,
+        keras-io's cait / deit) is the ``if`` statement it means, ``if init_values: x = LayerScale(v, d)(x)``
+        (``else: y = z`` where the other branch is another name or a layer applied too), where that ``if`` is
+        followed: its test known where the model is built (:meth:`_static_ifs`, then decided as one) or on builder
+        parameters the file calls with several values (:meth:`_runtime_if`, kept in the class). Keras builds the
+        branch the test takes, as the ``if`` does. Otherwise the statement stays as written (and refused)."""
+        e = _ifexp_of(st)
+        if e is None or not _chooses_layer(e):
+            return st
+        target = st.body[0].targets[0].target.value
+
+        def assign(v) -> cst.SimpleStatementLine:
+            line = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(target))], v)])
+            self.origin[id(line)] = (line, self.origin.get(id(st), (None, st))[1])
+            return line
+
+        keep = isinstance(e.orelse, cst.Name) and e.orelse.value == target  # `... else x`: no else clause
+        made = cst.If(test=e.test.with_changes(lpar=[], rpar=[]) if isinstance(e.test, cst.Name) else e.test,
+                      body=cst.IndentedBlock([assign(e.body)]),
+                      orelse=None if keep else cst.Else(cst.IndentedBlock([assign(e.orelse)])),
+                      leading_lines=st.leading_lines)
+        self.origin[id(made)] = (made, self.origin.get(id(st), (None, st))[1])
+        if self._static_branch(made, bound) is None and not self._runtime_if_test(made):
+            return st
+        return made
 
     def _static_ifs(self, stmts: list, bound: set[str]) -> list:
         """The builder's statements with each ``if`` that builds part of the model (calls or assignments, no
@@ -3043,18 +3106,24 @@ class _Builder:
                                       "statement (or in every branch)")
                     return None
                 continue
+            # (a layer class's output keeps Keras's layout: another layout only in a channels-first graph)
             if not isinstance(a, _Tensor) or not isinstance(b, _Tensor) or (a.flat or b.flat) is not None \
-                    or a.last != b.last:
+                    or (a.last != b.last and self.layout == "nchw"):
                 self.error(where, f"{n}: changed in `if {test_code}:`, not followed (only tensors of the model's "
                                   "layout, bound in every branch)")
                 return None
-            if a.shape != b.shape and (a.shape is None or b.shape is None or len(a.shape) != len(b.shape)):
+            unknown = (a.shape is None or b.shape is None) and self.layout != "nchw"
+            if a.shape != b.shape and not unknown and (a.shape is None or b.shape is None
+                                                       or len(a.shape) != len(b.shape)):
                 self.error(where, f"{n} has another rank after each branch of `if {test_code}:` ({a.shape}, "
                                   f"{b.shape}): the layers after it would differ by the branch; not followed")
                 return None
-            shape = a.shape if a.shape == b.shape else tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
+            # (a layer class's output, of a shape not known here, in a graph that keeps Keras's layout: unknown
+            # after the if too, as after the layer: what needs its rank is refused there)
+            shape = a.shape if a.shape == b.shape else None if unknown else tuple(
+                x if x == y else None for x, y in zip(a.shape, b.shape))
             node = a.node if a.node is b.node else self._node(_Op("op", False), [a.node, b.node])
-            self.env[n] = _Tensor(shape, node, None, a.last)
+            self.env[n] = _Tensor(shape, node, None, a.last and b.last)
         negated = f"not {test_code}" if isinstance(st.test, cst.Name) else f"not ({test_code})"
 
         def block(lines_a: list[str], lines_b: list[str]) -> list[str]:
@@ -5851,6 +5920,26 @@ class _SubstituteIndexed(_Substitute):
         if isinstance(seq, (list, tuple)) and is_int(i) and -len(seq) <= i < len(seq) and _plain_value(seq[i]):
             return _literal_node(seq[i])
         return updated_node
+
+
+def _chooses_layer(e: cst.IfExp) -> bool:
+    """``L(...)(x) if t else x``: a branch applies a layer (a call of a call) and each is one or a name."""
+    def applied(v) -> bool:
+        return isinstance(v, cst.Call) and isinstance(v.func, cst.Call)
+
+    return (applied(e.body) or applied(e.orelse)) and all(applied(v) or isinstance(v, cst.Name)
+                                                          for v in (e.body, e.orelse))
+
+
+def _ifexp_of(st) -> cst.IfExp | None:
+    """The conditional expression ``st`` assigns to one name (``x = A if t else B``), or None."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+        return None
+    small = st.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+            and isinstance(small.value, cst.IfExp):
+        return small.value
+    return None
 
 
 class _FoldIfExp(cst.CSTTransformer):
