@@ -73,9 +73,13 @@ def test_trigger_needles_are_in_every_match():
     for t in triggers:
         hits = 0
         for text in texts:
-            expected = t.pattern.search(text) is not None
+            m = t.pattern.search(text)
+            expected = m is not None and (t.also is None or t.also.search(text) is not None)
             hits += expected
-            assert (t.search(text) is not None) == expected, (t, text[:200])
+            got = t.search(text)
+            assert (got is not None) == expected, (t, text[:200])
+            if expected and t.also is None:  # the same first match (the Keras-2 hint quotes it)
+                assert got.span() == m.span(), (t, text[:200])
         assert hits, f"{t}: no text matches, the comparison proves nothing"
     skip = Trigger(r"\bVariable\b", "Variable")
     assert skip.search("v = tf.Variable(1.0)\n") and not skip.search("v = tf.constant(1.0)\n")
@@ -118,3 +122,76 @@ def test_rebindable_answers_as_the_plain_regex_scan():
             hits += bool(expected)
             assert _rebindable(set(aliases), text) == expected, (aliases, text[:200])
     assert hits > 50  # texts where some alias is rebindable: the comparison is not all empty sets
+
+
+def _all_triggers():
+    from fwport.core.direction import Trigger
+    from fwport.packs.tf2torch import _KERAS2_HINTS, tf1
+    from fwport.packs.torch2jax import keys
+
+    return [pl.trigger for d in ("tf2torch", "torch2jax") for pl in get_direction(d).planners] + \
+        [tf1.TRIGGER, _KERAS2_HINTS, keys.TRIGGER] + [Trigger(r"\bVariable\b", "Variable")]
+
+
+def test_fast_patterns_match_as_written():
+    """Every planner trigger compiled by direction.fast (the torch2jax ones, model_api's, layer_weights') finds the
+    same first match as the pattern as written, on the fixtures, the rules' examples and texts made from each word."""
+    from fwport.core.direction import WRITTEN
+
+    pats = [t for t in _all_triggers() if isinstance(t, re.Pattern)]
+    assert len(pats) >= 15 and all(p in WRITTEN for p in pats)  # every plain trigger is a fast one
+    texts = _trigger_texts() + ["layer = getattr(nn, name)(3)\n", "nn.Sequential(*block(3))\n", "class T(nn.Transformer):\n",
+                                "for p in m.parameters(): p.data.mul_(2)\n", "x[0] += 1\n", "y = self.training\n",
+                                "opt = SGD([{'params': a}])\n"]
+    for p in pats:  # each word of the pattern (its escapes, \\b \\s ..., left out) alone and as a method call
+        words = re.findall(r"\w+", re.sub(r"\\.", " ", WRITTEN[p]))
+        texts += [f"{w}\n" for w in words] + [f"x.{w}(y)\n" for w in words]
+    for p in pats:
+        written, hits = re.compile(WRITTEN[p], p.flags), 0
+        assert p.pattern != WRITTEN[p] or "\\b" not in WRITTEN[p][:2], p.pattern  # rewritten where it starts with \b
+        for text in texts:
+            m, got = written.search(text), p.search(text)
+            hits += m is not None
+            assert (m and m.span()) == (got and got.span()), (WRITTEN[p], text[:200])
+        assert hits, f"{WRITTEN[p]}: no text matches, the comparison proves nothing"
+
+
+@pytest.mark.parametrize("pattern, fast", [
+    (r"\bdef\s+call\s*\(", r"def(?<=\bdef)\s+call\s*\("),
+    (r"\b(?:Sequence|PyDataset)\b", r"(?:Sequence(?<=\bSequence)|PyDataset(?<=\bPyDataset))\b"),
+    (r"(?m)\bModule\b|^\s*class\b", r"(?m)Module(?<=\bModule)\b|^\s*class\b"),
+    (r"\brand(?:n|int)?\b", r"rand(?<=\brand)(?:n|int)?\b"),
+    (r"\bx*y|\bab?c", r"\bx*y|a(?<=\ba)b?c"),  # a quantified first character stays where it is
+    (r"\b(?:a|b)*c|[|(]\bd", r"\b(?:a|b)*c|[|(]\bd"),  # a quantified group; a | and a ( in a class
+    (r"\b(?:Adam|\w*Loss)\b", r"\b(?:Adam|\w*Loss)\b"),  # one alternative not a word: one \b test, kept
+    (r"@|\bimport\b[^\n]*\bfunction\b", r"@|import(?<=\bimport)\b[^\n]*\bfunction\b"),
+])
+def test_fast_pattern_spelling(pattern, fast):
+    from fwport.core.direction import fast_pattern
+
+    assert fast_pattern(pattern) == fast
+    texts = ["def  call(x)", "undef call(", "Sequence PyDatasets xSequence", "Module\n  class A", "randn rand_",
+             "xxy ac abc zabc", "ababc |d (d", "Adam MSELoss xAdam", "@x import a.function b", ""]
+    for text in texts:  # the same matches, spans included
+        assert [m.span() for m in re.finditer(pattern, text)] == [m.span() for m in re.finditer(fast, text)], text
+
+
+def test_functional_and_training_triggers_answer_as_their_earlier_spellings():
+    """The functional trigger's two searches (pattern, also) answer as the one anchored look-ahead pattern it
+    replaced, and the training trigger's `Crossentropy\\b` as `\\b\\w*Crossentropy\\b`."""
+    planners = {pl.name: pl.trigger for pl in get_direction("tf2torch").planners}
+    earlier = {
+        "functional": re.compile(r"\A(?=[\s\S]*\bInput\s*\()(?=[\s\S]*(?:Model\s*\(|\bModel\s+as\b))"),
+        "training": re.compile(r"GradientTape|training\s*=|optimizers|losses|callbacks|\.\s*trainable\s*=|"
+                               r"\.\s*(?:compile|fit|evaluate|predict)\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|"
+                               r"\w*Crossentropy|MeanSquaredError|MeanAbsoluteError|Huber)\b"),
+    }
+    texts = _trigger_texts() + ["x = Input(3)\n", "from keras import Model as M\nInput (3)\n", "y = Model(a)\n",
+                                "l = BinaryCrossentropy()\n", "l = Crossentropy_x\n", "xCrossentropy", "i = Input\nModel(x)\n"]
+    for name, reference in earlier.items():
+        hits = 0
+        for text in texts:
+            expected = reference.search(text) is not None
+            hits += expected
+            assert (planners[name].search(text) is not None) == expected, (name, text[:200])
+        assert 0 < hits < len(texts), name

@@ -24,14 +24,13 @@ A removed statement that was the only one of its block becomes ``pass``. Anythin
 (reading a flag, a statement sharing its line with others) is left to the residue scan, which reports it."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from fwport.core.direction import fast
 from fwport.core.finding import Severity
 from fwport.core.names import scan
 
-TRIGGER = re.compile(r"\bcudnn\b|\ballow_tf32\b|\bfp32_precision\b|\bset_float32_matmul_precision\b"
+TRIGGER = fast(r"\bcudnn\b|\ballow_tf32\b|\bfp32_precision\b|\bset_float32_matmul_precision\b"
                      r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b|\bcompile\s*\(")
 #: autocast, whose rule writes contextlib.nullcontext() for a `with`; as a decorator it is removed here
 AUTOCAST = frozenset({"torch.amp.autocast", "torch.autocast", "torch.cuda.amp.autocast"})

@@ -11,15 +11,14 @@ ops.training_dropout). An error: a read in ``__init__`` (where PyTorch's is alwa
 ``__init__`` of its own, or in one assigning self.training."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from fwport.core.direction import fast
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.core.rewrite import rewrite
 
-TRIGGER = re.compile(r"\bself\.training\b")
+TRIGGER = fast(r"\bself\.training\b")
 FIELD = "inference"
 #: parents under which ``not self.inference`` needs no parentheses (it binds looser than comparisons and arithmetic)
 _LOOSE = (cst.If, cst.While, cst.IfExp, cst.BooleanOperation, cst.Arg, cst.Assign, cst.Return, cst.Element,

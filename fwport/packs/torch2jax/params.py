@@ -29,11 +29,12 @@ import re
 import libcst as cst
 
 from fwport.core.bindings import BindingWalker
+from fwport.core.direction import fast
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 
-TRIGGER = re.compile(r"\.parameters\(\)|\.(?:weight|bias)\b")
+TRIGGER = fast(r"\.parameters\(\)|\.(?:weight|bias)\b")
 
 #: in-place method → how it changes ``{p}`` (its arguments ``{0}``, ``{1}``); clamp_ and fill_/zero_/copy_ apart
 _BINARY = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/"}

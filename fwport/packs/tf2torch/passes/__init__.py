@@ -7,9 +7,7 @@ over the tree costs as much as parsing it).
 """
 from __future__ import annotations
 
-import re
-
-from fwport.core.direction import Planner, Trigger
+from fwport.core.direction import Planner, Trigger, fast
 from fwport.packs.tf2torch import data, helpers, rngs, testcase, utilities
 from fwport.packs.tf2torch.passes import (decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
                                           sequential, subclass, training, training_arg, valuekinds,
@@ -28,22 +26,22 @@ PLANNERS: tuple[Planner, ...] = (
     # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
     # (a Trigger: the pattern is searched only in a text holding one of the substrings after it, which
-    # every match contains)
+    # every match contains; `Crossentropy\b` is `\b\w*Crossentropy\b` found without a regex step per character)
     Planner("training", Trigger(r"GradientTape|training\s*=|optimizers|losses|callbacks|\.\s*trainable\s*=|"
                                 r"\.\s*(?:compile|fit|evaluate|predict)"
-                                r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
-                                r"MeanAbsoluteError|Huber)\b",
+                                r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|MeanSquaredError|"
+                                r"MeanAbsoluteError|Huber)\b|Crossentropy\b",
                                 "GradientTape", "training", "optimizers", "losses", "callbacks", "trainable", "compile", "fit",
                                 "evaluate", "predict", "Adam", "SGD", "RMSprop", "Adagrad", "Crossentropy",
                                 "MeanSquaredError", "MeanAbsoluteError", "Huber"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write (and
     # model.trainable_variables / variables / weights → the parameters, model.layers an error)
-    Planner("model_api", re.compile(rf"\.\s*(?:(?:{_MODEL_METHODS})\s*\(|(?:{model_api._ATTRIBUTE_NAMES})\b)"),
+    Planner("model_api", fast(rf"\.\s*(?:(?:{_MODEL_METHODS})\s*\(|(?:{model_api._ATTRIBUTE_NAMES})\b)"),
             model_api.run),
     # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
     # (both an Input( and a Model( call or alias: a Sequential with keras.Input has nothing for it;
-    # anchored lookaheads, each a single linear scan)
-    Planner("functional", Trigger(r"\A(?=[\s\S]*\bInput\s*\()(?=[\s\S]*(?:Model\s*\(|\bModel\s+as\b))", "Input"),
+    # the two searched apart: a look-ahead over the whole text per condition is a regex step per character)
+    Planner("functional", Trigger(r"\bInput\s*\(", "Input", also=r"Model\s*\(|\bModel\s+as\b"),
             functional.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", Trigger(r"\bSequential\b|\.\s*add\s*\(", "Sequential", "add"), sequential.run),

@@ -21,11 +21,10 @@ written (a custom layer's own ``self.kernel`` is its own attribute).
 """
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from fwport.core.context import FileContext
+from fwport.core.direction import fast
 from fwport.core.finding import Severity
 from fwport.core.names import scan
 from fwport.core.position import render
@@ -33,7 +32,7 @@ from fwport.core.position import render
 #: the weight names of Keras's built-in layers
 KERAS_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance",
                            "recurrent_kernel", "depthwise_kernel", "pointwise_kernel"})
-TRIGGER = re.compile(r"\.\s*(?:" + "|".join(sorted(KERAS_WEIGHTS | {"get_weights", "set_weights"})) + r")\b")
+TRIGGER = fast(r"\.\s*(?:" + "|".join(sorted(KERAS_WEIGHTS | {"get_weights", "set_weights"})) + r")\b")
 
 
 def _path(node: cst.BaseExpression) -> tuple[str, list[str]] | None:
