@@ -192,3 +192,14 @@ def test_what_needs_several_processes_keeps_its_error(src, left):
     r, errors = _translate(src)
     assert errors and any(left in f.message for f in errors), r.findings
     assert left in r.output
+
+
+@pytest.mark.parametrize("src,says", [
+    ("from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\n\nmodel = FSDP(model)\n", "NamedSharding"),
+    ("from torch.distributed import rpc\n\nrpc.init_rpc('worker', rank=0, world_size=2)\n", "RPC between processes"),
+    ("from torch.distributed.tensor.parallel import parallelize_module\n\nparallelize_module(m, mesh, plan)\n",
+     "PartitionSpec"),
+])
+def test_fsdp_rpc_and_tensor_parallelism_are_refused_with_what_to_write(src, says):
+    r, errors = _translate(src)
+    assert len(errors) == 1 and errors[0].code == "no-rule" and says in errors[0].message, r.findings

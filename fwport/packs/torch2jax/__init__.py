@@ -86,6 +86,33 @@ GUIDANCE = {
     "torch.distributed": "JAX has no process group: one program drives every device (jax.sharding.Mesh, arrays placed "
                          "with NamedSharding and a jitted step; jax.distributed.initialize() first on several hosts), "
                          "so set-up, collectives and RPC are rewritten by hand around a sharded step",
+    # (a single-host data-parallel script is translated as one process: distributed.py; what follows is refused)
+    "torch.distributed.rpc": "RPC between processes (remote modules, parameter servers, RRefs) has no JAX counterpart: "
+                             "JAX runs one program over every device (jax.sharding.Mesh); restructure the work as one "
+                             "jitted step over sharded arrays by hand",
+    "torch.distributed.autograd": "distributed autograd goes with RPC, which JAX does not have: one jitted step over "
+                                  "sharded arrays computes the gradients (jax.grad) across devices",
+    "torch.distributed.optim": "a distributed optimizer goes with RPC, which JAX does not have: an optax optimizer "
+                               "updates sharded parameters inside one jitted step",
+    "torch.distributed.fsdp": "FSDP shards parameters, gradients and optimizer state over processes: in JAX place the "
+                              "parameter arrays with a NamedSharding over a jax.sharding.Mesh and jit the step (XLA "
+                              "inserts the gathers); not written by fwport",
+    "torch.distributed.checkpoint": "a sharded checkpoint of several processes: save the arrays of the one JAX program "
+                                    "(eqx.tree_serialise_leaves, or orbax for sharded arrays) by hand",
+    "torch.distributed.tensor": "tensor parallelism (DTensor, parallelize_module, Shard/Replicate placements): in JAX "
+                                "give each parameter a NamedSharding over a jax.sharding.Mesh (PartitionSpec per axis) "
+                                "and jit the step; not written by fwport",
+    "torch.distributed._tensor": "tensor parallelism (DTensor, Shard/Replicate placements, device meshes): in JAX give "
+                                 "each array a NamedSharding over a jax.sharding.Mesh and jit the step; not written by "
+                                 "fwport",
+    "torch.distributed.device_mesh": "a device mesh: jax.sharding.Mesh(jax.devices(), axis_names) by hand, with "
+                                     "NamedSharding placements for the arrays",
+    "torch.distributed.barrier": "a barrier orders several processes (one writes a file, the others wait to read it); "
+                                 "the one-process translation has no other process: remove it once the ordering it "
+                                 "guards is checked",
+    "torch.distributed.all_gather": "all_gather fills a list with every process's tensor: in the one-process "
+                                    "translation the list holds this process's value only; rewrite the gathering "
+                                    "(over a sharded array it is the array itself)",
     "torch.nn.parallel": "remove the wrapper: in JAX the batch is sharded over a jax.sharding.Mesh and the jitted step "
                          "computes gradients over the whole batch (no per-replica model, no all-reduce to write)",
     "torch.nn.DataParallel": "remove the wrapper: in JAX the batch is sharded over a jax.sharding.Mesh and the jitted "
