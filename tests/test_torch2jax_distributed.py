@@ -187,6 +187,14 @@ def test_the_spawned_tutorial_runs_main_once_and_shuffles_in_the_loader():
     ("from torch.utils.data import DataLoader\nfrom torch.utils.data.distributed import DistributedSampler\n\n"
      "loader = DataLoader(ds, batch_size=2, sampler=DistributedSampler(ds, num_replicas=2, rank=1))\n",
      "DistributedSampler"),
+    # a literal number of processes the script needs
+    ("import torch.distributed as dist\n\ndist.init_process_group('gloo', rank=rank, world_size=2)\n",
+     "init_process_group"),
+    # RPC: the spawned processes take roles by rank (a master, workers): not run once, nothing removed
+    ("import torch.multiprocessing as mp\nimport torch.distributed as dist\nfrom torch.distributed import rpc\n\n"
+     "def run_worker(rank, world_size):\n    dist.init_process_group('gloo', rank=rank, world_size=world_size)\n"
+     "    if rank == 0:\n        rpc.init_rpc('master', rank=rank, world_size=world_size)\n\n"
+     "mp.spawn(run_worker, args=(2,), nprocs=2)\n", "spawn(run_worker"),
 ])
 def test_what_needs_several_processes_keeps_its_error(src, left):
     r, errors = _translate(src)

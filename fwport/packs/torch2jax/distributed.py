@@ -6,7 +6,8 @@ devices (jax.sharding with a Mesh, or jax.pmap, is the way to add it).
 
 Statements removed (one call on a line of its own):
 
-- ``init_process_group(...)``, ``destroy_process_group()``: JAX has no process group;
+- ``init_process_group(...)`` (not with a literal world_size above 1), ``destroy_process_group()``: JAX has no
+  process group;
 - ``torch.cuda.set_device(d)``: JAX puts arrays on its default device;
 - ``all_reduce(t)`` / ``all_reduce(t, op=...)`` (not ``async_op=True``): over one process every reduction (sum,
   average, max, min, product) of a value is the value itself;
@@ -21,7 +22,8 @@ Statements removed (one call on a line of its own):
 
 A sampler given a literal replica count other than 1, or read anywhere else (``len(sampler)``, ``sampler is None``
 tests, a list of samplers), stays: its no-rule error says what to write. So do barrier, all_gather, broadcast and
-the rest of torch.distributed, RPC, FSDP and tensor parallelism: their meaning is several processes'.
+the rest of torch.distributed, RPC, FSDP and tensor parallelism: their meaning is several processes'. In a file
+that imports torch.distributed.rpc nothing is removed and mp.spawn is refused: its processes take roles by rank.
 A removed statement that was the only one of its block becomes ``pass``."""
 from __future__ import annotations
 
@@ -49,6 +51,13 @@ LOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.
 HANDLED = frozenset({*PROCESS_GROUP, SET_DEVICE, ALL_REDUCE, *DDP, *SAMPLER})
 #: DistributedSampler's parameters, in order (torch 2.x)
 SAMPLER_PARAMS = ("dataset", "num_replicas", "rank", "shuffle", "seed", "drop_last")
+
+
+def uses_rpc(ctx) -> bool:
+    """Whether the file imports torch.distributed.rpc: its processes take different roles by rank (a master, workers,
+    a parameter server), which one process cannot play: nothing is removed or run once there."""
+    return any(q == "torch.distributed.rpc" or q.startswith("torch.distributed.rpc.")
+               for q in ctx.imports.aliases.values())
 
 
 def code(node: cst.CSTNode) -> str:
@@ -146,7 +155,7 @@ class _Scan(cst.CSTVisitor):
             q = self.ctx.imports.resolve(call.func)
             if target is not None and q in DDP:
                 self.wrapped.add(code(target))
-            if target is None and q in PROCESS_GROUP:
+            if target is None and q in PROCESS_GROUP and not self.fixed_size(call):
                 name = q.rsplit(".", 1)[1]
                 why = ("JAX has no process group: the translation runs as one process driving every local device "
                        f"(as PyTorch's run with world_size 1); {GIVEN_UP}") if name == "init_process_group" else \
@@ -167,6 +176,14 @@ class _Scan(cst.CSTVisitor):
                 self.samplers.append((self.scopes[-1], target.value, st, body, call))
             elif target is None and isinstance(call.func, cst.Attribute) and call.func.attr.value == "set_epoch":
                 self.epochs.append((self.scopes[-1], code(call.func.value), st, body))
+
+    @staticmethod
+    def fixed_size(call: cst.Call) -> bool:
+        """init_process_group(..., world_size=2): a literal number of processes above 1, which the script needs."""
+        size = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "world_size"), None)
+        if size is None and len(call.args) > 3 and call.args[3].keyword is None:
+            size = call.args[3].value
+        return isinstance(size, cst.Integer) and size.value not in ("1", "-1")
 
     def all_reduce_ok(self, call: cst.Call) -> bool:
         args = _bind(call, ("tensor", "op", "group", "async_op"))
@@ -308,6 +325,8 @@ def _removal(last: bool):
 
 def plan(module: cst.Module, ctx) -> cst.Module:
     """Record the edits of a one-process translation of distributed code (see the module docstring)."""
+    if uses_rpc(ctx):
+        return module
     s = _Scan(ctx)
     scan(module, s)
     _Planner(ctx, s).run()
@@ -319,6 +338,11 @@ def spawn(m, ctx):
     """``mp.spawn(fn, args=(a, b), nprocs=n)`` → ``fn(0, a, b)`` (a tuple display's elements; else ``fn(0,
     *args)``): the function runs once, as process 0, in the one process of the translation; a warning."""
     fn = m.kwargs.get("fn")
+    if uses_rpc(ctx):
+        m.fail(ctx, "unsupported-construct", f"torch.multiprocessing.spawn({m.written('fn')}, ...) in a file using "
+               "torch.distributed.rpc: the processes take different roles by rank (a master, workers), which one JAX "
+               "process cannot play; restructure the work as one program over every device (jax.sharding) by hand")
+        return None
     if fn is None:
         m.fail(ctx, "unsupported-construct", "torch.multiprocessing.spawn without a function")
         return None
