@@ -136,6 +136,7 @@ from torch.distributed import init_process_group, destroy_process_group
 
 def ddp_setup(rank, world_size):
     torch.cuda.set_device(rank)
+    torch.accelerator.set_device_index(rank)
     init_process_group(backend="nccl", rank=rank, world_size=world_size)
 
 

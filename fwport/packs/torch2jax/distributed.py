@@ -8,10 +8,10 @@ Statements removed (one call on a line of its own):
 
 - ``init_process_group(...)`` (not with a literal world_size above 1), ``destroy_process_group()``: JAX has no
   process group;
-- ``torch.cuda.set_device(d)``: JAX puts arrays on its default device;
+- ``torch.cuda.set_device(d)``, ``torch.accelerator.set_device_index(d)``: JAX puts arrays on its default device;
 - ``all_reduce(t)`` / ``all_reduce(t, op=...)`` (not ``async_op=True``): over one process every reduction (sum,
   average, max, min, product) of a value is the value itself;
-- ``m = DistributedDataParallel(m, ...)``: the model itself trains (elsewhere the call is its rule's: the module);
+- ``m = DistributedDataParallel(m, ...)`` / ``m = nn.DataParallel(m)``: the model itself trains (elsewhere the call is its rule's: the module);
   ``m.module`` (the wrapped model) of a name or attribute DistributedDataParallel(...) is assigned to → ``m``;
 - ``s = DistributedSampler(ds, ...)`` where ``s`` is read only as a DataLoader's ``sampler=s`` and by
   ``s.set_epoch(e)`` statements (removed too), and ``loader.sampler.set_epoch(e)`` statements in a file whose
@@ -35,20 +35,23 @@ from fwport.core.finding import Severity
 from fwport.core.names import scan
 from fwport.packs.torch2jax.registry import call_transform
 
-TRIGGER = re.compile(r"\bdistributed\b|\bDistributedDataParallel\b|\bDistributedSampler\b|\bset_device\b"
+TRIGGER = re.compile(r"\bdistributed\b|\b(?:Distributed)?DataParallel\b|\bDistributedSampler\b|\bset_device(?:_index)?\b"
                      r"|\bprocess_group\b|\ball_reduce\b")
 CODE = "single-process"
 GIVEN_UP = ("data parallelism over several devices is not written (shard the batch over a jax.sharding.Mesh, "
             "or use jax.pmap, for that)")
 PROCESS_GROUP = frozenset({"torch.distributed.init_process_group", "torch.distributed.destroy_process_group"})
-SET_DEVICE = "torch.cuda.set_device"
+SET_DEVICE = frozenset({"torch.cuda.set_device", "torch.accelerator.set_device_index"})
 ALL_REDUCE = "torch.distributed.all_reduce"
 DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
-                 "torch.nn.parallel.distributed.DistributedDataParallel"})
+                 "torch.nn.parallel.distributed.DistributedDataParallel",
+                 # DataParallel: one process, the batch split over its GPUs
+                 "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                 "torch.nn.parallel.data_parallel.DataParallel"})
 SAMPLER = frozenset({"torch.utils.data.distributed.DistributedSampler", "torch.utils.data.DistributedSampler"})
 LOADER = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 #: every name this planner translates (bench/coverage.py counts them)
-HANDLED = frozenset({*PROCESS_GROUP, SET_DEVICE, ALL_REDUCE, *DDP, *SAMPLER})
+HANDLED = frozenset({*PROCESS_GROUP, *SET_DEVICE, ALL_REDUCE, *DDP, *SAMPLER})
 #: DistributedSampler's parameters, in order (torch 2.x)
 SAMPLER_PARAMS = ("dataset", "num_replicas", "rank", "shuffle", "seed", "drop_last")
 
@@ -161,7 +164,7 @@ class _Scan(cst.CSTVisitor):
                        f"(as PyTorch's run with world_size 1); {GIVEN_UP}") if name == "init_process_group" else \
                     "the one-process translation has no process group to destroy"
                 self.removals.append((st, body, f"{code(call)}: removed: {why}"))
-            elif target is None and q == SET_DEVICE:
+            elif target is None and q in SET_DEVICE:
                 self.removals.append((st, body, f"{code(call)}: removed: JAX puts arrays on its default device "
                                       "(jax.devices()[0]); the one-process translation has no per-process device"))
             elif target is None and q == ALL_REDUCE and self.all_reduce_ok(call):
