@@ -698,7 +698,7 @@ def test_nn_init_in_place_forms_not_translated_keep_their_finding_and_apply_is_r
     ("dist.broadcast(model, 0)", "torch.distributed.broadcast", "jax.sharding.Mesh"),
     ("dist.barrier()", "torch.distributed.barrier", "a barrier orders several processes"),
     ("torch.distributed.rpc.init_rpc('w')", "torch.distributed.rpc.init_rpc", "RPC between processes"),
-    ("model = torch.nn.parallel.DataParallel(model)", "torch.nn.parallel.DataParallel", "remove the wrapper"),
+    ("reps = torch.nn.parallel.replicate(model, [0, 1])", "torch.nn.parallel.replicate", "jax.sharding.Mesh"),
     ("p = torch.multiprocessing.Process(target=main)", "torch.multiprocessing.Process", "run the function once"),
     ("torch.cuda.empty_cache()", "torch.cuda.empty_cache", "jax.device_put"),
     ("g = torch.fx.symbolic_trace(model)", "torch.fx.symbolic_trace", "jax.make_jaxpr"),
