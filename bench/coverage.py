@@ -101,13 +101,15 @@ def _torch2jax_structural() -> set[str]:
     manual_seed (a root key), the TorchScript-only decorators the training pass removes (training.SCRIPT_ONLY),
     the torch.nn.init functions that modules.py / init.py turn into the drawn or constant arrays (with
     calculate_gain, whose gain they write out), the Dataset base that types.py drops from a subclass, and the
-    backend switches backends.py writes as jax.config.update or removes (cudnn.benchmark, allow_tf32...). (The
+    backend switches backends.py writes as jax.config.update or removes (cudnn.benchmark, allow_tf32...), the
+    process-group calls distributed.py removes for a one-process translation (init_process_group, all_reduce...). (The
     per-example functions batch.py rewrites inside a module's forward all have rules for the other places too.)"""
-    from fwport.packs.torch2jax import backends, init
+    from fwport.packs.torch2jax import backends, distributed, init
     from fwport.packs.torch2jax.passes.training import NO_GRAD, SCRIPT_ONLY
     from fwport.packs.torch2jax.types import DATASET
     inits = {f"torch.nn.init.{n}" for n in init.TRANSLATED} | {"torch.nn.init.calculate_gain"}
-    return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD, *SCRIPT_ONLY, *inits, *DATASET, *backends.HANDLED}
+    return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD, *SCRIPT_ONLY, *inits, *DATASET, *backends.HANDLED,
+            *distributed.HANDLED}
 
 
 def load_reasons(direction: str, path: Path = REASONS) -> dict[str, str]:

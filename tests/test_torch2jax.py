@@ -694,12 +694,13 @@ def test_nn_init_in_place_forms_not_translated_keep_their_finding_and_apply_is_r
 # --- guidance: what to write instead of PyTorch APIs with no JAX translation ----------------------------
 
 @pytest.mark.parametrize("line, api, advice", [
-    ("dist.init_process_group('nccl')", "torch.distributed.init_process_group", "jax.sharding.Mesh"),
-    ("torch.distributed.rpc.init_rpc('w')", "torch.distributed.rpc.init_rpc", "one program drives every device"),
-    ("model = torch.nn.parallel.DistributedDataParallel(model)", "torch.nn.parallel.DistributedDataParallel",
-     "remove the wrapper"),
-    ("torch.multiprocessing.spawn(main, nprocs=2)", "torch.multiprocessing.spawn", "run the function once"),
-    ("torch.cuda.set_device(0)", "torch.cuda.set_device", "jax.device_put"),
+    # (a one-process data-parallel script is translated: tests/test_torch2jax_distributed.py; these stay refused)
+    ("dist.broadcast(model, 0)", "torch.distributed.broadcast", "jax.sharding.Mesh"),
+    ("dist.barrier()", "torch.distributed.barrier", "a barrier orders several processes"),
+    ("torch.distributed.rpc.init_rpc('w')", "torch.distributed.rpc.init_rpc", "RPC between processes"),
+    ("reps = torch.nn.parallel.replicate(model, [0, 1])", "torch.nn.parallel.replicate", "jax.sharding.Mesh"),
+    ("p = torch.multiprocessing.Process(target=main)", "torch.multiprocessing.Process", "run the function once"),
+    ("torch.cuda.empty_cache()", "torch.cuda.empty_cache", "jax.device_put"),
     ("g = torch.fx.symbolic_trace(model)", "torch.fx.symbolic_trace", "jax.make_jaxpr"),
     ("scaler = torch.amp.GradScaler()", "torch.amp.GradScaler", "mixed precision in JAX is explicit"),
     ("sd = torch.hub.load_state_dict_from_url('u')", "torch.hub.load_state_dict_from_url", "fwport weights"),

@@ -46,6 +46,9 @@ CODES = {
     "batch-axis": "per-example code: a dimension, size or view that involves the batch axis, which an "
                   "Equinox module (one example at a time) does not have",
     "key-added": "an explicit PRNG key was threaded where the source used PyTorch's global random state",
+    "single-process": "distributed PyTorch code (a process per device) translated as one JAX process that drives "
+                      "every local device: exact for the work of one process (world_size 1), with no data "
+                      "parallelism written",
     "no-download": "a torchvision dataset asked to download: the translation reads the files already on disk "
                    "and has no downloader",
 }
@@ -55,6 +58,9 @@ CODE_ADVICE = {
                    "batched and call it outside the module; an assumed batch axis (`view(-1, n)`) is a warning: "
                    "check that `n` is the size of one example."),
     "key-added": ("info", "Pass a key (`jax.random.key(seed)`, split per use) where the translated code asks for one."),
+    "single-process": ("warning", "Run the translation as one process (no launcher: torchrun / mp.spawn are gone). "
+                       "To spread the batch over several devices, shard it over a jax.sharding.Mesh (NamedSharding, "
+                       "a jitted step) or use jax.pmap; on several hosts call jax.distributed.initialize() first."),
     "no-download": ("warning", "Download the files once where the translated code reads them (torchvision's "
                     "download=True in a PyTorch environment, or the dataset's site), or point root at an existing copy."),
 }
@@ -80,12 +86,46 @@ GUIDANCE = {
     "torch.distributed": "JAX has no process group: one program drives every device (jax.sharding.Mesh, arrays placed "
                          "with NamedSharding and a jitted step; jax.distributed.initialize() first on several hosts), "
                          "so set-up, collectives and RPC are rewritten by hand around a sharded step",
+    # (a single-host data-parallel script is translated as one process: distributed.py; what follows is refused)
+    "torch.distributed.rpc": "RPC between processes (remote modules, parameter servers, RRefs) has no JAX counterpart: "
+                             "JAX runs one program over every device (jax.sharding.Mesh); restructure the work as one "
+                             "jitted step over sharded arrays by hand",
+    "torch.distributed.autograd": "distributed autograd goes with RPC, which JAX does not have: one jitted step over "
+                                  "sharded arrays computes the gradients (jax.grad) across devices",
+    "torch.distributed.optim": "a distributed optimizer goes with RPC, which JAX does not have: an optax optimizer "
+                               "updates sharded parameters inside one jitted step",
+    "torch.distributed.fsdp": "FSDP shards parameters, gradients and optimizer state over processes: in JAX place the "
+                              "parameter arrays with a NamedSharding over a jax.sharding.Mesh and jit the step (XLA "
+                              "inserts the gathers); not written by fwport",
+    "torch.distributed.checkpoint": "a sharded checkpoint of several processes: save the arrays of the one JAX program "
+                                    "(eqx.tree_serialise_leaves, or orbax for sharded arrays) by hand",
+    "torch.distributed.tensor": "tensor parallelism (DTensor, parallelize_module, Shard/Replicate placements): in JAX "
+                                "give each parameter a NamedSharding over a jax.sharding.Mesh (PartitionSpec per axis) "
+                                "and jit the step; not written by fwport",
+    "torch.distributed._tensor": "tensor parallelism (DTensor, Shard/Replicate placements, device meshes): in JAX give "
+                                 "each array a NamedSharding over a jax.sharding.Mesh and jit the step; not written by "
+                                 "fwport",
+    "torch.distributed.device_mesh": "a device mesh: jax.sharding.Mesh(jax.devices(), axis_names) by hand, with "
+                                     "NamedSharding placements for the arrays",
+    "torch.distributed.barrier": "a barrier orders several processes (one writes a file, the others wait to read it); "
+                                 "the one-process translation has no other process: remove it once the ordering it "
+                                 "guards is checked",
+    "torch.distributed.all_gather": "all_gather fills a list with every process's tensor: in the one-process "
+                                    "translation the list holds this process's value only; rewrite the gathering "
+                                    "(over a sharded array it is the array itself)",
     "torch.nn.parallel": "remove the wrapper: in JAX the batch is sharded over a jax.sharding.Mesh and the jitted step "
                          "computes gradients over the whole batch (no per-replica model, no all-reduce to write)",
     "torch.nn.DataParallel": "remove the wrapper: in JAX the batch is sharded over a jax.sharding.Mesh and the jitted "
                              "step computes gradients over the whole batch",
     "torch.utils.data.distributed": "with one JAX program over all devices, batch the whole dataset and shard each "
-                                    "batch (jax.sharding); on several hosts split it by jax.process_index()",
+                                    "batch (jax.sharding); on several hosts split it by jax.process_index() (a "
+                                    "sampler given to a DataLoader's sampler= and read only by set_epoch becomes the "
+                                    "loader's shuffle; this one is read elsewhere or splits the data by a literal "
+                                    "replica count)",
+    "torch.utils.data.DistributedSampler": "a DistributedSampler given to a DataLoader's sampler= and read only by "
+                                           "set_epoch becomes the loader's shuffle (one JAX process reads the whole "
+                                           "dataset); this one is read elsewhere or splits the data by a literal "
+                                           "replica count: index the dataset by hand",
     "torch.multiprocessing": "one JAX process drives all local devices: run the function once instead of spawning a "
                              "process per device",
     "torch.cuda": "JAX places arrays on its default device (jax.devices()[0]): device selection is jax.device_put, "

@@ -14,6 +14,15 @@ def _options(m) -> dict:
     return m.rule.emit.get("options", {})
 
 
+def _warn(m, ctx) -> None:
+    """``emit.options.warning``: a warning finding (code ``emit.options.warning_code``, else approximate) saying
+    what the translation gives up (distributed.toml rules: a process group's rank → the one process's index)."""
+    from fwport.core.finding import Severity
+    opts = _options(m)
+    if opts.get("warning"):
+        ctx.report(Severity.WARNING, opts.get("warning_code", "approximate"), opts["warning"], m.node, m.rule)
+
+
 @call_transform("lambda")
 def as_lambda(m, ctx):
     """An activation module → ``eqx.nn.Lambda(fn)``: ``emit.options.fn`` names the function;
@@ -303,9 +312,11 @@ def lbfgs(m, ctx):
 @call_transform("unwrap")
 def unwrap(m, ctx):
     """A PyTorch wrapper with no JAX counterpart → what it wraps (nn.Parameter(data) → data,
-    nn.ModuleList([...]) → [...]); an omitted value is an empty list / an error."""
+    nn.ModuleList([...]) → [...]); an omitted value is an empty list / an error; ``emit.options.warning``: a
+    warning (DistributedDataParallel(model) → model, trained in one process)."""
     values = list(m.kwargs.values())
     if values:
+        _warn(m, ctx)
         return values[0]
     if m.rule.emit["target"] == "list":
         return cst.List([])
@@ -856,13 +867,15 @@ STATEFUL = "torch2jax.stateful"  # ctx.analyses: model names whose layers keep a
 @call_transform("expression")
 def expression(m, ctx):
     """A call → a fixed expression (``emit.options.text``, with ``{name}`` placeholders spelled from
-    ``emit.options.names``); ``emit.options.note``: an info finding saying what was replaced."""
+    ``emit.options.names``); ``emit.options.note``: an info finding saying what was replaced, ``warning`` a
+    warning (what the translation gives up: _warn)."""
     from fwport.core.finding import Severity
 
     opts = _options(m)
     names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
     if opts.get("note"):
         ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)
+    _warn(m, ctx)
     return expr(opts["text"].format(**names))
 
 

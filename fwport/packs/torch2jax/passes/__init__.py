@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fwport.core.direction import Planner, fast
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import backends, clashes, data, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
+from fwport.packs.torch2jax import backends, clashes, data, distributed, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -52,6 +52,9 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) draws from PyTorch's global generator where no jax.random key will be in scope: refused
     Planner("keyless-draws", keys.TRIGGER, keys.plan),
     Planner("feature-tests", fast(r"\bhasattr\s*\(|\bsignature\s*\("), features.plan),
+    # (read-only, after training, whose loops it must not see change) one-process distributed scripts:
+    # init/destroy_process_group, set_device, all_reduce, `m = DDP(m)` removed; a DistributedSampler → the loader's shuffle
+    Planner("distributed", distributed.TRIGGER, distributed.plan),
     # (read-only, the very last: it plans the statement after one it removes, to keep the blank lines above)
     # torch.backends switches (cudnn.benchmark, allow_tf32, ...) → jax.config.update, or removed
     Planner("backends", backends.TRIGGER, backends.plan),
