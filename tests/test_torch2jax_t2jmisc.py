@@ -1,0 +1,106 @@
+"""torch2jax leftovers of the PT corpus (t2jmisc): tensor methods (``.unbind``), ``torch.no_grad`` residue,
+``torch.jit.script``, torchvision's make_grid and RandomResizedCrop. Each translation is run against PyTorch on the
+same input and compared."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from runners import SIDE_HEAD, saved_arrays, verify_model
+
+pytest.importorskip("torch")
+pytest.importorskip("jax")
+
+
+def t2j(src: str):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "f.py", "torch2jax")
+
+
+def errors(r):
+    return [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+def both_sides(tmp_path, src: str, body: str) -> tuple[list, list]:
+    """The arrays ``body`` (SIDE_HEAD's driver: ``side``, ``ns``, ``conv`` an array of the side) saves on the
+    original and on its translation (which has no error)."""
+    src = textwrap.dedent(src).lstrip("\n")
+    r = translate_source(src, "f.py", "torch2jax")
+    assert not errors(r), r.findings
+    (tmp_path / "orig.py").write_text(src)
+    (tmp_path / "jax.py").write_text(r.output)
+    driver = SIDE_HEAD + textwrap.dedent("""
+    if side == "torch":
+        import torch
+        conv = torch.from_numpy
+    else:
+        import jax.numpy as jnp
+        conv = jnp.asarray
+    """) + textwrap.dedent(body)
+    return [saved_arrays(driver, side, tmp_path / p, tmp_path / f"{side}.npz")
+            for side, p in (("torch", "orig.py"), ("jax", "jax.py"))]
+
+
+UNBIND = '''
+import torch
+
+
+def box_cxcywh_to_xyxy(x):
+    x_c, y_c, w, h = x.unbind(-1)
+    b = [(x_c - 0.5 * w), (y_c - 0.5 * h), (x_c + 0.5 * w), (y_c + 0.5 * h)]
+    return torch.stack(b, dim=-1)
+
+
+def slices(x):
+    return [*x.unbind(), *x.unbind(1), *x.unbind(dim=2), *x.unbind(-2)]
+'''
+
+
+def test_unbind_outside_modules_over_each_dim(tmp_path):
+    r = t2j(UNBIND)
+    assert ".unbind(" not in r.output and "jnp.unstack(x, axis=-1)" in r.output and "jnp.unstack(x)" in r.output
+    torch_out, jax_out = both_sides(tmp_path, UNBIND, """
+    x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    out = [ns["box_cxcywh_to_xyxy"](conv(x[0, :, :]))] + list(ns["slices"](conv(x)))
+    np.savez(sys.argv[3], *[np.asarray(o) for o in out])
+    """)
+    assert len(torch_out) == len(jax_out) == 1 + 2 + 3 + 4 + 3
+    for a, b in zip(torch_out, jax_out):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(b, a, rtol=1e-12)
+
+
+UNBIND_MODULE = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        a, b, c = x.unbind(dim=1)
+        first, *rest = x.unbind(-1)
+        return torch.cat([a * b + c, first * rest[0] - rest[2]], dim=1)
+'''
+
+
+def test_unbind_inside_a_module_drops_the_batch_axis(tmp_path):
+    r = t2j(UNBIND_MODULE)
+    assert "jnp.unstack(x, axis=0)" in r.output
+    verify_model(tmp_path, UNBIND_MODULE, "Net", ["float64[5,3,4]"])
+
+
+def test_unbind_of_the_batch_axis_inside_a_module_is_refused():
+    r = t2j('''
+    import torch
+    import torch.nn as nn
+
+
+    class Net(nn.Module):
+        def forward(self, x):
+            a, b = x.unbind()
+            return a + b
+    ''')
+    assert any(".unbind: dimension 0 is the batch axis" in f.message and f.line == 7 for f in errors(r)), r.findings
