@@ -104,3 +104,57 @@ def test_unbind_of_the_batch_axis_inside_a_module_is_refused():
             return a + b
     ''')
     assert any(".unbind: dimension 0 is the batch axis" in f.message and f.line == 7 for f in errors(r)), r.findings
+
+
+SCRIPTED = '''
+import torch
+import torch.nn as nn
+
+
+@torch.jit.script
+def fused_gelu(x):
+    return x * 0.5 * (1.0 + torch.erf(x / 1.41421356))
+
+
+def bias_gelu(b, y):
+    return fused_gelu(b + y)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return bias_gelu(1.0, self.fc(x))
+
+
+scripted_gelu = torch.jit.script(bias_gelu)
+'''
+
+
+def test_torch_jit_script_keeps_the_function_and_module(tmp_path):
+    r = t2j(SCRIPTED)
+    assert "torch" not in r.output.replace("# fwport", "")
+    warned = {f.line for f in r.findings if f.severity is Severity.WARNING and "jax.jit" in f.message}
+    assert warned == {5, 23}, r.findings  # the decorator, the call
+    torch_out, jax_out = both_sides(tmp_path, SCRIPTED, """
+    x = np.random.default_rng(1).standard_normal((5, 3))
+    np.savez(sys.argv[3], np.asarray(ns["scripted_gelu"](conv(x), conv(x[::-1].copy()))), np.asarray(ns["fused_gelu"](conv(x))))
+    """)
+    for a, b in zip(torch_out, jax_out, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-12)
+
+
+def test_torch_jit_script_of_a_module_statement_is_removed_and_the_module_verified(tmp_path):
+    src = SCRIPTED + '''
+
+def build():
+    model = Net()
+    model = torch.jit.script(model)
+    torch.jit.script(model)
+    return model
+'''
+    r = t2j(src)
+    assert "jit" not in r.output and "model = Net(" in r.output and not errors(r), r.findings
+    verify_model(tmp_path, SCRIPTED, "Net", ["float64[5,4]"])
