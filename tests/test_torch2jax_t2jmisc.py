@@ -158,3 +158,85 @@ def build():
     r = t2j(src)
     assert "jit" not in r.output and "model = Net(" in r.output and not errors(r), r.findings
     verify_model(tmp_path, SCRIPTED, "Net", ["float64[5,4]"])
+
+
+def make_grid_torch(tensor, nrow=8, padding=2, normalize=False, value_range=None, scale_each=False, pad_value=0.0):
+    """torchvision.utils.make_grid's documented algorithm in torch ops (torchvision is not installed here): a list
+    stacked, 2-D / 3-D made a batch, one channel repeated to three, clamp_/sub_/div_ normalisation, new_full grid,
+    narrow().copy_() per image, one image returned squeezed."""
+    import math
+
+    import torch
+
+    if isinstance(tensor, list):
+        tensor = torch.stack(tensor, dim=0)
+    if tensor.dim() == 2:
+        tensor = tensor.unsqueeze(0)
+    if tensor.dim() == 3:
+        if tensor.size(0) == 1:
+            tensor = torch.cat((tensor, tensor, tensor), 0)
+        tensor = tensor.unsqueeze(0)
+    if tensor.dim() == 4 and tensor.size(1) == 1:
+        tensor = torch.cat((tensor, tensor, tensor), 1)
+    if normalize:
+        tensor = tensor.clone()
+
+        def norm_ip(img, low, high):
+            img.clamp_(min=low, max=high)
+            img.sub_(low).div_(max(high - low, 1e-5))
+
+        def norm_range(t):
+            norm_ip(t, *value_range) if value_range is not None else norm_ip(t, float(t.min()), float(t.max()))
+
+        if scale_each:
+            for t in tensor:
+                norm_range(t)
+        else:
+            norm_range(tensor)
+    if tensor.size(0) == 1:
+        return tensor.squeeze(0)
+    nmaps = tensor.size(0)
+    xmaps = min(nrow, nmaps)
+    ymaps = int(math.ceil(float(nmaps) / xmaps))
+    height, width = int(tensor.size(2) + padding), int(tensor.size(3) + padding)
+    grid = tensor.new_full((tensor.size(1), height * ymaps + padding, width * xmaps + padding), pad_value)
+    k = 0
+    for y in range(ymaps):
+        for x in range(xmaps):
+            if k >= nmaps:
+                break
+            grid.narrow(1, y * height + padding, height - padding).narrow(2, x * width + padding, width - padding).copy_(tensor[k])
+            k = k + 1
+    return grid
+
+
+MAKE_GRID_CASES = [
+    ((7, 1, 5, 6), dict(nrow=3)),
+    ((7, 3, 5, 6), dict(nrow=3, padding=0, normalize=True)),
+    ((5, 3, 4, 4), dict(normalize=True, scale_each=True, pad_value=1.0)),
+    ((6, 2, 4, 3), dict(nrow=4, padding=3, normalize=True, value_range=(-0.5, 0.5))),
+    ((1, 1, 4, 5), dict(normalize=True)),
+    ((4, 5), dict()),
+]
+
+
+@pytest.mark.parametrize("shape,kw", MAKE_GRID_CASES)
+def test_make_grid_is_torchvisions_grid(tmp_path, shape, kw):
+    import torch
+
+    x = (np.random.default_rng(len(shape) * 10 + shape[0]).standard_normal(shape) * 0.6 + 0.3).astype(np.float32)
+    args = ", ".join(f"{k}={v!r}" for k, v in kw.items())
+    src = f"import torch\nfrom torchvision.utils import make_grid\n\n\ndef grid(x):\n    return make_grid(x{', ' + args if args else ''})\n"
+    r = translate_source(src, "g.py", "torch2jax")
+    assert not errors(r) and "import torch" not in r.output and "make_grid_np(" in r.output, (r.findings, r.output)
+    ns: dict = {}
+    exec(compile(r.output, "g_jax.py", "exec"), ns)
+    import jax.numpy as jnp
+
+    got = ns["grid"](jnp.asarray(x))
+    expect = make_grid_torch(torch.from_numpy(x), **kw).numpy()
+    assert got.shape == expect.shape and got.dtype == expect.dtype
+    np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-7)
+    as_list = ns["grid"]([jnp.asarray(t) for t in x]) if len(shape) == 4 else None
+    if as_list is not None:
+        np.testing.assert_allclose(as_list, expect, rtol=1e-6, atol=1e-7)

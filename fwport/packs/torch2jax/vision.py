@@ -24,6 +24,8 @@ What is translated and why (docs/rules/torch2jax.md has each rule):
 - ``torchvision.utils.save_image`` → ``save_image_png``: make_grid's layout and normalisation, rounded to
   8 bits as torchvision rounds, written as an RGB PNG with the standard library (zlib), so the output needs
   neither torchvision nor PIL; a path not ending in .png (and no format="png") raises.
+- ``torchvision.utils.make_grid`` → ``make_grid_np``: the same layout and normalisation, the grid a numpy array of
+  the images' dtype (one image: itself, as torchvision returns it).
 """
 from __future__ import annotations
 
@@ -382,12 +384,51 @@ def save_image_png(tensor, fp, nrow=8, padding=2, normalize=False, value_range=N
             f.write(png)
 '''
 
+_MAKE_GRID = '''
+def make_grid_np(tensor, nrow=8, padding=2, normalize=False, value_range=None, scale_each=False, pad_value=0.0):
+    """torchvision.utils.make_grid without torchvision: images (B, C, H, W) or a list of (C, H, W), one image
+    (C, H, W) or (H, W); one channel repeated to three; scaled to [0, 1] by their min/max when normalize (or by
+    value_range, each image by its own with scale_each), clipped to that range first; laid out nrow per row with
+    `padding` pixels of pad_value around them. One image comes back as it is (C, H, W), as torchvision's; the
+    grid is a numpy array of the images' dtype."""
+    import math
+
+    a = {np}stack([{np}asarray(t) for t in tensor]) if isinstance(tensor, (list, tuple)) else {np}array(tensor)
+    if a.ndim == 2:
+        a = a[None]
+    if a.ndim == 3:
+        a = {np}concatenate([a, a, a], 0)[None] if a.shape[0] == 1 else a[None]
+    if a.ndim == 4 and a.shape[1] == 1:
+        a = {np}concatenate([a, a, a], 1)
+
+    def scaled(t):
+        low, high = (float(t.min()), float(t.max())) if value_range is None else value_range
+        t = {np}clip(t, a.dtype.type(low), a.dtype.type(high))
+        return (t - a.dtype.type(low)) / a.dtype.type(max(high - low, 1e-5))
+
+    if normalize:
+        a = {np}stack([scaled(t) for t in a]) if scale_each else scaled(a)
+    if a.shape[0] == 1:
+        return a[0]
+    n, c, h, w = a.shape
+    xmaps = min(nrow, n)
+    ymaps = int(math.ceil(n / xmaps))
+    grid = {np}full((c, (h + padding) * ymaps + padding, (w + padding) * xmaps + padding), pad_value, dtype=a.dtype)
+    for k in range(n):
+        y, x = divmod(k, xmaps)
+        top, left = y * (h + padding) + padding, x * (w + padding) + padding
+        grid[:, top:top + h, left:left + w] = a[k]
+    return grid
+'''
+
+
 #: name → text (written by data.finish, in this order after data.py's own helpers: dependencies first)
 TEXTS = {
     "read_idx_file": _READ_IDX, "NumpyMNIST": _MNIST, "NumpyFashionMNIST": _FASHION_MNIST,
     "NumpyCIFAR10": _CIFAR10, "NumpyCIFAR100": _CIFAR100, "NumpyCompose": _COMPOSE, "NumpyToTensor": _TO_TENSOR,
     "NumpyNormalize": _NORMALIZE, "NumpyResize": _RESIZE, "NumpyLambda": _LAMBDA, "NumpyPad": _PAD,
     "NumpyRandomCrop": _RANDOM_CROP, "NumpyCenterCrop": _CENTER_CROP, "NumpyRandomHorizontalFlip": _RANDOM_FLIP, "save_image_png": _SAVE_IMAGE,
+    "make_grid_np": _MAKE_GRID,
 }
 DEPS = {
     "NumpyMNIST": ("read_idx_file",), "NumpyFashionMNIST": ("NumpyMNIST", "read_idx_file"),
