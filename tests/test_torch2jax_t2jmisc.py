@@ -240,3 +240,66 @@ def test_make_grid_is_torchvisions_grid(tmp_path, shape, kw):
     as_list = ns["grid"]([jnp.asarray(t) for t in x]) if len(shape) == 4 else None
     if as_list is not None:
         np.testing.assert_allclose(as_list, expect, rtol=1e-6, atol=1e-7)
+
+
+def random_resized_crop_class(size, **kw):
+    """NumpyRandomResizedCrop as the translation writes it (exec'd from the output)."""
+    args = "".join(f", {k}={v!r}" for k, v in kw.items())
+    r = translate_source(f"import torchvision.transforms as T\n\ncrop = T.RandomResizedCrop({size!r}{args})\n",
+                         "c.py", "torch2jax")
+    assert not errors(r) and "import torch" not in r.output, r.findings
+    assert any(f.severity is Severity.WARNING and "not PyTorch's random numbers" in f.message for f in r.findings)
+    ns: dict = {}
+    exec(compile(r.output, "c_jax.py", "exec"), ns)
+    return ns["crop"]
+
+
+@pytest.mark.parametrize("box,size", [((3, 5, 40, 30), (16, 16)), ((0, 0, 50, 64), (20, 24)), ((7, 2, 9, 13), (32, 24)),
+                                      ((10, 10, 20, 20), (20, 20))])
+def test_random_resized_crop_resizes_a_box_as_torch_for_tensors(box, size):
+    """A ToTensor array (C, H, W): for a fixed box, the crop and torch's interpolate(bilinear, antialias=True)
+    (torchvision's resize of a tensor) agree to float32 rounding, down- and upscaling."""
+    import torch
+
+    crop = random_resized_crop_class(list(size))
+    x = np.random.default_rng(3).uniform(size=(3, 64, 80)).astype(np.float32)
+    i, j, h, w = box
+    got = crop.crop_resize(x, i, j, h, w)
+    expect = torch.nn.functional.interpolate(torch.from_numpy(x[None, :, i:i + h, j:j + w]), size=size, mode="bilinear",
+                                             align_corners=False, antialias=True)[0].numpy()
+    assert got.shape == expect.shape == (3, *size) and got.dtype == np.float32
+    np.testing.assert_allclose(got, expect, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("box,size", [((3, 5, 40, 30), (16, 16)), ((0, 0, 50, 64), (20, 24)), ((7, 2, 9, 13), (32, 24)),
+                                      ((1, 1, 31, 17), (31, 40))])
+@pytest.mark.parametrize("channels", [None, 3])
+def test_random_resized_crop_resizes_a_uint8_image_as_pil(box, size, channels):
+    """A uint8 image (torchvision's PIL image): for a fixed box, PIL's crop + resize(BILINEAR), pixel for pixel."""
+    Image = pytest.importorskip("PIL.Image")
+    crop = random_resized_crop_class(size)
+    shape = (64, 80) if channels is None else (64, 80, channels)
+    img = np.random.default_rng(4).integers(0, 256, shape).astype(np.uint8)
+    img[20:40] = np.linspace(0, 255, 80).astype(np.uint8)[:, None] if channels else np.linspace(0, 255, 80).astype(np.uint8)
+    i, j, h, w = box
+    got = crop.crop_resize(img, i, j, h, w)
+    expect = np.asarray(Image.fromarray(img).crop((j, i, j + w, i + h)).resize((size[1], size[0]), Image.BILINEAR))
+    assert got.shape == expect.shape and got.dtype == np.uint8
+    assert np.array_equal(got, expect), np.abs(got.astype(int) - expect).max()
+
+
+def test_random_resized_crop_draws_boxes_as_torchvision_chooses_them():
+    crop = random_resized_crop_class(8, scale=(0.3, 0.6), ratio=(0.5, 2.0))
+    boxes = [crop.get_params(60, 90) for _ in range(400)]
+    for i, j, h, w in boxes:
+        assert 0 <= i <= 60 - h and 0 <= j <= 90 - w
+        assert 0.3 * 5400 - 90 - 60 <= h * w <= 0.6 * 5400 + 90 + 60  # the area drawn, each side rounded
+        assert 0.5 - 0.1 <= w / h <= 2.0 + 0.1
+    assert len(set(boxes)) > 300  # drawn, not fixed
+    out = crop(np.zeros((60, 90, 3), np.uint8))
+    assert out.shape == (8, 8, 3)
+    # no box fits (an area over the image's): torchvision's fallback, the centre box within the ratio's bounds
+    wide = random_resized_crop_class(8, scale=(2.0, 3.0), ratio=(0.75, 1.3333333333333333))
+    assert wide.get_params(60, 120) == (0, 20, 60, 80)  # in_ratio 2 > 4/3: h = 60, w = round(60 * 4/3)
+    assert wide.get_params(100, 50) == (16, 0, 67, 50)  # in_ratio 0.5 < 3/4: w = 50, h = round(50 / 0.75)
+    assert wide.get_params(50, 60) == (0, 0, 50, 60)  # within the bounds: the whole image
