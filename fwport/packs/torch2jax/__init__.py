@@ -78,9 +78,9 @@ GUIDANCE = {
                             "formats) are translated; read other data with numpy (or PIL) into arrays and wrap them "
                             "in ArrayDataset / an indexable class",
     "torchvision.transforms": "only Compose, ToTensor, Normalize, Lambda, Pad, CenterCrop, Resize (to the size the image "
-                              "has), RandomCrop and RandomHorizontalFlip are translated; write this step in numpy and call it "
-                              "through Lambda",
-    "torchvision.utils": "only save_image is translated (PNG); write the rest with numpy",
+                              "has), RandomCrop, RandomResizedCrop and RandomHorizontalFlip are translated; write this "
+                              "step in numpy and call it through Lambda",
+    "torchvision.utils": "only save_image (PNG) and make_grid are translated; write the rest with numpy",
     "torchvision": "torchvision imports PyTorch: models and ops need a JAX counterpart written or chosen by hand",
     # several devices and processes: JAX runs one program over every device it sees
     "torch.distributed": "JAX has no process group: one program drives every device (jax.sharding.Mesh, arrays placed "

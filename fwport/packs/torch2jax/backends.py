@@ -16,7 +16,10 @@
   environment before JAX starts (on CPU it is deterministic).
 
 - ``model = torch.compile(model)``: removed (the translated train step is jitted; other calls are the rule's,
-  which gives the function itself);
+  which gives the function itself); ``@torch.compile`` on a function: removed (info);
+- ``model = torch.jit.script(model)``, ``torch.jit.script(model)`` as a statement (a check that it scripts) and
+  ``@torch.jit.script``: removed, with a warning saying where jax.jit goes (other calls are jit-script.toml's: the
+  function or module itself, as Python);
 - ``@autocast(...)`` on a function: removed (exact with ``enabled=False``, else an approximate warning); autocast
   as a context manager is its rule's (contextlib.nullcontext()).
 
@@ -31,7 +34,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import scan
 
 TRIGGER = fast(r"\bcudnn\b|\ballow_tf32\b|\bfp32_precision\b|\bset_float32_matmul_precision\b"
-                     r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b|\bcompile\s*\(")
+               r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b|\bcompile\b|\bscript\b")
 #: autocast, whose rule writes contextlib.nullcontext() for a `with`; as a decorator it is removed here
 AUTOCAST = frozenset({"torch.amp.autocast", "torch.autocast", "torch.cuda.amp.autocast"})
 CONFIG = "jax_default_matmul_precision"
@@ -51,9 +54,15 @@ REMOVED = {"torch.backends.cudnn.benchmark": "cuDNN autotuning has no JAX switch
 DETERMINISTIC = ("torch.backends.cudnn.deterministic", "torch.use_deterministic_algorithms")
 #: `model = torch.compile(model)`: removed (other calls of torch.compile are its rule's: the function itself)
 COMPILE = "torch.compile"
+#: `model = torch.jit.script(model)` / `torch.jit.script(model)` as a statement, `@torch.jit.script`: removed (other
+#: calls are its rule's, jit-script.toml: the function or module itself)
+JIT_SCRIPT = "torch.jit.script"
+JIT_ADVICE = ("TorchScript compiled it; JAX compiles where a function is jitted: wrap the calls of a function of arrays "
+              "in jax.jit (eqx.filter_jit for a module) where its control flow does not read their values (the "
+              "translated train step already is)")
 #: every name this planner translates (bench/coverage.py counts them)
 HANDLED = frozenset({*TF32_FLAGS, *FP32_PRECISION, *REMOVED, *DETERMINISTIC, "torch.set_float32_matmul_precision",
-                     *AUTOCAST, COMPILE})
+                     *AUTOCAST, COMPILE, JIT_SCRIPT})
 DETERMINISM_ADVICE = ("on CPU XLA is deterministic; on GPU set XLA_FLAGS=--xla_gpu_deterministic_ops=true in the "
                       "environment before JAX starts (before `import jax`)")
 
@@ -70,15 +79,18 @@ def _flag(stmt: cst.BaseStatement, ctx) -> tuple[str, cst.BaseExpression, cst.CS
         if q in TF32_FLAGS or q in FP32_PRECISION or q in REMOVED or q == DETERMINISTIC[0]:
             return q, small.value, target
         v = small.value
-        if isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == COMPILE and v.args \
+        q = ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
+        if q in (COMPILE, JIT_SCRIPT) and v.args \
                 and v.args[0].keyword is None and not v.args[0].star and code(v.args[0].value) == code(target):
-            return COMPILE, v, v.func  # `model = torch.compile(model)`
+            return q, v, v.func  # `model = torch.compile(model)`, `model = torch.jit.script(model)`
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         call = small.value
         q = ctx.imports.resolve(call.func)
         args = [a for a in call.args if a.keyword is None or a.keyword.value in ("mode", "precision")]
         if q in ("torch.set_float32_matmul_precision", DETERMINISTIC[1]) and len(args) == 1 and len(call.args) == 1:
             return q, args[0].value, call.func
+        if q == JIT_SCRIPT and len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+            return q, call, call.func  # `torch.jit.script(model)`: scripted and thrown away (a check it scripts)
     return None
 
 
@@ -96,6 +108,15 @@ class _Switches(cst.CSTVisitor):
         """``@autocast('cuda', enabled=False)``: removed (exact: JAX casts nothing by itself); with autocast on, a
         warning (the function computes in float32 where PyTorch computes float16 / bfloat16)."""
         for d in node.decorators:
+            if self.ctx.imports.resolve(d.decorator) in (JIT_SCRIPT, COMPILE) and self.ctx.plans.get(d) is None:
+                # @torch.jit.script / @torch.compile (bare): the function itself, run as Python
+                jit = self.ctx.imports.resolve(d.decorator) == JIT_SCRIPT
+                self.ctx.report(Severity.WARNING if jit else Severity.INFO, "idiom-replaced",
+                                f"@{code(d.decorator)}: removed: " + (JIT_ADVICE if jit else "JAX compiles where a "
+                                "function is jitted: wrap the calls of this function of arrays in jax.jit where they "
+                                "are hot"), d)
+                self.ctx.plans.add(d, lambda o, u: cst.RemovalSentinel.REMOVE, descend=False, by="backends")
+                continue
             call = d.decorator if isinstance(d.decorator, cst.Call) else None
             if call is None or self.ctx.imports.resolve(call.func) not in AUTOCAST or self.ctx.plans.get(d) is not None:
                 continue
@@ -146,6 +167,8 @@ class _Switches(cst.CSTVisitor):
                 edits.append((st, None, f"{code(st.body[0])}: removed: JAX compiles where a function is jitted: the "
                               "translated train step is (@eqx.filter_jit); wrap other calls of the model in "
                               "eqx.filter_jit where they are hot", Severity.INFO))
+            elif q == JIT_SCRIPT:  # the same function or module, run as Python
+                edits.append((st, None, f"{code(st.body[0])}: removed: {JIT_ADVICE}", Severity.WARNING))
             elif q in DETERMINISTIC:
                 false = isinstance(value, cst.Name) and value.value == "False"
                 edits.append((st, None, f"{code(st.body[0])}: removed: "
@@ -171,8 +194,8 @@ class _Switches(cst.CSTVisitor):
             if id(st) in removed:
                 lines = [*lines, *st.leading_lines]
         for st, precision, message, severity in edits:
-            self.ctx.report(severity, "idiom-replaced" if precision is not None else "dropped-argument"
-                            if severity is Severity.INFO else "approximate", message, st)
+            self.ctx.report(severity, "idiom-replaced" if precision is not None or message.endswith(JIT_ADVICE)
+                            else "dropped-argument" if severity is Severity.INFO else "approximate", message, st)
             self.ctx.plans.add(st, self.apply(precision, st is last, carry.get(id(st), [])), descend=False,
                                by="backends")
 

@@ -2394,6 +2394,13 @@ class Forward(cst.CSTTransformer):
                                        lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         if name in ("chunk", "split"):
             return self.split(name, original, updated, recv)
+        if name == "unbind":  # x.unbind(dim) → jnp.unstack(x, axis=dim - 1): the slices of one example (dim 0 refused)
+            a, unknown = _args(updated, ("dim",))
+            if unknown:
+                self.error(original, f".unbind: arguments {', '.join(unknown)} not understood", "unsupported-construct")
+                return updated
+            axis = self.shift(original, a.get("dim", cst.Integer("0")), ".unbind")
+            return updated if axis is None else _call(self.ctx.spell("jax.numpy.unstack"), [recv], axis=axis)
         if name in ("sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose",
                     "permute", "argmax"):
             return self.axis_method(name, original, updated, recv)

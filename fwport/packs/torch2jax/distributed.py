@@ -27,8 +27,6 @@ that imports torch.distributed.rpc nothing is removed and mp.spawn is refused: i
 A removed statement that was the only one of its block becomes ``pass``."""
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
 from fwport.core.direction import fast

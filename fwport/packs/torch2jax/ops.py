@@ -914,13 +914,15 @@ def template(m, ctx):
     """A call → ``emit.options.text``, its ``{arg}`` placeholders the rule's (renamed) arguments as written (the
     text places them where no operator binds them: a call's arguments), its ``{name}`` ones spelled from
     ``emit.options.names`` (``torch.is_tensor(x)`` → ``isinstance(x, jax.Array)``); ``emit.options.note``: an info
-    finding saying what was replaced."""
+    finding saying what was replaced, ``emit.options.warning`` a warning (what the replacement does not do)."""
     from fwport.core.finding import Severity
 
     opts = _options(m)
     names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
     if opts.get("note"):
         ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)
+    if opts.get("warning"):
+        ctx.report(Severity.WARNING, "unsupported-construct", opts["warning"], m.node, m.rule)
     return expr(opts["text"].format(**names, **{k: code(v) for k, v in m.kwargs.items()}))
 
 

@@ -41,7 +41,7 @@ _CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "ja
           "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32"}
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
                      "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
-                     "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as"})
+                     "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as", "unbind"})
 #: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
 #: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
 #: never left to fail (AttributeError) or to compute something else
@@ -217,6 +217,9 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
         return expr(f"{spell('jax.lax.stop_gradient')}({code(recv)})")
     if name == "numpy" and not args:
         return expr(f"{spell('numpy.asarray')}({code(recv)})")
+    if name == "unbind" and len(pos) + len(kw) <= 1 and set(kw) <= {"dim"}:  # a tuple of the slices, as PyTorch's
+        dim = pos[0] if pos else kw.get("dim")
+        return expr(f"{spell('jax.numpy.unstack')}({code(recv)}" + (f", axis={code(dim)})" if dim is not None else ")"))
     if name in ("softmax", "log_softmax") and len(pos) + len(kw) == 1 and set(kw) <= {"dim"}:
         return expr(f"{spell('jax.nn.' + name)}({code(recv)}, axis={code(pos[0] if pos else kw['dim'])})")
     return None

@@ -24,6 +24,11 @@ What is translated and why (docs/rules/torch2jax.md has each rule):
 - ``torchvision.utils.save_image`` → ``save_image_png``: make_grid's layout and normalisation, rounded to
   8 bits as torchvision rounds, written as an RGB PNG with the standard library (zlib), so the output needs
   neither torchvision nor PIL; a path not ending in .png (and no format="png") raises.
+- ``RandomResizedCrop`` → ``NumpyRandomResizedCrop``: torchvision's box sampling (its distribution, from the
+  helper's own seeded Generator) and bilinear antialiased resize, PIL's 8-bit fixed point for uint8 images, floating
+  point for ToTensor arrays (torch's interpolate with antialias, to its rounding).
+- ``torchvision.utils.make_grid`` → ``make_grid_np``: the same layout and normalisation, the grid a numpy array of
+  the images' dtype (one image: itself, as torchvision returns it).
 """
 from __future__ import annotations
 
@@ -382,12 +387,140 @@ def save_image_png(tensor, fp, nrow=8, padding=2, normalize=False, value_range=N
             f.write(png)
 '''
 
+_MAKE_GRID = '''
+def make_grid_np(tensor, nrow=8, padding=2, normalize=False, value_range=None, scale_each=False, pad_value=0.0):
+    """torchvision.utils.make_grid without torchvision: images (B, C, H, W) or a list of (C, H, W), one image
+    (C, H, W) or (H, W); one channel repeated to three; scaled to [0, 1] by their min/max when normalize (or by
+    value_range, each image by its own with scale_each), clipped to that range first; laid out nrow per row with
+    `padding` pixels of pad_value around them. One image comes back as it is (C, H, W), as torchvision's; the
+    grid is a numpy array of the images' dtype."""
+    import math
+
+    a = {np}stack([{np}asarray(t) for t in tensor]) if isinstance(tensor, (list, tuple)) else {np}array(tensor)
+    if a.ndim == 2:
+        a = a[None]
+    if a.ndim == 3:
+        a = {np}concatenate([a, a, a], 0)[None] if a.shape[0] == 1 else a[None]
+    if a.ndim == 4 and a.shape[1] == 1:
+        a = {np}concatenate([a, a, a], 1)
+
+    def scaled(t):
+        low, high = (float(t.min()), float(t.max())) if value_range is None else value_range
+        t = {np}clip(t, a.dtype.type(low), a.dtype.type(high))
+        return (t - a.dtype.type(low)) / a.dtype.type(max(high - low, 1e-5))
+
+    if normalize:
+        a = {np}stack([scaled(t) for t in a]) if scale_each else scaled(a)
+    if a.shape[0] == 1:
+        return a[0]
+    n, c, h, w = a.shape
+    xmaps = min(nrow, n)
+    ymaps = int(math.ceil(n / xmaps))
+    grid = {np}full((c, (h + padding) * ymaps + padding, (w + padding) * xmaps + padding), pad_value, dtype=a.dtype)
+    for k in range(n):
+        y, x = divmod(k, xmaps)
+        top, left = y * (h + padding) + padding, x * (w + padding) + padding
+        grid[:, top:top + h, left:left + w] = a[k]
+    return grid
+'''
+
+
+_RANDOM_RESIZED_CROP = '''
+class NumpyRandomResizedCrop:
+    """torchvision's RandomResizedCrop: a box of a random area (scale, a fraction of the image's) and aspect ratio
+    (ratio, drawn log-uniformly), up to 10 tries, else the centre box of the ratio's bounds, as torchvision chooses
+    it; drawn from a numpy Generator seeded with `seed` (torchvision's distribution, not its draws). The box is
+    resized to `size` bilinearly with antialiasing, as torchvision resizes: a uint8 image (H, W[, C]) with PIL's
+    8-bit fixed-point arithmetic, an array from ToTensor (C, H, W) in floating point, as torch's
+    interpolate(mode="bilinear", antialias=True) (to its rounding)."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), seed=0):
+        s = [size] if isinstance(size, int) else list(size)
+        self.size = (s[0], s[0]) if len(s) == 1 else (s[0], s[1])
+        self.scale, self.ratio = scale, ratio
+        self.rng = {np}random.default_rng(seed)
+
+    def get_params(self, height, width):
+        import math
+
+        area = height * width
+        log_ratio = (math.log(self.ratio[0]), math.log(self.ratio[1]))
+        for _ in range(10):
+            target_area = area * float(self.rng.uniform(self.scale[0], self.scale[1]))
+            aspect_ratio = math.exp(float(self.rng.uniform(log_ratio[0], log_ratio[1])))
+            w = int(round(math.sqrt(target_area * aspect_ratio)))
+            h = int(round(math.sqrt(target_area / aspect_ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                i = int(self.rng.integers(0, height - h + 1))
+                j = int(self.rng.integers(0, width - w + 1))
+                return i, j, h, w
+        in_ratio = float(width) / float(height)
+        if in_ratio < min(self.ratio):
+            w = width
+            h = int(round(w / min(self.ratio)))
+        elif in_ratio > max(self.ratio):
+            h = height
+            w = int(round(h * max(self.ratio)))
+        else:
+            w, h = width, height
+        return (height - h) // 2, (width - w) // 2, h, w
+
+    @staticmethod
+    def weights(n_in, n_out):
+        """(n_out, n_in) antialiased bilinear weights, PIL's (and torch's antialias) triangle filter widened by
+        the downscaling factor, each row normalised."""
+        scale = n_in / n_out
+        support = max(scale, 1.0)
+        out = {np}zeros((n_out, n_in))
+        for i in range(n_out):
+            center = (i + 0.5) * scale
+            lo = max(int(center - support + 0.5), 0)
+            hi = min(int(center + support + 0.5), n_in)
+            x = ({np}arange(lo, hi) - center + 0.5) / support
+            k = {np}clip(1.0 - {np}abs(x), 0.0, None)
+            out[i, lo:hi] = k / k.sum()
+        return out
+
+    @staticmethod
+    def fixed(k):
+        """PIL's 8-bit coefficients: 22 fractional bits, rounded half away from zero."""
+        return {np}trunc(k * (1 << 22) + {np}where(k < 0, -0.5, 0.5)).astype({np}int64)
+
+    def resize(self, a, image_axes):
+        th, tw = self.size
+        h, w = a.shape[:2] if image_axes else a.shape[-2:]
+        if not image_axes:
+            out = {np}einsum("oh,...hw,pw->...op", self.weights(h, th), a.astype(float), self.weights(w, tw))
+            return out.astype(a.dtype)
+        if a.dtype != {np}uint8:
+            raise ValueError("NumpyRandomResizedCrop resizes uint8 images (H, W[, C]) or ToTensor arrays (C, H, W)")
+        x = a.astype({np}int64).reshape(h, w, -1)
+        if w != tw:  # PIL: horizontal pass first, each clipped to 8 bits
+            x = {np}clip(({np}einsum("pw,hwc->hpc", self.fixed(self.weights(w, tw)), x) + (1 << 21)) >> 22, 0, 255)
+        if h != th:
+            x = {np}clip(({np}einsum("oh,hwc->owc", self.fixed(self.weights(h, th)), x) + (1 << 21)) >> 22, 0, 255)
+        return x.astype({np}uint8).reshape((th, tw) + a.shape[2:])
+
+    def crop_resize(self, image, i, j, h, w):
+        a = {np}asarray(image)
+        image_axes = a.dtype == {np}uint8
+        box = a[i:i + h, j:j + w] if image_axes else a[..., i:i + h, j:j + w]
+        return self.resize(box, image_axes)
+
+    def __call__(self, image):
+        a = {np}asarray(image)
+        height, width = a.shape[:2] if a.dtype == {np}uint8 else a.shape[-2:]
+        return self.crop_resize(a, *self.get_params(height, width))
+'''
+
+
 #: name → text (written by data.finish, in this order after data.py's own helpers: dependencies first)
 TEXTS = {
     "read_idx_file": _READ_IDX, "NumpyMNIST": _MNIST, "NumpyFashionMNIST": _FASHION_MNIST,
     "NumpyCIFAR10": _CIFAR10, "NumpyCIFAR100": _CIFAR100, "NumpyCompose": _COMPOSE, "NumpyToTensor": _TO_TENSOR,
     "NumpyNormalize": _NORMALIZE, "NumpyResize": _RESIZE, "NumpyLambda": _LAMBDA, "NumpyPad": _PAD,
     "NumpyRandomCrop": _RANDOM_CROP, "NumpyCenterCrop": _CENTER_CROP, "NumpyRandomHorizontalFlip": _RANDOM_FLIP, "save_image_png": _SAVE_IMAGE,
+    "make_grid_np": _MAKE_GRID, "NumpyRandomResizedCrop": _RANDOM_RESIZED_CROP,
 }
 DEPS = {
     "NumpyMNIST": ("read_idx_file",), "NumpyFashionMNIST": ("NumpyMNIST", "read_idx_file"),
