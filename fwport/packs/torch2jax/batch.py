@@ -632,6 +632,11 @@ class Forward(cst.CSTTransformer):
         self.constants: dict[str, tuple[int, bool]] = {}  # names bound to literal-built tensors (constant_rank)
         self.one_tensor: set[int] = set()  # results that are one tensor (not several): unpacking goes over dimension 0
         self.windowed: set[int] = set()  # module calls given tensors holding the batch axis grouped (over_windows)
+        # a batched module (modules.py's _batched_classes): every axis as PyTorch writes them, the batch's included;
+        # its per-example layers and its attributes holding per-example modules of the file (`examples`) are called
+        # through jax.vmap over the batch
+        self.batch_whole = False
+        self.examples: set[str] = set()
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -1126,6 +1131,8 @@ class Forward(cst.CSTTransformer):
 
     def vmapped(self, name: str, updated: cst.Call, original: cst.Call) -> cst.BaseExpression:
         """``self.fc(h)`` on an example of higher rank than the layer takes → ``jax.vmap(self.fc)(h)``."""
+        if self.batch_whole:
+            return self.batch_layer(name, updated, original)
         sub = self.modules.get(name)
         want = LAYER_RANK.get(sub)
         args = [a for a in updated.args if a.keyword is None]
@@ -1145,6 +1152,57 @@ class Forward(cst.CSTTransformer):
         for _ in range(r - want):
             func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
         return updated.with_changes(func=func)
+
+    def batch_layer(self, name: str, updated: cst.Call, original: cst.Call) -> cst.BaseExpression:
+        """In a batched module, a per-example layer given a batch: a Linear or LayerNorm (one vector in Equinox, every
+        leading axis in PyTorch) → ``jnp.vectorize(self.fc, signature="(n)->(m)")(x)``, an Embedding (one index) →
+        ``jnp.vectorize(self.emb, signature="()->(d)")(ids)``: exact at any rank; a convolution (one example of a
+        fixed rank) → ``jax.vmap(self.conv)(x)`` over the batch axis. Other layers (elementwise) as written."""
+        sub = self.modules.get(name)
+        args = [a for a in updated.args if a.keyword is None]
+        if sub not in LAYER_RANK or len(args) != 1 or len(updated.args) != 1:
+            return updated
+        if sub in FIXED_RANK:
+            return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        signature = {"torch.nn.Linear": '"(n)->(m)"', "torch.nn.LayerNorm": '"(n)->(n)"',
+                     "torch.nn.Embedding": '"()->(d)"'}[sub]
+        return updated.with_changes(func=cst.Call(self.ctx.spell("jax.numpy.vectorize"), [
+            cst.Arg(updated.func), cst.Arg(cst.SimpleString(signature), keyword=cst.Name("signature"), equal=_EQ)]))
+
+    def batch_module(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """In a batched module, ``self.block(x, n, key=key)`` of a per-example module of the file → ``jax.vmap(lambda
+        _w0, _w1, _wk: self.block(_w0, _w1, key=_wk), in_axes=(0, None, 0))(x, n, None if key is None else
+        jax.random.split(key=key, num=x.shape[0]))``: each example through the module, a number or a literal shared,
+        one key per example (each its own dropout, as PyTorch's)."""
+        if any(a.star for a in updated.args) or not any(a.keyword is None for a in updated.args):
+            self.error(original, f"{code(original)}: a per-example module called from a batched module is mapped over "
+                       "the batch axis of its positional arguments; write them out", "unsupported-construct")
+            return updated
+        params, values, in_axes, new_args, rows = [], [], [], [], None
+        for i, a in enumerate(updated.args):
+            name = "_wk" if a.keyword is not None and a.keyword.value == "key" else f"_w{i}"
+            shared = name != "_wk" and (_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL)
+            if name != "_wk" and not shared and rows is None:
+                rows = a.value
+            params.append(name)
+            values.append(a.value)
+            in_axes.append(None if shared else 0)
+            new_args.append(a.with_changes(value=cst.Name(name)))
+        if rows is None:
+            self.error(original, f"{code(original)}: a per-example module called from a batched module with no "
+                       "tensor argument to map over the batch axis", "unsupported-construct")
+            return updated
+        for i, p in enumerate(params):
+            if p == "_wk":  # (by keyword: modules.py numbers it as a consumer of the call's key)
+                values[i] = expr(f"None if key is None else {self.ctx.spell_text('jax.random.split')}"
+                                 f"(key=key, num={_atom_code(rows)}.shape[0])")
+        fn = cst.Lambda(cst.Parameters([cst.Param(cst.Name(p)) for p in params]),
+                        updated.with_changes(args=_commas(new_args)))
+        kw = {} if all(x == 0 for x in in_axes) else {"in_axes": cst.Tuple(
+            [cst.Element(cst.Name("None") if x is None else cst.Integer(str(x))) for x in in_axes])}
+        if kw or "_wk" in params or len(params) > 1:
+            return _call(_call(self.ctx.spell("jax.vmap"), [fn], **kw), values)
+        return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
 
     def functional_dropout(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``F.dropout(x, p, training=self.training)`` → ``eqx.nn.Dropout(p, inference=self.inference)(x, key=key)``
@@ -1831,6 +1889,15 @@ class Forward(cst.CSTTransformer):
         if q is not None:
             return self.function(q, original, updated)
         func = original.func
+        if self.batch_whole and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.value.value == "self" and func.attr.value in self.examples:
+            if func.attr.value in self.keyed:
+                updated = updated.with_changes(args=[*_commas(updated.args), cst.Arg(
+                    cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)])
+            out = self.batch_module(original, updated)
+            if func.attr.value in self.keyed:
+                self.key_sites.append(out)
+            return out
         entry = _dict_entry(func)
         if entry is not None and entry in self.keyed:  # a dropout in an nn.ModuleDict: self.d["drop"](x)
             site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),

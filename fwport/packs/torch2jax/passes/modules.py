@@ -134,6 +134,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
              and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(s))}
     table = ranks.analyse(module, ctx, classes, whole)
     outside["ranks"] = table
+    outside["batched"] = _batched_classes(module, ctx, classes, whole, table)
     wraps = ctx.analyses[ranks.WRAPPED] = {id(c): blind for t in table.values() for c, blind in t.wraps()}
     if wraps:
         module = rewrite(module, _PerVector(ctx, wraps))
@@ -1965,7 +1966,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
             "called": sorted(called)}
     plan["tied"] = tied
-    plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
+    plan["batched"] = cls.name.value in outside.get("batched", ())
+    plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx, plan["batched"])
     given = {(dotted_text(c.args[0].value) or "")[5:] for fn in methods.values() for c in _calls(fn)
              if dotted_text(c.func) == "self.apply" and c.args}  # self.apply(self._init_weights): initialisation
     at_call, draws_in = _drawing_methods(methods, ctx, {"__init__", *helpers, *called, *given})
@@ -2084,6 +2086,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
             fwd.keyed_classes = keyed_classes
             fwd.keyed_sequences = dropout_sequences
+            if plan["batched"]:
+                fwd.batch_whole = True
+                fwd.examples = {n for n, c in own.items() if not plans[c].get("whole")}
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -2177,11 +2182,21 @@ def _batch_axes(fn: cst.FunctionDef, fwd, ctx, params: list[str], source: cst.Fu
 ROW_MIXING = frozenset({"torch.spmm", "torch.sparse.mm"})
 
 
-def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict, plans: dict, ctx) -> bool:
+def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict, plans: dict, ctx,
+                 batched: bool = False) -> bool:
     """Whether the module takes a whole graph rather than one example: its forward multiplies by a sparse
     (adjacency) matrix (``torch.spmm(adj, h)`` mixes the rows of ``h``, the graph's nodes, which are no
     batch), or it holds a module of this file that does. Its ``__call__`` then keeps every axis (no dim is
-    shifted) and its callers call it without ``jax.vmap``."""
+    shifted) and its callers call it without ``jax.vmap``. A batched module (_batched_classes) is one too."""
+    if batched:
+        inner = sorted(n for n in _class_attributes(forward and cls, plans) if plans[n].get("batched"))
+        ctx.report(Severity.INFO, "batch-axis", f"{cls.name.value} is translated as a batched module: its forward "
+                   + (f"holds batched modules ({', '.join(inner)})" if inner else "needs the batch axis itself (a "
+                      "dimension, size or statistic of the batch)")
+                   + ", so its __call__ takes the whole batch and keeps every axis as PyTorch writes them, calls its "
+                   "per-example layers and modules through jax.vmap (or jnp.vectorize), and is called without "
+                   "jax.vmap", cls)
+        return True
     own = forward is not None and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(forward))
     held = [n for n in _class_attributes(forward and cls, plans) if plans[n].get("whole")]
     if own or held:
@@ -2189,6 +2204,80 @@ def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict,
                    "sparse product, so they are no batch): its __call__ keeps every axis and is called without "
                    "jax.vmap", cls)
     return bool(own or held)
+
+
+#: the submodules a batched module may hold (_batched_classes): per-example layers it calls through jax.vmap (or
+#: jnp.vectorize), elementwise ones it calls as they are, parameters; another (a sequence layer, BatchNorm, a
+#: container) keeps the per-example translation and its batch-axis errors
+BATCHED_HOLDS = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding", "torch.nn.Conv1d",
+                           "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh",
+                           "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU", "torch.nn.Identity",
+                           "torch.nn.Dropout", "torch.nn.Parameter"})
+
+
+class _Refusals:
+    """A probe's context (ranks._Probe) that counts the batch-axis errors batch.Forward would report."""
+
+    def __init__(self, ctx):
+        self._probe = ranks._Probe(ctx)
+        self.refused = 0
+
+    def report(self, severity, code_, *args, **kwargs) -> None:
+        if Severity(severity) is Severity.ERROR and code_ == "batch-axis":
+            self.refused += 1
+
+    def __getattr__(self, name):
+        return getattr(self._probe, name)
+
+
+def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str], table: dict) -> set[str]:
+    """The module classes translated as *batched* modules: a forward that needs the batch axis itself (batch.Forward,
+    probed per example, reports a ``batch-axis`` error: ``torch.cat`` on dimension 0, a batch statistic, the batch
+    size used as a value) keeps every axis as PyTorch writes them, calls its per-example layers through jax.vmap,
+    and is called without jax.vmap (the whole-graph mode, plan["whole"]). Each holds only layers of BATCHED_HOLDS and
+    this file's modules; a class holding one is batched too (its call of it takes the batch), so each class building
+    a batched one must hold it as an attribute (``self.enc = Encoder(...)``, not in a container) and qualify itself,
+    else the per-example translation and its errors stay."""
+    defs = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes}
+    needing, eligible = set(), set()
+    for name, cls in defs.items():
+        methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+        if "forward" not in methods or name in whole:
+            continue
+        init = methods.get("__init__")
+        subs = _submodules(init, ctx)
+        built = [c for c in (_calls(init) if init is not None else [])
+                 if ctx.imports.resolve(c.func) is not None and (ctx.imports.resolve(c.func) or "").startswith("torch.nn.")
+                 and (ctx.imports.resolve(c.func) or "")[9:10].isupper()]
+        if any(q not in BATCHED_HOLDS for q in subs.values()) \
+                or any(ctx.imports.resolve(c.func) not in BATCHED_HOLDS for c in built) \
+                or len(_reached(methods, "forward") - {"forward"}) > 0:
+            continue
+        eligible.add(name)
+        probe = _Refusals(ctx)
+        fwd = methods["forward"]
+        f = Forward(probe, {p.name.value for p in fwd.params.params[1:]}, set(), subs, ranks=table.get(name))
+        rewrite(fwd.body, f)
+        if probe.refused:
+            needing.add(name)
+    builders = {n: {b for b, cls in defs.items() if b != n and any(
+        isinstance(c.func, cst.Name) and c.func.value == n for c in find_all(cls, cst.Call))} for n in defs}
+
+    def closure(start: set[str]) -> set[str]:
+        out, todo = set(), list(start)
+        while todo:
+            n = todo.pop()
+            if n not in out:
+                out.add(n)
+                todo += builders[n]
+        return out
+    while True:
+        grown = closure(needing)
+        bad = {n for n in grown if n not in eligible and n not in whole
+               or any(n not in _class_attributes(defs[b], {n: {}}) for b in builders[n])}
+        if not bad:
+            return grown - whole
+        needing = {n for n in needing if not closure({n}) & bad}
 
 
 class _SparseProducts(cst.CSTTransformer):
