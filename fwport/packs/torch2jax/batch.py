@@ -1169,40 +1169,35 @@ class Forward(cst.CSTTransformer):
         return updated.with_changes(func=cst.Call(self.ctx.spell("jax.numpy.vectorize"), [
             cst.Arg(updated.func), cst.Arg(cst.SimpleString(signature), keyword=cst.Name("signature"), equal=_EQ)]))
 
-    def batch_module(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        """In a batched module, ``self.block(x, n, key=key)`` of a per-example module of the file → ``jax.vmap(lambda
-        _w0, _w1, _wk: self.block(_w0, _w1, key=_wk), in_axes=(0, None, 0))(x, n, None if key is None else
-        jax.random.split(key=key, num=x.shape[0]))``: each example through the module, a number or a literal shared,
-        one key per example (each its own dropout, as PyTorch's)."""
-        if any(a.star for a in updated.args) or not any(a.keyword is None for a in updated.args):
+    def batch_module(self, original: cst.Call, updated: cst.Call, keyed: bool) -> cst.BaseExpression:
+        """In a batched module, ``self.block(x, n)`` of a per-example module of the file → ``jax.vmap(self.block)(x)``
+        over the batch axis, or ``jax.vmap(lambda _w0, _w1: self.block(_w0, _w1, key=...), in_axes=(0, None),
+        axis_name="batch")(x, n)``: a number or a literal shared by the examples, and where the module takes a key one
+        per example, ``jax.random.fold_in(key, jax.lax.axis_index("batch"))`` (each its own dropout, as PyTorch's)."""
+        if any(a.star or a.keyword is not None for a in updated.args) or not updated.args:
             self.error(original, f"{code(original)}: a per-example module called from a batched module is mapped over "
-                       "the batch axis of its positional arguments; write them out", "unsupported-construct")
+                       "the batch axis of its positional arguments; write them so (no keyword, no star)",
+                       "unsupported-construct")
             return updated
-        params, values, in_axes, new_args, rows = [], [], [], [], None
-        for i, a in enumerate(updated.args):
-            name = "_wk" if a.keyword is not None and a.keyword.value == "key" else f"_w{i}"
-            shared = name != "_wk" and (_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL)
-            if name != "_wk" and not shared and rows is None:
-                rows = a.value
-            params.append(name)
-            values.append(a.value)
-            in_axes.append(None if shared else 0)
-            new_args.append(a.with_changes(value=cst.Name(name)))
-        if rows is None:
+        shared = [_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL for a in updated.args]
+        if all(shared):
             self.error(original, f"{code(original)}: a per-example module called from a batched module with no "
                        "tensor argument to map over the batch axis", "unsupported-construct")
             return updated
-        for i, p in enumerate(params):
-            if p == "_wk":  # (by keyword: modules.py numbers it as a consumer of the call's key)
-                values[i] = expr(f"None if key is None else {self.ctx.spell_text('jax.random.split')}"
-                                 f"(key=key, num={_atom_code(rows)}.shape[0])")
-        fn = cst.Lambda(cst.Parameters([cst.Param(cst.Name(p)) for p in params]),
-                        updated.with_changes(args=_commas(new_args)))
-        kw = {} if all(x == 0 for x in in_axes) else {"in_axes": cst.Tuple(
-            [cst.Element(cst.Name("None") if x is None else cst.Integer(str(x))) for x in in_axes])}
-        if kw or "_wk" in params or len(params) > 1:
-            return _call(_call(self.ctx.spell("jax.vmap"), [fn], **kw), values)
-        return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        vmap = self.ctx.spell("jax.vmap")
+        if not keyed and not any(shared):
+            return updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]))
+        params = [f"_w{i}" for i in range(len(updated.args))]
+        args = [a.with_changes(value=cst.Name(p)) for a, p in zip(updated.args, params)]
+        if keyed:
+            args.append(cst.Arg(expr(f"None if key is None else {self.ctx.spell_text('jax.random.fold_in')}(key, "
+                                     f'{self.ctx.spell_text("jax.lax.axis_index")}("batch"))'),
+                                keyword=cst.Name("key"), equal=_EQ))
+        fn = cst.Lambda(cst.Parameters([cst.Param(cst.Name(p)) for p in params]), updated.with_changes(args=_commas(args)))
+        kw = {"axis_name": cst.SimpleString('"batch"')} if keyed else {}
+        if any(shared):
+            kw["in_axes"] = cst.Tuple([cst.Element(cst.Name("None") if x else cst.Integer("0")) for x in shared])
+        return _call(_call(vmap, [fn], **kw), [a.value for a in updated.args])
 
     def functional_dropout(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``F.dropout(x, p, training=self.training)`` → ``eqx.nn.Dropout(p, inference=self.inference)(x, key=key)``
@@ -1891,10 +1886,7 @@ class Forward(cst.CSTTransformer):
         func = original.func
         if self.batch_whole and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                 and func.value.value == "self" and func.attr.value in self.examples:
-            if func.attr.value in self.keyed:
-                updated = updated.with_changes(args=[*_commas(updated.args), cst.Arg(
-                    cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)])
-            out = self.batch_module(original, updated)
+            out = self.batch_module(original, updated, func.attr.value in self.keyed)
             if func.attr.value in self.keyed:
                 self.key_sites.append(out)
             return out

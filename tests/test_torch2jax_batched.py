@@ -1,0 +1,115 @@
+"""torch2jax: a module whose forward needs the batch axis itself (torch.cat on dimension 0, a statistic over the
+batch, the batch size used as a value) is translated as a *batched* module instead of being refused with
+`batch-axis` errors: its __call__ takes the whole batch and keeps every axis as PyTorch writes them, calls its
+per-example layers through jnp.vectorize / jax.vmap and the per-example modules of the file through jax.vmap (a key
+split per example), and is called without jax.vmap (the whole-graph mode, modules.py's _batched_classes). Verified
+against PyTorch (forward and gradients, batch sizes 1 and 3); what cannot be batched keeps its errors."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import error_findings as errors, needs, t2j
+from runners import verify_model
+
+needs_frameworks = needs("torch", "jax", "equinox")
+
+#: a top-level module mixing the examples (a batch mean joined on dimension 1, the batch size as a value), with
+#: per-example layers inside
+MIXING = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, d_in=4, d=8, n_out=3):
+        super().__init__()
+        self.fc = nn.Linear(d_in, d)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, n_out)
+
+    def forward(self, x):
+        b = x.size(0)
+        h = torch.relu(self.fc(x))
+        h = torch.cat([h, h.mean(dim=0, keepdim=True).expand(b, -1, -1)], dim=1)
+        h = self.norm(h)
+        return self.head(h.mean(dim=1))
+'''
+
+#: a per-example module of the file (dropout inside) that a batched module calls; the batched one joins two inputs
+#: on the batch axis (SNLI's encoder over premise and hypothesis together) and splits them back
+JOINED = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.drop = nn.Dropout(0.1)
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return self.norm(x + self.drop(torch.tanh(self.fc(x))))
+
+
+class Pair(nn.Module):
+    def __init__(self, d_in=5, d=6):
+        super().__init__()
+        self.embed = nn.Linear(d_in, d)
+        self.block = Block(d)
+        self.out = nn.Linear(2 * d, 2)
+
+    def forward(self, premise, hypothesis):
+        b = premise.size(0)
+        both = torch.cat([premise, hypothesis], 0)
+        h = self.block(self.embed(both)).sum(dim=1)
+        p, q = h[:b], h[b:]
+        return self.out(torch.cat([p, q], dim=1))
+'''
+
+
+def test_a_module_needing_the_batch_axis_is_batched_not_refused():
+    r = t2j(MIXING)
+    assert not errors(r), r.findings
+    assert any(f.code == "batch-axis" and "Net is translated as a batched module" in f.message for f in r.findings)
+    text = r.output
+    assert 'jnp.vectorize(self.fc, signature="(n)->(m)")(x)' in text
+    assert "b = x.shape[0]" in text and "jnp.mean(h, axis=0, keepdims=True)" in text and "axis=1)" in text
+    assert 'jnp.vectorize(self.head, signature="(n)->(m)")(jnp.mean(h, axis=1))' in text
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_module_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, MIXING, "Net", [f"float64[{n},5,4]"], batch_axis="none")
+    assert cert["verdict"] == "pass"
+
+
+def test_a_per_example_module_called_from_a_batched_one_is_mapped_over_the_batch():
+    r = t2j(JOINED)
+    assert not errors(r), r.findings
+    text = r.output
+    assert "Pair is translated as a batched module" in str(r.findings)
+    assert "Block is translated" not in str(r.findings)
+    # Block stays per example (its dropout takes the key given), Pair maps it with a key per example
+    assert "def __call__(self, x, *, key=None):" in text and "key=key))" in text
+    assert ('jax.vmap(lambda _w0: self.block(_w0, key=None if key is None else jax.random.fold_in(key, '
+            'jax.lax.axis_index("batch"))), axis_name="batch")(') in text
+    assert "both = jnp.concatenate([premise, hypothesis], axis=0)" in text
+    assert "p, q = h[:b], h[b:]" in text
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_module_calling_a_per_example_one_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, JOINED, "Pair", [f"float64[{n},7,5]", f"float64[{n},7,5]"], batch_axis="none")
+    assert cert["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("held", ["nn.BatchNorm1d(4)", "nn.LSTM(4, 4, batch_first=True)",
+                                  "nn.ModuleList([nn.Linear(4, 4)])"])
+def test_a_module_holding_what_a_batched_module_cannot_call_keeps_its_errors(held):
+    r = t2j(MIXING.replace("self.head = nn.Linear(d, n_out)", f"self.head = nn.Linear(d, n_out)\n        self.extra = {held}"))
+    assert any(f.code == "batch-axis" for f in errors(r)), r.findings
+    assert "batched module" not in str(r.findings)
