@@ -2215,19 +2215,17 @@ BATCHED_HOLDS = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Em
                            "torch.nn.Dropout", "torch.nn.Parameter"})
 
 
-class _Refusals:
-    """A probe's context (ranks._Probe) that counts the batch-axis errors batch.Forward would report."""
+class _Refusals(ranks._Probe):
+    """A probe's context (ranks._Probe: no findings, no imports) that counts the batch-axis errors batch.Forward
+    would report."""
 
     def __init__(self, ctx):
-        self._probe = ranks._Probe(ctx)
+        super().__init__(ctx)
         self.refused = 0
 
     def report(self, severity, code_, *args, **kwargs) -> None:
         if Severity(severity) is Severity.ERROR and code_ == "batch-axis":
             self.refused += 1
-
-    def __getattr__(self, name):
-        return getattr(self._probe, name)
 
 
 def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str], table: dict) -> set[str]:
