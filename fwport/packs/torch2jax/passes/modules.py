@@ -2099,6 +2099,10 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 plan["dropped"] = True
             proven = (proven | fwd.seq_proven) - fwd.seq_refused - refused
             s, axes = _batch_axes(s, fwd, ctx, params, methods["forward"])
+            header = s.body.header if isinstance(s.body, cst.IndentedBlock) else None
+            if plan["batched"] and header is not None and header.comment is None:  # (verify reads it: no jax.vmap)
+                s = s.with_changes(body=s.body.with_changes(header=header.with_changes(
+                    whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(BATCHED_MARK))))
             if axes:
                 plan["vmap_axes"] = axes  # training.py's jax.vmap(model, <axes>) at the call sites it writes
             if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
@@ -2206,6 +2210,8 @@ def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict,
     return bool(own or held)
 
 
+#: the comment on a batched module's ``def __call__`` line (fwport/verify/torch2jax.py calls it without jax.vmap)
+BATCHED_MARK = "# batched module: takes the whole batch in PyTorch's layout; call it without jax.vmap"
 #: the submodules a batched module may hold (_batched_classes): per-example layers it calls through jax.vmap (or
 #: jnp.vectorize), elementwise ones it calls as they are, parameters; another (a sequence layer, BatchNorm, a
 #: container) keeps the per-example translation and its batch-axis errors
