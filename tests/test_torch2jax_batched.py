@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import error_findings as errors, needs, t2j
-from runners import verify_model
+from runners import SIDE_HEAD, printed_json, verify_model
 
 needs_frameworks = needs("torch", "jax", "equinox")
 
@@ -118,3 +118,54 @@ def test_a_module_holding_what_a_batched_module_cannot_call_keeps_its_errors(hel
     r = t2j(MIXING.replace("self.head = nn.Linear(d, n_out)", f"self.head = nn.Linear(d, n_out)\n        self.extra = {held}"))
     assert any(f.code == "batch-axis" for f in errors(r)), r.findings
     assert "batched module" not in str(r.findings)
+
+
+TRAINED = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self, d_in=4, d=8, n_out=3):
+        super().__init__()
+        self.fc = nn.Linear(d_in, d)
+        self.drop = nn.Dropout(0.2)
+        self.head = nn.Linear(2 * d, n_out)
+
+    def forward(self, x):
+        h = self.drop(torch.relu(self.fc(x)))
+        h = torch.cat([h, h.mean(dim=0, keepdim=True).expand(x.size(0), -1)], dim=1)
+        return self.head(h)
+
+
+def train(x, y, epochs=3):
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(epochs):
+        model.train()
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        return model(x)
+'''
+
+
+@needs_frameworks
+def test_a_batched_model_is_trained_and_called_without_vmap(tmp_path):
+    r = t2j(TRAINED)
+    assert not errors(r), r.findings
+    assert "model(x, key=key), y)" in r.output and "jax.vmap(model" not in r.output
+    assert 'h = self.drop(jax.nn.relu(jnp.vectorize(self.fc, signature="(n)->(m)")(x)), key=key)' in r.output
+    (tmp_path / "m.py").write_text(r.output)
+    driver = SIDE_HEAD + """
+import jax.numpy as jnp
+x = jnp.asarray(np.random.default_rng(0).standard_normal((5, 4)))
+out = ns["train"](x, jnp.asarray([0, 1, 2, 1, 0]), epochs=2)
+print(json.dumps(list(out.shape)))
+"""
+    assert printed_json(driver, "jax", tmp_path / "m.py") == [5, 3]
