@@ -1169,6 +1169,26 @@ class Forward(cst.CSTTransformer):
         return updated.with_changes(func=cst.Call(self.ctx.spell("jax.numpy.vectorize"), [
             cst.Arg(updated.func), cst.Arg(cst.SimpleString(signature), keyword=cst.Name("signature"), equal=_EQ)]))
 
+    def batch_method_refused(self, original: cst.Call) -> bool:
+        """In a batched module (PyTorch's layout, tensor methods by tensor_methods.py as outside the classes), a
+        tensor method a jax array has under the same name with another meaning, which that table does not write:
+        ``x.flatten(0, 1)`` (jax's takes an order), ``x.repeat(1, n)`` (jax's repeats elements; PyTorch's tiles),
+        ``x.split(2, dim=1)`` (jax's takes sections), ``x.unfold(...)``: an error, never left as written."""
+        f = original.func
+        name = f.attr.value
+        if isinstance(f.value, cst.Name) and f.value.value == "self" or not original.args:
+            return False
+        first = original.args[0].value
+        if name == "split" and not (isinstance(first, cst.Integer) or any(
+                a.keyword is not None and a.keyword.value == "dim" for a in original.args)):
+            return False  # (a string's split)
+        if name not in ("flatten", "repeat", "split", "unfold"):
+            return False
+        self.error(original, f"{code(original)}: in a batched module (PyTorch's layout) .{name} with arguments is not "
+                   f"translated yet, and a jax array's .{name} means something else; write its jnp form "
+                   "(x.reshape(...), jnp.tile, jnp.split at indices, ...)", "unsupported-construct")
+        return True
+
     def batch_module(self, original: cst.Call, updated: cst.Call, keyed: bool) -> cst.BaseExpression:
         """In a batched module, ``self.block(x, n)`` of a per-example module of the file → ``jax.vmap(self.block)(x)``
         over the batch axis, or ``jax.vmap(lambda _w0, _w1: self.block(_w0, _w1, key=...), in_axes=(0, None),
@@ -1884,6 +1904,8 @@ class Forward(cst.CSTTransformer):
         if q is not None:
             return self.function(q, original, updated)
         func = original.func
+        if self.batch_whole and isinstance(func, cst.Attribute) and self.batch_method_refused(original):
+            return updated
         if self.batch_whole and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                 and func.value.value == "self" and func.attr.value in self.examples:
             out = self.batch_module(original, updated, func.attr.value in self.keyed)

@@ -2244,6 +2244,7 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
     else the per-example translation and its errors stay."""
     defs = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes}
     needing, eligible = set(), set()
+    bases = {b.value.value for cls in defs.values() for b in cls.bases if isinstance(b.value, cst.Name)}  # mixins
     for name, cls in defs.items():
         methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
         if "forward" not in methods or name in whole:
@@ -2253,9 +2254,19 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         built = [c for c in (_calls(init) if init is not None else [])
                  if ctx.imports.resolve(c.func) is not None and (ctx.imports.resolve(c.func) or "").startswith("torch.nn.")
                  and (ctx.imports.resolve(c.func) or "")[9:10].isupper()]
+        held = {(dotted_text(a.targets[0].target) or "")[5:] for st in (init.body.body if init is not None else [])
+                if isinstance(st, cst.SimpleStatementLine) for a in st.body
+                if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.value, cst.Call)
+                and isinstance(a.value.func, cst.Name) and a.value.func.value in classes}
+        # what forward calls on self: a layer it holds, a module of this file (a module given to __init__, a
+        # method: not followed, so not batched)
+        called = {(dotted_text(c.func) or "").split(".")[1] for c in _calls(methods["forward"])
+                  if (dotted_text(c.func) or "").startswith("self.")}
         if any(q not in BATCHED_HOLDS for q in subs.values()) \
                 or any(ctx.imports.resolve(c.func) not in BATCHED_HOLDS for c in built) \
-                or len(_reached(methods, "forward") - {"forward"}) > 0:
+                or len(_reached(methods, "forward") - {"forward"}) > 0 or called - set(subs) - held \
+                or name in bases or any(isinstance(c.func, cst.Name) and c.func.value == "super"
+                                        for c in _calls(methods["forward"])):
             continue
         eligible.add(name)
         probe = _Refusals(ctx)
@@ -2264,6 +2275,11 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         rewrite(fwd.body, f)
         if probe.refused:
             needing.add(name)
+    for name in list(eligible):  # its modules of the file get the batch axis first (jax.vmap over axis 0)
+        held = _class_attributes(defs[name], {n: {} for n in defs})
+        if any(table.get(c) is not None and (any(a != 0 for a in table[c].axes.values())
+                                             or table[c].out_axes not in (None, 0)) for c in held):
+            eligible.discard(name)
     builders = {n: {b for b, cls in defs.items() if b != n and any(
         isinstance(c.func, cst.Name) and c.func.value == n for c in find_all(cls, cst.Call))} for n in defs}
 
