@@ -169,3 +169,39 @@ out = ns["train"](x, jnp.asarray([0, 1, 2, 1, 0]), epochs=2)
 print(json.dumps(list(out.shape)))
 """
     assert printed_json(driver, "jax", tmp_path / "m.py") == [5, 3]
+
+
+GIVEN = '''
+import torch
+from torch import nn
+
+
+class Wrap(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.net(self.fc(x))
+        return torch.cat([h, h.mean(dim=0, keepdim=True)], dim=0)
+'''
+
+
+def test_a_module_calling_a_module_given_to_init_is_not_batched():
+    # the given module is translated per example elsewhere: called on the whole batch it would be wrong
+    r = t2j(GIVEN)
+    assert any(f.code == "batch-axis" for f in errors(r)), r.findings
+    assert "batched module" not in str(r.findings)
+
+
+@pytest.mark.parametrize("line, method", [("        h = h.flatten(0, 1)", "flatten"),
+                                          ("        h = h.repeat(1, 2, 1)", "repeat"),
+                                          ("        h = h.split(2, dim=-1)[0]", "split")])
+def test_a_method_jax_spells_otherwise_is_an_error_in_a_batched_module(line, method):
+    src = MIXING.replace("        h = self.norm(h)\n", f"        h = self.norm(h)\n{line}\n")
+    r = t2j(src)
+    errs = errors(r)
+    assert [f.code for f in errs] == ["unsupported-construct"] and f".{method} with arguments" in errs[0].message, errs
+    assert errs[0].line == 17
+    assert "Net is translated as a batched module" in str(r.findings)
