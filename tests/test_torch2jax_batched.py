@@ -205,3 +205,57 @@ def test_a_method_jax_spells_otherwise_is_an_error_in_a_batched_module(line, met
     assert [f.code for f in errs] == ["unsupported-construct"] and f".{method} with arguments" in errs[0].message, errs
     assert errs[0].line == 17
     assert "Net is translated as a batched module" in str(r.findings)
+
+
+NESTED = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) + x
+
+
+class Mixer(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h - h.mean(dim=0, keepdim=True)
+
+
+class Outer(nn.Module):
+    def __init__(self, d_in=4, d=6):
+        super().__init__()
+        self.embed = nn.Linear(d_in, d)
+        self.block = Block(d)
+        self.mixer = Mixer(d)
+        self.head = nn.Linear(d, 2)
+
+    def forward(self, x):
+        return self.head(self.mixer(self.block(self.embed(x))))
+'''
+
+
+def test_a_module_holding_a_batched_one_is_batched_and_calls_it_whole():
+    r = t2j(NESTED)
+    assert not errors(r), r.findings
+    text = r.output
+    assert "Mixer is translated as a batched module: its forward needs the batch axis" in str(r.findings)
+    assert "Outer is translated as a batched module: its forward holds batched modules (Mixer)" in str(r.findings)
+    assert "Block is translated" not in str(r.findings)
+    assert 'self.mixer(jax.vmap(self.block)(jnp.vectorize(self.embed, signature="(n)->(m)")(x)))' in text
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_nested_batched_modules_compute_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, NESTED, "Outer", [f"float64[{n},5,4]"])
+    assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
