@@ -259,3 +259,47 @@ def test_a_module_holding_a_batched_one_is_batched_and_calls_it_whole():
 def test_nested_batched_modules_compute_what_pytorch_computes(tmp_path, n):
     cert = verify_model(tmp_path, NESTED, "Outer", [f"float64[{n},5,4]"])
     assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
+
+
+ATTENTION = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from einops import rearrange, repeat
+
+
+class Net(nn.Module):
+    def __init__(self, d=8, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.cls = nn.Parameter(torch.randn(1, 1, d))
+        self.out = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        cls = repeat(self.cls, '1 1 d -> b 1 d', b=b)
+        x = torch.cat([cls, x], dim=1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=self.heads), (self.q(x), self.k(x), self.v(x)))
+        att = F.softmax(torch.einsum('bhid,bhjd->bhij', q, k) * 0.5, dim=-1)
+        o = rearrange(torch.einsum('bhij,bhjd->bhid', att, v), 'b h n d -> b n (h d)')
+        o = o - o.mean(dim=0, keepdim=True)
+        return self.out(o[:, 0])
+'''
+
+
+def test_einops_patterns_of_a_batched_module_stay_as_pytorch_writes_them():
+    r = t2j(ATTENTION)
+    assert not errors(r), r.findings
+    assert "rearrange(t, 'b n (h d) -> b h n d', h=self.heads)" in r.output
+    assert "repeat(self.cls, '1 1 d -> b 1 d', b=b)" in r.output
+    assert "jnp.einsum('bhij,bhjd->bhid', att, v), 'b h n d -> b n (h d)')" in r.output
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_attention_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, ATTENTION, "Net", [f"float64[{n},4,8]"])
+    assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None

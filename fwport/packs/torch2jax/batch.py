@@ -2722,7 +2722,7 @@ class Forward(cst.CSTTransformer):
         the first axis is named like a batch, a ``batch-axis`` error gives the per-example pattern."""
         a, _ = _args(original, ("tensor", "pattern"))
         pattern = literal_value(a["pattern"], None) if "pattern" in a else None
-        if not isinstance(pattern, str):
+        if not isinstance(pattern, str) or self.batch_whole:  # (a batched module's patterns are PyTorch's, as written)
             return updated
         if "tensor" in a and self.is_batched(a["tensor"]):
             # (a name computed from sizes, `wsz = x.shape[-1]`, counts as batched here: the new positions and errors
