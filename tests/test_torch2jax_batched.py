@@ -303,3 +303,38 @@ def test_einops_patterns_of_a_batched_module_stay_as_pytorch_writes_them():
 def test_a_batched_attention_computes_what_pytorch_computes(tmp_path, n):
     cert = verify_model(tmp_path, ATTENTION, "Net", [f"float64[{n},4,8]"])
     assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
+
+
+SEQUENTIAL = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, d_in=4, d=8, n_out=3):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(d_in, d), nn.GELU(), nn.Dropout(0.1), nn.Linear(d, d))
+        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, n_out))
+
+    def forward(self, x):
+        h = self.mlp(x)
+        h = h - h.mean(dim=0, keepdim=True)
+        return self.head(h)
+'''
+
+
+def test_sequentials_of_a_batched_module_are_mapped_over_the_batch():
+    r = t2j(SEQUENTIAL)
+    assert not errors(r), r.findings
+    assert ('jax.vmap(lambda _w0: self.mlp(_w0, key=None if key is None else jax.random.fold_in(key, '
+            'jax.lax.axis_index("batch"))), axis_name="batch")(x)') in r.output
+    assert "return jax.vmap(self.head)(h)" in r.output
+    # one vector per example is assumed for the user's input, and said, as in a per-example module
+    assert [f.message.split(" gets")[0] for f in r.findings if f.severity.name == "WARNING"] == ["self.mlp (Linear)"]
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_module_with_sequentials_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, SEQUENTIAL, "Net", [f"float64[{n},4]"])
+    assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None

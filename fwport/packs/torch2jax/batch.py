@@ -637,6 +637,7 @@ class Forward(cst.CSTTransformer):
         # through jax.vmap over the batch
         self.batch_whole = False
         self.examples: set[str] = set()
+        self.vector_sequences: set[str] = set()  # ... those Sequentials among them whose Linear takes one vector
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -1909,6 +1910,8 @@ class Forward(cst.CSTTransformer):
         if self.batch_whole and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                 and func.value.value == "self" and func.attr.value in self.examples:
             out = self.batch_module(original, updated, func.attr.value in self.keyed)
+            if func.attr.value in self.vector_sequences:  # (one vector per example assumed: said once per file)
+                self.rank_unknown(original, f"self.{func.attr.value}", "torch.nn.Linear")
             if func.attr.value in self.keyed:
                 self.key_sites.append(out)
             return out

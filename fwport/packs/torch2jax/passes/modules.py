@@ -2088,7 +2088,14 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             fwd.keyed_sequences = dropout_sequences
             if plan["batched"]:
                 fwd.batch_whole = True
-                fwd.examples = {n for n, c in own.items() if not plans[c].get("whole")}
+                fwd.examples = {n for n, c in own.items() if not plans[c].get("whole")} \
+                    | {n for n, q in subs.items() if q in SEQUENTIALS}
+                # Sequentials holding a Linear / LayerNorm that takes one vector (not ranks.py's PerVector)
+                fwd.vector_sequences = {(dotted_text(a.targets[0].target) or "")[5:] for a in find_all(
+                    methods["__init__"], cst.Assign) if len(a.targets) == 1 and isinstance(a.value, cst.Call)
+                    and ctx.imports.resolve(a.value.func) == "torch.nn.Sequential"
+                    and any(isinstance(x.value, cst.Call) and ctx.imports.resolve(x.value.func) in ranks.PER_VECTOR
+                            for x in a.value.args)} if "__init__" in methods else set()
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -2220,6 +2227,9 @@ BATCHED_HOLDS = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Em
                            "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU", "torch.nn.Identity",
                            "torch.nn.Dropout", "torch.nn.Parameter"})
 
+#: an ``nn.Sequential`` attribute (of BATCHED_HOLDS layers, or this file's modules): per example, mapped as one
+SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.Sequential+random"})
+
 
 class _Refusals(ranks._Probe):
     """A probe's context (ranks._Probe: no findings, no imports) that counts the batch-axis errors batch.Forward
@@ -2262,8 +2272,8 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         # method: not followed, so not batched)
         called = {(dotted_text(c.func) or "").split(".")[1] for c in _calls(methods["forward"])
                   if (dotted_text(c.func) or "").startswith("self.")}
-        if any(q not in BATCHED_HOLDS for q in subs.values()) \
-                or any(ctx.imports.resolve(c.func) not in BATCHED_HOLDS for c in built) \
+        if any(q not in BATCHED_HOLDS | SEQUENTIALS for q in subs.values()) \
+                or any(ctx.imports.resolve(c.func) not in BATCHED_HOLDS | SEQUENTIALS for c in built) \
                 or len(_reached(methods, "forward") - {"forward"}) > 0 or called - set(subs) - held \
                 or name in bases or any(isinstance(c.func, cst.Name) and c.func.value == "super"
                                         for c in _calls(methods["forward"])):
