@@ -338,3 +338,27 @@ def test_sequentials_of_a_batched_module_are_mapped_over_the_batch():
 def test_a_batched_module_with_sequentials_computes_what_pytorch_computes(tmp_path, n):
     cert = verify_model(tmp_path, SEQUENTIAL, "Net", [f"float64[{n},4]"])
     assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
+
+
+def test_the_per_example_error_tests_module_without_its_lstm_is_batched_without_errors():
+    # tests/test_torch2jax_batch_index.py's and _functions.py's per-example errors hold an LSTM to stay per example;
+    # without it the module is batched: `len(h)` and torch.unbind over the batch are PyTorch's, as written
+    for body in ("        h = torch.zeros(len(h), len(h))", "        h = torch.stack(torch.unbind(h)) + h"):
+        src = f'''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.fc(x)
+{body}
+        return h
+'''
+        r = t2j(src)
+        assert not errors(r), r.findings
+        assert "Net is translated as a batched module" in str(r.findings)
