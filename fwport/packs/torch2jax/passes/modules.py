@@ -2281,7 +2281,12 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         eligible.add(name)
         probe = _Refusals(ctx)
         fwd = methods["forward"]
-        f = Forward(probe, {p.name.value for p in fwd.params.params[1:]}, set(), subs, ranks=table.get(name))
+        buffers: set[str] = set()
+        leading: dict[str, tuple[int, int]] = {}  # (as the real rewrite sees them: a causal mask's leading ones)
+        if init is not None:
+            rewrite(init, _Buffers(probe, buffers, leading))
+        f = Forward(probe, {p.name.value for p in fwd.params.params[1:]}, set(), subs, buffers=buffers,
+                    ranks=table.get(name), leading_ones=leading)
         rewrite(fwd.body, f)
         if probe.refused:
             needing.add(name)
