@@ -78,3 +78,86 @@ def test_files_importing_only_a_tensorflow_library_are_reported(src, line, api):
     assert r.status.value != "unchanged"
     assert [(f.path, f.line) for f in errors] == [("pipe.py", line)], [f.message for f in errors]
     assert errors[0].api == api or api in errors[0].message
+
+
+# --- flat_map, interleave, window: TensorFlow's pipeline and the translation's, element by element -----------
+def _run(src: str) -> tuple[dict, dict]:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    src = "import tensorflow as tf\n\n" + textwrap.dedent(src).lstrip()
+    r, errors = _errors(src)
+    assert not errors, [f.message for f in errors]
+    assert "tensorflow" not in r.output and "class DataPipeline" in r.output
+    ns_tf, ns_torch = {}, {}
+    exec(compile(src, "original.py", "exec"), ns_tf)
+    exec(compile(r.output, "translated.py", "exec"), ns_torch)
+    return ns_tf, ns_torch
+
+
+def _values(element):
+    if isinstance(element, tuple):
+        return tuple(_values(e) for e in element)
+    return element.tolist() if hasattr(element, "tolist") else element
+
+
+def _same(ns_tf, ns_torch, name="ds"):
+    expected = [_values(e) for e in ns_tf[name].as_numpy_iterator()]
+    got = [_values(e) for e in ns_torch[name]]
+    assert got == expected and expected
+    return got
+
+
+def test_flat_map_as_tensorflow():
+    ns_tf, ns_torch = _run("""
+    ds = tf.data.Dataset.range(5).flat_map(lambda x: tf.data.Dataset.range(x).map(lambda y: y * 10 + x))
+    pairs = tf.data.Dataset.from_tensor_slices(([1, 2, 3], [4, 5, 6])).flat_map(
+        lambda a, b: tf.data.Dataset.from_tensors(a + b).repeat(tf.cast(a, tf.int64)))
+    """)
+    _same(ns_tf, ns_torch)
+    _same(ns_tf, ns_torch, "pairs")
+
+
+@pytest.mark.parametrize("args", ["cycle_length=2", "cycle_length=3, block_length=2", "cycle_length=4, block_length=3",
+                                  "cycle_length=1, block_length=2", "cycle_length=2, block_length=4",
+                                  "cycle_length=3, block_length=2, num_parallel_calls=2, deterministic=True",
+                                  "cycle_length=3, num_parallel_calls=tf.data.AUTOTUNE", "block_length=2", ""])
+def test_interleave_as_tensorflow(args):
+    # datasets of different lengths (1..6, then a 0-length one): ones that end mid-block and mid-cycle
+    ns_tf, ns_torch = _run(f"""
+    ds = tf.data.Dataset.from_tensor_slices(tf.constant([3, 1, 6, 0, 2, 5, 4], tf.int64)).interleave(
+        lambda x: tf.data.Dataset.range(x).map(lambda y: y + 100 * x), {args})
+    """)
+    _same(ns_tf, ns_torch)
+
+
+@pytest.mark.parametrize("args", ["3", "3, shift=1", "3, shift=2", "3, shift=1, drop_remainder=True",
+                                  "2, shift=3", "2, shift=5, stride=2", "3, shift=2, stride=2", "4, drop_remainder=True",
+                                  "3, shift=2, stride=3, drop_remainder=True", "20", "20, drop_remainder=True"])
+def test_window_batched_as_tensorflow(args):
+    size = int(args.split(",")[0])
+    ns_tf, ns_torch = _run(f"""
+    ds = tf.data.Dataset.range(11).window({args}).flat_map(lambda w: w.batch({size}))
+    n = int(tf.data.Dataset.range(11).window({args}).cardinality())
+    """)
+    if "20, drop" in args:  # no complete window: an empty pipeline in both
+        assert list(ns_torch["ds"]) == [] and list(ns_tf["ds"]) == []
+    else:
+        _same(ns_tf, ns_torch)
+    assert ns_torch["n"] == ns_tf["n"]
+
+
+def test_window_of_tuples_zip_idiom_as_tensorflow():
+    ns_tf, ns_torch = _run("""
+    xs = tf.data.Dataset.from_tensor_slices((tf.reshape(tf.range(20.0), (10, 2)), tf.range(10)))
+    ds = xs.window(4, shift=3, drop_remainder=True).flat_map(
+        lambda x, y: tf.data.Dataset.zip((x.batch(4), y.batch(4))))
+    """)
+    _same(ns_tf, ns_torch)
+
+
+def test_window_of_an_infinite_pipeline_is_lazy():
+    ns_tf, ns_torch = _run("""
+    ds = tf.data.Dataset.range(5).repeat().window(3, shift=2).flat_map(lambda w: w.batch(3)).take(6)
+    """)
+    _same(ns_tf, ns_torch)
