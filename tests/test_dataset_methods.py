@@ -161,3 +161,19 @@ def test_window_of_an_infinite_pipeline_is_lazy():
     ds = tf.data.Dataset.range(5).repeat().window(3, shift=2).flat_map(lambda w: w.batch(3)).take(6)
     """)
     _same(ns_tf, ns_torch)
+
+
+def test_a_notebook_importing_only_tensorflow_datasets_is_reported():
+    nbformat = pytest.importorskip("nbformat")
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from fwport.core.notebook import translate_notebook
+    from fwport.core.runner import Settings
+
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "k", "display_name": "k", "language": "python"}
+    nb.cells = [new_code_cell("import tensorflow_datasets as tfds"), new_code_cell("x = 1\nds = tfds.load('mnist')")]
+    r = translate_notebook(nbformat.writes(nb) + "\n", "nb.ipynb", Settings()).result
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [(f.cell, f.line, f.api) for f in errors] == [(2, 2, "tensorflow_datasets.load")]
+    assert "__fwport_anchor__" not in r.output and "# fwport: no-rule: tensorflow_datasets.load" in r.output
