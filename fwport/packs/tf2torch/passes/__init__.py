@@ -73,8 +73,10 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("inline", Trigger(r"\)\s*\(|(?:Pool|Sampling|Padding|Cropping|Crop|SpatialDropout|Resizing)\w*\s*\(",
                               ")"), inline.run),
     # (read-only) a tf.data.Dataset method the DataPipeline helper lacks (interleave, window, group_by_window, ...)
-    # called on a dataset of the file: an error, not an AttributeError when the translation runs (datasets.py)
-    Planner("dataset_methods", fast(r"\.\s*(?:" + "|".join(sorted(datasets.MISSING)) + r")\b"), datasets.run),
+    # called on a dataset of the file: an error, not an AttributeError when the translation runs (datasets.py);
+    # a file with one holds tf.data or a Keras dataset reader (searched first: `.save(` / `.load(` are everywhere)
+    Planner("dataset_methods", Trigger(r"\bdata\b|dataset_from", "data",
+                                       also=r"\.\s*(?:" + "|".join(sorted(datasets.MISSING)) + r")\b"), datasets.run),
     # (read-only) a NumPy value given to a model of the file → torch.as_tensor(x, dtype=torch.float32); a model's
     # output given to a NumPy function → .detach().numpy() (valuekinds.py)
     Planner("numpy_values", Trigger(r"\bnumpy\b", "numpy"), valuekinds.run),
