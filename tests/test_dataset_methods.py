@@ -177,3 +177,27 @@ def test_a_notebook_importing_only_tensorflow_datasets_is_reported():
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [(f.cell, f.line, f.api) for f in errors] == [(2, 2, "tensorflow_datasets.load")]
     assert "__fwport_anchor__" not in r.output and "# fwport: no-rule: tensorflow_datasets.load" in r.output
+
+
+def test_reduce_and_get_single_element_as_tensorflow():
+    ns_tf, ns_torch = _run("""
+    import numpy as np
+
+    ds = tf.data.Dataset.from_tensor_slices(([1, 2, 3], [4.0, 5.0, 6.5]))
+    sums = ds.reduce((np.int32(0), 0.0), lambda s, e: (s[0] + e[0], s[1] + e[1]))
+    count = tf.data.Dataset.range(5).reduce(0, lambda s, x: s + 1)
+    total = tf.data.Dataset.range(5).reduce(np.int64(0), lambda s, x: s + x)
+    one = tf.data.Dataset.range(7).skip(3).take(1).get_single_element()
+    first = ds.take(1).get_single_element()
+    """)
+    for name in ("count", "total", "one"):
+        assert ns_torch[name].tolist() == ns_tf[name].numpy().tolist()
+        assert str(ns_torch[name].dtype).split(".")[-1] == ns_tf[name].dtype.name
+    for name in ("sums", "first"):
+        for g, e in zip(ns_torch[name], ns_tf[name], strict=True):
+            assert g.tolist() == e.numpy().tolist() and str(g.dtype).split(".")[-1] == e.dtype.name
+    for n in (0, 2):
+        with pytest.raises(ValueError, match="exactly one"):
+            ns_torch["DataPipeline"].range(n).get_single_element()
+        with pytest.raises(ns_tf["tf"].errors.InvalidArgumentError):
+            ns_tf["tf"].data.Dataset.range(n).get_single_element()

@@ -878,6 +878,22 @@ class DataPipeline({torch}utils.data.IterableDataset):
                 index = (index + 1) % cycle
         return DataPipeline(run)
 
+    def reduce(self, initial_state, reduce_func, name=None):
+        """reduce_func(state, element) over the elements from initial_state (as tensors: a Python int int32, as
+        TensorFlow converts it); the element is one argument (a tuple element is not unpacked, as in tf.data)."""
+        state = DataPipeline._tensors(initial_state)
+        for element in self:
+            state = reduce_func(state, element)
+        return state
+
+    def get_single_element(self, name=None):
+        """The pipeline's one element; none or more than one raise ValueError (tf.data's InvalidArgumentError)."""
+        elements = iter(self)
+        first = next(elements, DataPipeline)
+        if first is DataPipeline or next(elements, DataPipeline) is not DataPipeline:
+            raise ValueError("get_single_element: the dataset does not have exactly one element")
+        return first
+
     def window(self, size, shift=None, stride=1, drop_remainder=False, name=None):
         """Windows of size elements (every stride-th), one starting every shift (size by default) elements, each
         a dataset of its elements (a tuple or dict of datasets for a tuple or dict element, as tf.data gives

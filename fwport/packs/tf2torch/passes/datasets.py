@@ -54,8 +54,6 @@ _ADVICE = {
     "scan": "a generator that carries the state: DataPipeline(lambda: my_generator(pipeline))",
     "unique": "a generator that keeps the elements seen: DataPipeline(lambda: my_generator(pipeline))",
     "take_while": "itertools.takewhile over the pipeline: DataPipeline(lambda: itertools.takewhile(pred, pipeline))",
-    "reduce": "a loop over the pipeline (functools.reduce(f, pipeline, initial))",
-    "get_single_element": "next(iter(pipeline))",
     "element_spec": "the structure of next(iter(pipeline))",
 }
 
