@@ -247,7 +247,9 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
             continue
         included.append((i, masked, masks, src.endswith("\n"), indent))
     joined_all = "\n".join(m for _, m, _, _, _ in included)
-    if not included or not _source_import(roots).search(joined_all):
+    # the source roots, or a module of another package that is source code too (tensorflow_datasets: `\b` does
+    # not end `tensorflow` before `_`, so a notebook importing only it was left as it was, with no finding)
+    if not included or not _source_import(roots + direction.source.modules).search(joined_all):
         unchanged.result.findings = findings
         return unchanged
 

@@ -198,7 +198,10 @@ DIRECTION = Direction(
     name="tf2torch",
     summary="TensorFlow 2 / Keras (tf.keras, Keras 3, tf_keras) → PyTorch",
     source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT, modules=SOURCE_MODULES),
-    mentions=re.compile(r"\b(tensorflow|keras|tf_keras)\b"),
+    # the source roots and the packages built on them (a file importing only tensorflow_datasets / keras_cv: `\b`
+    # does not end `tensorflow` before `_`, so those are named too; without them such a file came back unchanged)
+    mentions=re.compile(r"\b(?:tensorflow|keras|tf_keras|"
+                        + "|".join(sorted({m.split(".")[0] for m in SOURCE_MODULES} - set(SOURCE_ROOTS))) + r")\b"),
     source_title="TensorFlow/Keras",
     # a free `tf.` / `keras.` in a file that imports TensorFlow or Keras (a notebook fragment)
     conventional_aliases={"tf": "tensorflow", "keras": "keras"},

@@ -841,6 +841,97 @@ class DataPipeline({torch}utils.data.IterableDataset):
     def apply(self, transformation_func):
         return transformation_func(self)
 
+    def flat_map(self, map_func, name=None):
+        """The elements of the dataset map_func gives for each element, one dataset after the other."""
+        def run():
+            for element in self:
+                yield from (map_func(*element) if isinstance(element, tuple) else map_func(element))
+        return DataPipeline(run)
+
+    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
+                   deterministic=None, name=None):
+        """tf.data's interleave: cycle_length datasets open at once (map_func of the next elements), block_length
+        elements (1 by default) taken from each in turn; one that ends leaves its place to the next element's
+        dataset. cycle_length None (or AUTOTUNE, -1): the number of CPUs, as TensorFlow sets it. The order is
+        TensorFlow's deterministic one, whatever num_parallel_calls."""
+        import os
+        cycle = cycle_length if cycle_length is not None and cycle_length > 0 else (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        block = block_length if block_length is not None and block_length > 0 else 1
+        def run():
+            source = iter(self)
+            slots, ended, index = [None] * cycle, False, 0
+            while not ended or any(s is not None for s in slots):
+                if slots[index] is None and not ended:
+                    element = next(source, DataPipeline)
+                    if element is DataPipeline:
+                        ended = True
+                        continue
+                    slots[index] = iter(map_func(*element) if isinstance(element, tuple) else map_func(element))
+                if slots[index] is not None:
+                    for _ in range(block):
+                        value = next(slots[index], DataPipeline)
+                        if value is DataPipeline:
+                            slots[index] = None
+                            break
+                        yield value
+                index = (index + 1) % cycle
+        return DataPipeline(run)
+
+    def reduce(self, initial_state, reduce_func, name=None):
+        """reduce_func(state, element) over the elements from initial_state (as tensors: a Python int int32, as
+        TensorFlow converts it); the element is one argument (a tuple element is not unpacked, as in tf.data)."""
+        state = DataPipeline._tensors(initial_state)
+        for element in self:
+            state = reduce_func(state, element)
+        return state
+
+    def get_single_element(self, name=None):
+        """The pipeline's one element; none or more than one raise ValueError (tf.data's InvalidArgumentError)."""
+        elements = iter(self)
+        first = next(elements, DataPipeline)
+        if first is DataPipeline or next(elements, DataPipeline) is not DataPipeline:
+            raise ValueError("get_single_element: the dataset does not have exactly one element")
+        return first
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False, name=None):
+        """Windows of size elements (every stride-th), one starting every shift (size by default) elements, each
+        a dataset of its elements (a tuple or dict of datasets for a tuple or dict element, as tf.data gives
+        them: flat_map(lambda w: w.batch(size)) makes each a batch); the last ones shorter, or dropped with
+        drop_remainder."""
+        shift = size if shift is None else shift
+        span = (size - 1) * stride + 1
+
+        def part(items):
+            first = items[0]
+            if isinstance(first, tuple):
+                return tuple(part([item[k] for item in items]) for k in range(len(first)))
+            if isinstance(first, dict):
+                return {{k: part([item[k] for item in items]) for k in first}}
+            return DataPipeline(lambda: iter(items), len(items))
+
+        def run():
+            buffer, first, start, seen = [], 0, 0, 0  # buffer: the elements from position first on
+            for element in self:
+                buffer.append(element)
+                seen += 1
+                while start + span <= seen:
+                    yield part(buffer[start - first:start - first + span:stride])
+                    start += shift
+                    drop = min(start, seen) - first
+                    del buffer[:drop]
+                    first += drop
+                drop = min(start, seen) - first
+                del buffer[:drop]
+                first += drop
+            while not drop_remainder and start < seen:
+                yield part(buffer[start - first::stride])
+                start += shift
+        n = self.length
+        if n is not None and n != float("inf"):
+            n = (max(0, (n - span) // shift + 1) if n >= span else 0) if drop_remainder else -(-n // shift)
+        return DataPipeline(run, n)
+
     def enumerate(self, start=0, name=None):
         def run():
             for i, element in enumerate(self, start):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fwport.core.direction import Planner, Trigger, fast
 from fwport.packs.tf2torch import data, helpers, rngs, testcase, utilities
-from fwport.packs.tf2torch.passes import (decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
+from fwport.packs.tf2torch.passes import (datasets, decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
                                           sequential, subclass, training, training_arg, valuekinds,
                                           variables)
 
@@ -72,6 +72,11 @@ PLANNERS: tuple[Planner, ...] = (
     # a weightless layer bound to a module-level name and only called (`crop = layers.CenterCrop(...)`)
     Planner("inline", Trigger(r"\)\s*\(|(?:Pool|Sampling|Padding|Cropping|Crop|SpatialDropout|Resizing)\w*\s*\(",
                               ")"), inline.run),
+    # (read-only) a tf.data.Dataset method the DataPipeline helper lacks (interleave, window, group_by_window, ...)
+    # called on a dataset of the file: an error, not an AttributeError when the translation runs (datasets.py);
+    # a file with one holds tf.data or a Keras dataset reader (searched first: `.save(` / `.load(` are everywhere)
+    Planner("dataset_methods", Trigger(r"\bdata\b|dataset_from", "data",
+                                       also=r"\.\s*(?:" + "|".join(sorted(datasets.MISSING)) + r")\b"), datasets.run),
     # (read-only) a NumPy value given to a model of the file → torch.as_tensor(x, dtype=torch.float32); a model's
     # output given to a NumPy function → .detach().numpy() (valuekinds.py)
     Planner("numpy_values", Trigger(r"\bnumpy\b", "numpy"), valuekinds.run),
