@@ -41,6 +41,8 @@ def test_the_helper_projects_as_keras(name, config):
     got = C(name, **config)(torch.tensor(w)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert not np.allclose(want, w)  # the projection changes this weight (the check could fail)
+    tf_keras = pytest.importorskip("tf_keras")  # Keras 2 projects the same way
+    np.testing.assert_allclose(got, getattr(tf_keras.constraints, name)(**config)(w).numpy(), rtol=1e-6, atol=2e-7)
 
 
 def test_the_helper_resolves_identifiers_as_keras_get():
