@@ -178,3 +178,19 @@ def test_constraints_without_a_written_loop_are_reported():
     assert 'self.kernel.copy_(KerasConstraint("unit_norm")(self.kernel))' in lit.output
     none = tx(src.replace("constraint=self.kernel_constraint", "constraint=None"))
     assert "self.kernel.copy_" not in none.output and errors(none) == []
+
+
+def test_every_written_update_applies_the_constraints():
+    """fit and train_on_batch: each optimizer.step() fwport writes is followed by the modules' apply_constraints();
+    a file without constraints gets none."""
+    src = MODEL + "\nloss = model.train_on_batch(x, y)\n"
+    for text in [src]:
+        out = tx(text).output.splitlines()
+        steps = [i for i, line in enumerate(out) if line.strip() == "optimizer.step()"]
+        assert len(steps) >= 2, out
+        for i in steps:
+            assert out[i + 1].strip().startswith("for m in model.modules():"), out[i:i + 3]
+            assert out[i + 3].strip() == "m.apply_constraints()"
+    plain = tx(MODEL.replace("constraint=self.kernel_constraint", "constraint=None")
+               .replace("constraint=self.bias_constraint", "constraint=None")).output
+    assert "optimizer.step()" in plain and "m.apply_constraints()" not in plain and "def apply_constraints" not in plain
