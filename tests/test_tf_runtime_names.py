@@ -1,5 +1,5 @@
 """TensorFlow / Keras names of issues 8 and 9 with no faithful torch counterpart (TensorSpec, TensorShape,
-ragged tensors, DTensor, TensorFlow Lite, logical devices, constraints): each use is an error at its line whose message says what a PyTorch program writes instead,
+ragged tensors, DTensor, TensorFlow Lite, logical devices): each use is an error at its line whose message says what a PyTorch program writes instead,
 never "no rule yet"."""
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ EXPECTED = {  # line → a phrase of the guidance
     9: "ExecuTorch",
     10: "ExecuTorch",
     12: "set_per_process_memory_fraction",
-    13: "after each optimizer step",
 }
+# line 13, keras.constraints.get, translates (the KerasConstraint helper: test_con25_constraints);
 # keras.regularizers.serialize translates (KerasRegularizer.serialize: test_reg23_custom_regularizers);
 # line 14, tf.random.Generator.from_seed, translates (rngs.py): a warning that the streams differ; line 11,
 # OneDeviceStrategy, is one replica (passes/runtime.py): a warning that says how to compute on its device
@@ -56,6 +56,7 @@ def test_names_without_counterpart_are_errors_with_guidance():
     assert [f.line for f in r.findings if f.code == "random-stream"] == [14]
     assert [f.line for f in r.findings if f.severity is Severity.WARNING and "model.to(device)" in f.message] == [11]
     assert "rng = torch.Generator().manual_seed(123)" in r.output
+    assert "constraint = KerasConstraint(config)" in r.output
 
 
 SETTINGS = '''

@@ -1853,7 +1853,68 @@ class KerasRegularizer:
         return None if regularizer is None else regularizer.get_config()
 '''
 
+
+_KERAS_CONSTRAINT = '''
+
+class KerasConstraint:
+    \"\"\"A Keras weight constraint given by name ("max_norm" / "MaxNorm", "min_max_norm" / "MinMaxNorm",
+    "non_neg" / "NonNeg", "unit_norm" / "UnitNorm"), by its arguments (KerasConstraint("MaxNorm", max_value=2)),
+    by {"class_name": ..., "config": ...} or as an object that already is one (returned as it is; None stays
+    None, as keras.constraints.get does). Called with a weight it gives Keras's projection (axis 0 and
+    epsilon 1e-7 by default, as Keras): Keras's optimizer assigns it to the variable after each update; here a
+    module's apply_constraints() does it, which the loop calls after each optimizer.step(). get_config() gives
+    {"class_name": ..., "config": ...}, which it reads back; serialize(c) is that config, or None for None.\"\"\"
+
+    _CLASSES = {"max_norm": "MaxNorm", "MaxNorm": "MaxNorm", "min_max_norm": "MinMaxNorm", "MinMaxNorm": "MinMaxNorm",
+                "non_neg": "NonNeg", "NonNeg": "NonNeg", "unit_norm": "UnitNorm", "UnitNorm": "UnitNorm"}
+    _DEFAULTS = {"MaxNorm": {"max_value": 2, "axis": 0}, "NonNeg": {}, "UnitNorm": {"axis": 0},
+                 "MinMaxNorm": {"min_value": 0.0, "max_value": 1.0, "rate": 1.0, "axis": 0}}
+    EPSILON = 1e-7  # keras.backend.epsilon()
+
+    def __new__(cls, identifier, **config):
+        if identifier is None or callable(identifier):
+            return identifier
+        return super().__new__(cls)
+
+    def __init__(self, identifier, **config):
+        if identifier is self:  # __new__ returned it as it was
+            return
+        if isinstance(identifier, dict):
+            identifier, config = identifier["class_name"], {**identifier.get("config", {}), **config}
+        name = self._CLASSES.get(identifier)
+        if name is None:
+            raise ValueError(f"unknown Keras constraint: {identifier!r} (KerasConstraint knows MaxNorm, MinMaxNorm, "
+                             "NonNeg, UnitNorm)")
+        unknown = set(config) - set(self._DEFAULTS[name])
+        if unknown:
+            raise TypeError(f"{name} takes no {sorted(unknown)}")
+        self.name, self.config = name, {**self._DEFAULTS[name], **config}
+
+    def __call__(self, w):
+        c = self.config
+        if self.name == "NonNeg":
+            return w.clamp(min=0)
+        axis = c["axis"]
+        dims = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+        norms = w.square().sum(dim=dims, keepdim=True).sqrt()
+        if self.name == "UnitNorm":
+            return w / (self.EPSILON + norms)
+        if self.name == "MaxNorm":
+            desired = norms.clamp(0, c["max_value"])
+        else:
+            desired = c["rate"] * norms.clamp(c["min_value"], c["max_value"]) + (1 - c["rate"]) * norms
+        return w * (desired / (self.EPSILON + norms))
+
+    def get_config(self):
+        return {"class_name": self.name, "config": dict(self.config)}
+
+    @staticmethod
+    def serialize(constraint):
+        return None if constraint is None else constraint.get_config()
+'''
+
 HELPERS["LazyBuild"] = _LAZY_BUILD
+HELPERS["KerasConstraint"] = _KERAS_CONSTRAINT
 HELPERS["KerasRegularizer"] = _KERAS_REGULARIZER
 HELPERS["KerasInitializer"] = _KERAS_INITIALIZER
 

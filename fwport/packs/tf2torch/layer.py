@@ -2833,6 +2833,31 @@ def keras_regularizer(m: MappedCall, ctx) -> cst.BaseExpression | None:
     return expr(f'{helper}("{name}"{args})')
 
 
+@call_transform("keras-constraint")
+def keras_constraint(m: MappedCall, ctx) -> cst.BaseExpression | None:
+    """Keras weight constraints held as values (custom layers): ``keras.constraints.get(identifier)`` →
+    ``KerasConstraint(identifier)`` (None stays None), ``max_norm(2)`` / ``MinMaxNorm(...)`` / ``NonNeg()`` /
+    ``UnitNorm(axis=...)`` → ``KerasConstraint("MaxNorm", max_value=2)``, ``serialize(c)`` →
+    ``KerasConstraint.serialize(c)``: the helper (written into the file) that gives Keras's projection when
+    called with a weight; add_weight(constraint=...) records it in the class's apply_constraints() (subclass
+    pass), which the loop fwport writes calls after each optimizer.step(). ``options.names``: the class each
+    constructor name makes; ``options.method``: "get" or "serialize"."""
+    helper = helpers.use(ctx, "KerasConstraint")
+    method = _option(m, "method")
+    if method == "serialize":
+        value = m.kwargs.get("constraint")
+        return None if value is None else expr(f"{helper}.serialize({code(value)})")
+    if method == "get":
+        value = m.kwargs.get("identifier")
+        return None if value is None else expr(f"{helper}({code(value)})")
+    qual = ctx.imports.resolve(m.node.func) if isinstance(m.node, cst.Call) else None
+    name = (_option(m, "names") or {}).get(qual)
+    if name is None:
+        return None
+    args = "".join(f", {k}={code(v)}" for k, v in m.kwargs.items())
+    return expr(f'{helper}("{name}"{args})')
+
+
 @call_transform("keras-initializer")
 def keras_initializer(m: MappedCall, ctx) -> cst.BaseExpression | None:
     """``keras.initializers.get(identifier)`` → ``KerasInitializer(identifier)``: the helper (written into

@@ -172,6 +172,7 @@ class Compiled:
     # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
     # outputs model[-1](logits), and the loss (created from_logits) of the logits
     activation_logits: bool = False
+    constrained: bool = False  # the file's modules have an apply_constraints() (Keras's weight constraints)
     frozen_batchnorm: bool = False  # the file freezes a layer (trainable = False) and has BatchNormalization
     predict_batches: bool = False  # a predict takes a tf.data pipeline: the written predict iterates batches too
     logit_metrics: bool = False  # ... and a cross-entropy metric, which fit / evaluate give those logits too
@@ -202,6 +203,16 @@ class Compiled:
 
 # the loss terms Keras adds itself (model.losses): the layers' regularizers, and what they gave add_loss
 PENALTY_SUM = 'sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
+
+
+def constraint_lines(c: Compiled, indent: str) -> list[str]:
+    """After optimizer.step(): each module's apply_constraints() (Keras's weight constraints, which Keras's
+    optimizer assigns to the variables after each update), where the file's modules have one."""
+    if not c.constrained:
+        return []
+    return [f"{indent}for m in model.modules():  # the weights' constraints: Keras's optimizer applies them after each update",
+            f'{indent}    if hasattr(m, "apply_constraints"):',
+            f"{indent}        m.apply_constraints()"]
 ADDED_SUM = 'sum(t.sum() for m in model.modules() for t in vars(m).pop("added_losses", ()))'
 # ... each module's list of the terms of its calls (subclass.py: a layer called twice gives two), emptied before a
 # forward of the written loops (a forward of the file's own, outside them, leaves its terms) and by ADDED_SUM, which
@@ -738,6 +749,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
+        *constraint_lines(c, "            "),
         *(["            scheduler.step()"] if c.schedule else []),
         f"            total += loss.item() * {'1' if batch_mean else count}",
     ]
@@ -956,6 +968,7 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
         "    loss.backward()",
         *(line[8:] for line in _clip_lines(c.clips, spell)),
         "    optimizer.step()",
+        *constraint_lines(c, "    "),
         *(["    scheduler.step()"] if c.schedule else []),
     ]
     if c.accuracy:
@@ -1099,6 +1112,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
+        *constraint_lines(c, "            "),
         "            sums[0] += loss.item() * len(batch)",
         "            for i, value in enumerate(losses, 1):",
         f"                sums[i] += value.item(){' * len(batch)' if c.keras2 else ''}",

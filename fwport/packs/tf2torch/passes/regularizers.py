@@ -39,6 +39,7 @@ from fwport.packs.tf2torch.passes import data_format
 MODULE = "<module>:"  # KEY's key for a model bound to a name at module level: MODULE + the name
 NO_INIT = cst.parse_statement("def __init__(self):\n    pass\n")  # such a model's "__init__": no parameters
 FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = <not True>` of the file (training.py), as code
+CONSTRAINTS = "tf2torch-constraints"  # ctx.analyses: class name → [(weight, constraint, conditions)]
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
 REGULARIZER_ARGS = frozenset(_ARGS)
@@ -217,9 +218,13 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     (and the factors it keeps), and the data_format checks at the end of __init__ (data_format.py)."""
     found = ctx.analyses.get(KEY) or {}
     guards = ctx.analyses.get(data_format.KEY) or {}
-    if not found and not guards:
+    constrained = ctx.analyses.get(CONSTRAINTS) or {}
+    if not found and not guards and not constrained:
         return module
     body = list(module.body)
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value in constrained:
+            body[i] = _with_constraints(stmt, constrained[stmt.name.value], ctx)
     for key in [k for k in found if k.startswith(MODULE)]:
         body = _with_function(body, key[len(MODULE):], found[key], _frozen_guard(ctx))
     for i, stmt in enumerate(body):
@@ -228,6 +233,22 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in found:
             body[i] = _with_method(stmt, found[stmt.name.value], _frozen_guard(ctx))
     return module.with_changes(body=body)
+
+
+def _with_constraints(cls: cst.ClassDef, entries: list, ctx: FileContext) -> cst.ClassDef:
+    """``apply_constraints()`` at the end of the class: each weight's Keras constraint, projected in place."""
+    no_grad = ctx.spell_text("torch.no_grad")
+    lines = ["def apply_constraints(self):",
+             '    """Keras\'s weight constraints of this module\'s own weights: Keras\'s optimizer assigns',
+             '        constraint(w) to each trainable weight after its update; call after each optimizer.step()."""',
+             f"    with {no_grad}():"]
+    for weight, constraint, conds in entries:
+        if conds:
+            lines += [f"        if {' and '.join(conds)}:", f"            {weight}.copy_({constraint}({weight}))"]
+        else:
+            lines.append(f"        {weight}.copy_({constraint}({weight}))")
+    method = cst.parse_statement("\n".join(lines) + "\n").with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    return cls.with_changes(body=cls.body.with_changes(body=[*cls.body.body, method]))
 
 
 def _with_init_lines(cls: cst.ClassDef, texts: list[str]) -> cst.ClassDef:

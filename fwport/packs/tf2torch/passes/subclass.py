@@ -169,6 +169,8 @@ class _Plan:
     weight_attrs: set[str] = field(default_factory=set)  # self.<attr> = self.add_weight(...)
     # add_weight(regularizer=...) to add to regularization_loss(): (attr, the statement, its method, regularizer, trainable)
     weight_penalties: list = field(default_factory=list)
+    # add_weight(constraint=...) for apply_constraints(): (attr, the statement, its method, constraint, trainable, call)
+    weight_constraints: list = field(default_factory=list)
 
 
 def _self_rooted(node: cst.BaseExpression) -> bool:
@@ -707,6 +709,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if plan.build_fn is not None:
             self._plan_build(plan, plan.build_fn)
         self._plan_weight_penalties(plan)
+        self._plan_weight_constraints(plan)
         if plan.call_fn is not None:
             self._plan_call(plan, plan.call_fn)
         for a in plan.attrs.values():  # layers never called in call(): translated without a known input
@@ -1464,6 +1467,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             if reg is not None and literal_value(reg, NOT_LITERAL) is not None:
                 trainable = _keyword_or_positional(node, "trainable", _POSITIONAL[2 if self.ctx.version == 2 else 3])
                 plan.weight_penalties.append((attr, stmt, fn, reg, trainable, node))
+            con = _keyword_or_positional(node, "constraint", _POSITIONAL[2 if self.ctx.version == 2 else 3])
+            if con is not None and literal_value(con, NOT_LITERAL) is not None:
+                trainable = _keyword_or_positional(node, "trainable", _POSITIONAL[2 if self.ctx.version == 2 else 3])
+                plan.weight_constraints.append((attr, stmt, fn, con, trainable, node))
 
     def _plan_weight_penalties(self, plan: _Plan) -> None:
         """``self.w = self.add_weight(..., regularizer=R)`` → R's penalty on ``self.w`` in the class's
@@ -1530,6 +1537,74 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                        "(model.losses), torch does not: the fit / evaluate fwport writes for a compile add it; in a "
                        "loop of your own add sum(m.regularization_loss() for m in model.modules() if hasattr(m, "
                        "'regularization_loss')) to the loss", node)
+
+    def _plan_weight_constraints(self, plan: _Plan) -> None:
+        """``self.w = self.add_weight(..., constraint=C)`` → C's projection of ``self.w`` in the class's
+        apply_constraints() (regularizers.py), which the loop fwport writes calls after each optimizer.step(), as
+        Keras's optimizer assigns ``C(w)`` to each trainable variable after its update. C a literal name
+        ("max_norm") or a value kept on the module (``self.kernel_constraint``, from keras.constraints.get: the
+        KerasConstraint helper) or at module level, applied while it is not None and the weight trains. None
+        (the default) is exact to drop. A weight that may not exist counts where it exists, as for regularizers."""
+        ctx = self.ctx
+        for attr, stmt, fn, con, trainable, node in plan.weight_constraints:
+            where = f"constraint={code(con)}"
+            lit = literal_value(con, NOT_LITERAL)
+            if attr is None:
+                ctx.report(Severity.ERROR, "unsupported-argument", f"{where}: the weight is not kept as self.<name>, "
+                           "so apply_constraints() cannot read it: torch parameters have no constraints: project the "
+                           "parameter under torch.no_grad() after each optimizer.step()", node)
+                continue
+            weight = f"self.{attr}"
+            tr = literal_value(trainable, NOT_LITERAL) if trainable is not None else True
+            if tr is False:
+                ctx.report(Severity.INFO, "idiom-replaced", f"{where} of the non-trainable weight {attr}: Keras's "
+                           "optimizer applies constraints to the trainable variables only, so nothing is applied", node)
+                continue
+            params = {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}
+            if fn.params.star_kwarg is not None:
+                params.add(fn.params.star_kwarg.name.value)
+            if isinstance(fn.params.star_arg, cst.Param):
+                params.add(fn.params.star_arg.name.value)
+            local = params | regularizers._assigned_names(fn)
+            names = {n for n in regularizers._free_names(con) if not n.startswith("self.")}
+            if not (isinstance(lit, str) or (isinstance(con, (cst.Name, cst.Attribute)) and dotted(con)
+                                             and not names & local)):
+                ctx.report(Severity.ERROR, "unsupported-argument", f"{where}: torch parameters have no constraints, "
+                           "and fwport reads a constraint for apply_constraints() only as a literal name or a value "
+                           "kept on self or at module level (self.kernel_constraint = keras.constraints.get(...)): "
+                           "project the parameter under torch.no_grad() after each optimizer.step()", node)
+                continue
+            conds = [f"{weight}.requires_grad"]
+            if not isinstance(lit, str):
+                conds.insert(0, f"{code(con)} is not None")
+            top = any(isinstance(line, cst.SimpleStatementLine) and any(x is stmt for x in line.body)
+                      for line in (fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []))
+            if fn is plan.build_fn and plan.lazy_build and attr in plan.lazy_build:
+                conds.insert(0, f"not {ctx.spell_text('torch.nn.parameter.is_lazy')}({weight})")
+                if not top:
+                    conds.insert(0, f'hasattr(self, "{attr}")')
+            elif not top or not (fn is plan.init_fn or (fn is plan.build_fn and plan.build_static)):
+                conds.insert(0, f'hasattr(self, "{attr}")')
+            helper = helpers.use(ctx, "KerasConstraint")
+            ctx.analyses.setdefault(regularizers.CONSTRAINTS, {}).setdefault(plan.name, []).append(
+                (weight, f"{helper}({code(con)})", conds))
+            said = (f"add_weight({where}) → {plan.name}.apply_constraints() projects {weight} with it: Keras's "
+                    "optimizer applies a weight's constraint after each update, torch's does not")
+            # the training pass ran first: the compiles whose fit / evaluate it writes (its loop calls the
+            # modules' apply_constraints() after each optimizer.step())
+            written = ctx.options.get("_fit_helpers", set())
+            if any(c.loss is not None and id(c) in written for c in ctx.analyses.get("compiled", [])):
+                ctx.report(Severity.INFO, "idiom-replaced", f"{said}: the fit fwport writes calls it after each "
+                           "optimizer.step()", node)
+                continue
+            # no loop written here: the reader's loop must call it; an error for a constraint the layer always
+            # has (a literal name), a warning for a value given to the layer (None by default: nothing to do)
+            ctx.report(Severity.ERROR if isinstance(lit, str) else Severity.WARNING, "unsupported-argument",
+                       f"{said}, and fwport writes no training loop in this file: apply after each "
+                       "optimizer.step(): for m in model.modules(): if hasattr(m, 'apply_constraints'): "
+                       "m.apply_constraints()" + ("" if isinstance(lit, str) else
+                                                  " (nothing to do while the constraint given is None, the default)"),
+                       node)
 
     def _add_weight(self, plan: _Plan, call: cst.Call, rule) -> cst.BaseExpression | None:
         ctx = self.ctx

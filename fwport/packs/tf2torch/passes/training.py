@@ -4487,6 +4487,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.names.update({k: rep.base_names[k] + suffix for k in fitloop.FUNCTIONS})
         rep.batches = any(c.batches for c in members)
         rep.frozen_batchnorm = bool(ctx.analyses.get(FROZEN_BATCHNORM))
+        rep.constrained = bool(ctx.analyses.get(regularizers.CONSTRAINTS))  # modules with an apply_constraints()
         rep.predict_batches = any(c.predict_batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
