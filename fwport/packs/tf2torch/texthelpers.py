@@ -325,7 +325,38 @@ def regex_replace(input, pattern, rewrite, replace_global=True):
     return np.vectorize(replace, otypes=[object])(np.asarray(input, dtype=object))
 '''
 
+_REDUCE_JOIN = '''
+
+def reduce_join(inputs, axis=None, keepdims=False, separator=""):
+    \"\"\"tf.strings.reduce_join on Python strings (a str, bytes, or a list / numpy array of them): the strings joined
+    with separator along axis (an int or a list of ints, the first listed varying fastest; None: every axis, in
+    row-major order), the reduced axes kept as size 1 with keepdims. A whole reduction gives a str (what
+    TensorFlow's .numpy().decode("utf-8") gives), a partial one a numpy array of str.\"\"\"
+    import numpy as np
+
+    def text(value):
+        return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+    array = np.asarray(inputs, dtype=object)
+    array = np.vectorize(text, otypes=[object])(array) if array.size else array
+    rank = array.ndim
+    axes = list(range(rank))[::-1] if axis is None else [int(a) for a in np.ravel(np.asarray(axis, dtype=object))]
+    axes = [a + rank if a < 0 else a for a in axes]
+    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+        raise IndexError(f"reduce_join: axis {axis} is out of range or repeated for a rank {rank} input")
+    kept = [a for a in range(rank) if a not in axes]
+    size = int(np.prod([array.shape[a] for a in axes]))
+    moved = array.transpose(kept + axes[::-1]).reshape([array.shape[a] for a in kept] + [size])
+    joined = np.empty(moved.shape[:-1], dtype=object)
+    for index in np.ndindex(joined.shape):
+        joined[index] = text(separator).join(moved[index])
+    if keepdims:
+        joined = joined.reshape([1 if a in axes else array.shape[a] for a in range(rank)])
+    return joined.item() if joined.ndim == 0 else joined
+'''
+
 TEXT_HELPERS: dict[str, str] = {
+    "reduce_join": _REDUCE_JOIN,
     "strings_lower": _STRINGS_LOWER,
     "regex_replace": _REGEX_REPLACE,
     "StringLookup": _STRING_LOOKUP,

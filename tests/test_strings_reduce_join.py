@@ -1,0 +1,82 @@
+"""tf.strings.reduce_join → the reduce_join helper (texthelpers.py) and its eager chain (strings.py).
+
+The same strings go through TensorFlow and through the translation (run without TensorFlow) and the results are
+compared exactly: TensorFlow's bytes decoded as UTF-8 against the translation's Python str."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+tf = pytest.importorskip("tensorflow")
+
+
+def _translate(src: str):
+    r = translate_source(textwrap.dedent(src).lstrip(), "strings.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
+    assert "tensorflow" not in r.output, r.output
+    return r
+
+
+def _run(src: str, **env):
+    """Run ``src`` with TensorFlow and translated; the two namespaces and the translation's findings."""
+    ns_tf, ns_torch = dict(env), dict(env)
+    exec(compile(textwrap.dedent(src), "original.py", "exec"), ns_tf)
+    r = _translate(src)
+    exec(compile(r.output, "translated.py", "exec"), ns_torch)
+    return ns_tf, ns_torch, r
+
+
+def _text(value):
+    value = value.numpy() if hasattr(value, "numpy") else value
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray):
+        return [_text(v) for v in value.tolist()] if value.dtype == object or value.ndim else _text(value.item())
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    return value
+
+
+STRINGS = [[["a", "b"], ["c", "d"]], [["é", "f"], ["", "h h"]]]
+
+
+@pytest.mark.parametrize("kwargs", ["", "axis=0", "axis=-1", "axis=[0, 2]", "axis=[2, 0]", "axis=(1,)",
+                                    'axis=1, keepdims=True, separator="-"', "keepdims=True", "axis=[]",
+                                    'separator=", "'])
+def test_reduce_join_as_tensorflow(kwargs):
+    ns_tf, ns_torch, r = _run(f"import tensorflow as tf\n\nout = tf.strings.reduce_join(x, {kwargs})\n", x=STRINGS)
+    theirs, ours = ns_tf["out"], ns_torch["out"]
+    assert _text(ours) == _text(theirs)
+    assert np.shape(ours) == tuple(theirs.shape)
+    assert [f.code for f in r.findings if f.severity is Severity.WARNING] == ["approximate"]
+
+
+def test_decoded_chain_is_the_str_itself():
+    # keras-io's OCR examples: the inverted StringLookup's characters joined and decoded
+    src = """
+    import numpy as np
+    import tensorflow as tf
+    from tensorflow import keras
+
+    num_to_char = keras.layers.StringLookup(vocabulary=list("abcdé"), mask_token=None, invert=True)
+    texts = []
+    for row in np.array([[1, 2, 5, 0], [3, 3, 4, 9]]):
+        texts.append(tf.strings.reduce_join(num_to_char(row)).numpy().decode("utf-8"))
+    whole = tf.strings.reduce_join([b"x", "y"], separator="+").numpy().decode()
+    """
+    ns_tf, ns_torch, r = _run(src)
+    assert ns_tf["texts"] == ["abé[UNK]", "ccd[UNK]"] and ns_torch["texts"] == ns_tf["texts"]
+    assert ns_torch["whole"] == ns_tf["whole"] == "x+y"
+    assert "texts.append(reduce_join(num_to_char(row)))" in r.output and not [f for f in r.findings if f.severity is Severity.WARNING]
+
+
+def test_other_decodings_keep_the_warning():
+    r = _translate("import tensorflow as tf\n\ns = tf.strings.reduce_join(x).numpy().decode('latin-1')\n")
+    assert [f.code for f in r.findings if f.severity is Severity.WARNING] == ["approximate"]
