@@ -80,3 +80,32 @@ def test_decoded_chain_is_the_str_itself():
 def test_other_decodings_keep_the_warning():
     r = _translate("import tensorflow as tf\n\ns = tf.strings.reduce_join(x).numpy().decode('latin-1')\n")
     assert [f.code for f in r.findings if f.severity is Severity.WARNING] == ["approximate"]
+
+
+@pytest.mark.parametrize("value,kwargs", [
+    ("héllo wörld", ""), ("", ""), (b"a\xffb\xe2\x82", ""), (b"a\xffb\xe2\x82", ', errors="ignore"'),
+    (b"a\xffb\xe2\x82", ", replacement_char=63"), (["ab", "ç", ""], ""),
+    ("h\u00e9\u0301", ""),  # a combining accent is a code point of its own
+])
+def test_unicode_split_as_tensorflow(value, kwargs):
+    ns_tf, ns_torch, _ = _run(f'import tensorflow as tf\n\nout = tf.strings.unicode_split(x, "UTF-8"{kwargs})\n',
+                              x=value)
+    theirs = ns_tf["out"]
+    theirs = theirs.to_list() if hasattr(theirs, "to_list") else theirs.numpy().tolist()
+    assert ns_torch["out"] == _text(theirs)
+
+
+def test_unicode_split_feeds_string_lookup():
+    # keras-io's OCR examples: a label's characters → ids, then back with reduce_join
+    src = """
+    import tensorflow as tf
+    from tensorflow import keras
+
+    char_to_num = keras.layers.StringLookup(vocabulary=list("abcé"), mask_token=None)
+    num_to_char = keras.layers.StringLookup(vocabulary=char_to_num.get_vocabulary(), mask_token=None, invert=True)
+    ids = char_to_num(tf.strings.unicode_split("cabé", input_encoding="UTF-8"))
+    back = tf.strings.reduce_join(num_to_char(ids)).numpy().decode("utf-8")
+    """
+    ns_tf, ns_torch, _ = _run(src)
+    assert ns_torch["ids"].tolist() == ns_tf["ids"].numpy().tolist() == [3, 1, 2, 4]
+    assert ns_torch["back"] == ns_tf["back"] == "cabé"

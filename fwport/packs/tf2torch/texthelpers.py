@@ -355,7 +355,38 @@ def reduce_join(inputs, axis=None, keepdims=False, separator=""):
     return joined.item() if joined.ndim == 0 else joined
 '''
 
+_UNICODE_SPLIT = '''
+
+def unicode_split(input, input_encoding, errors="replace", replacement_char=65533):
+    \"\"\"tf.strings.unicode_split on Python strings: a str (TensorFlow's UTF-8 bytes) or bytes gives the list of its
+    characters (code points) as str; a list / numpy array of them, a list of such lists (TensorFlow's ragged rows).
+    The bytes are decoded with input_encoding ("UTF-8", "UTF-16-BE" or "UTF-32-BE"); an invalid sequence is
+    replaced by chr(replacement_char) (errors="replace"), dropped ("ignore") or raises ("strict").\"\"\"
+    import codecs
+
+    import numpy as np
+
+    codec = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-32-BE": "utf-32-be"}.get(input_encoding)
+    if codec is None or errors not in ("replace", "ignore", "strict"):
+        raise ValueError(f"unicode_split: input_encoding {input_encoding!r} / errors {errors!r}: TensorFlow takes "
+                         "UTF-8, UTF-16-BE or UTF-32-BE and replace, ignore or strict")
+    handler = errors
+    if errors == "replace" and replacement_char != 65533:
+        handler = f"unicode_split_{replacement_char}"
+        codecs.register_error(handler, lambda error: (chr(replacement_char), error.end))
+
+    def split(text):
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return list(data.decode(codec, handler))
+
+    if isinstance(input, (str, bytes)):
+        return split(input)
+    return [unicode_split(item, input_encoding, errors, replacement_char) if not isinstance(item, (str, bytes))
+            else split(item) for item in (input.tolist() if isinstance(input, np.ndarray) else input)]
+'''
+
 TEXT_HELPERS: dict[str, str] = {
+    "unicode_split": _UNICODE_SPLIT,
     "reduce_join": _REDUCE_JOIN,
     "strings_lower": _STRINGS_LOWER,
     "regex_replace": _REGEX_REPLACE,
