@@ -109,3 +109,17 @@ def test_unicode_split_feeds_string_lookup():
     ns_tf, ns_torch, _ = _run(src)
     assert ns_torch["ids"].tolist() == ns_tf["ids"].numpy().tolist() == [3, 1, 2, 4]
     assert ns_torch["back"] == ns_tf["back"] == "cabé"
+
+
+@pytest.mark.parametrize("args", ['x, "/"', "x", 'x, ",", 2', "x, None, 0", "x, None, 1", "x, None, 2", 'x, ""',
+                                  'x, sep="ab"', 'x, "/", 0'])
+@pytest.mark.parametrize("value", ["a/b//c/", "  a b\t c\n ", "a\u00a0b c\u2003d\x1ce", "a,b,c,d", "a  b  c  ", "",
+                                   "   ", "a ", "a b", "xabyabab", b"p q/r"])
+def test_strings_split_as_tensorflow(args, value):
+    ns_tf, ns_torch, _ = _run(f"import tensorflow as tf\n\nout = tf.strings.split({args})\n", x=value)
+    assert ns_torch["out"] == _text(ns_tf["out"].numpy().tolist())
+
+
+def test_strings_split_rows():
+    ns_tf, ns_torch, _ = _run('import tensorflow as tf\n\nout = tf.strings.split(x, ",")\n', x=["1,2", "", "3"])
+    assert ns_torch["out"] == _text(ns_tf["out"].to_list()) == [["1", "2"], [""], ["3"]]

@@ -385,7 +385,41 @@ def unicode_split(input, input_encoding, errors="replace", replacement_char=6553
             else split(item) for item in (input.tolist() if isinstance(input, np.ndarray) else input)]
 '''
 
+_STRINGS_SPLIT = '''
+
+def strings_split(input, sep=None, maxsplit=-1):
+    \"\"\"tf.strings.split on Python strings: a str or bytes gives the list of its pieces (str) split at sep (empty
+    pieces kept), or with sep None or "" at runs of ASCII whitespace (space, tab, newline, carriage return, vertical
+    tab, form feed: TensorFlow's set; no empty pieces, except TensorFlow's last one when maxsplit pieces come
+    before the end); at most maxsplit splits (-1: all). A list / numpy array of strings gives a list of such lists
+    (TensorFlow's ragged rows).\"\"\"
+    import numpy as np
+
+    def split(text):
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        cut = None if sep is None or sep in ("", b"") else (sep.encode("utf-8") if isinstance(sep, str) else sep)
+        if cut is not None or maxsplit < 0:
+            return [piece.decode("utf-8") for piece in data.split(cut, maxsplit)]  # (bytes: ASCII whitespace only)
+        if maxsplit == 0:
+            return [data.decode("utf-8")]
+        pieces, rest = [], data.lstrip()  # TensorFlow's whitespace split with a maxsplit: once that many pieces
+        while rest:  # are taken, the rest after the whitespace is one more piece, even an empty one
+            head = rest.split(None, 1)
+            pieces.append(head[0])
+            rest = head[1] if len(head) > 1 else b""
+            if len(pieces) == maxsplit:
+                pieces.append(rest)
+                break
+        return [piece.decode("utf-8") for piece in pieces]
+
+    if isinstance(input, (str, bytes)):
+        return split(input)
+    return [strings_split(item, sep, maxsplit) if not isinstance(item, (str, bytes)) else split(item)
+            for item in (input.tolist() if isinstance(input, np.ndarray) else input)]
+'''
+
 TEXT_HELPERS: dict[str, str] = {
+    "strings_split": _STRINGS_SPLIT,
     "unicode_split": _UNICODE_SPLIT,
     "reduce_join": _REDUCE_JOIN,
     "strings_lower": _STRINGS_LOWER,
