@@ -123,3 +123,28 @@ def test_strings_split_as_tensorflow(args, value):
 def test_strings_split_rows():
     ns_tf, ns_torch, _ = _run('import tensorflow as tf\n\nout = tf.strings.split(x, ",")\n', x=["1,2", "", "3"])
     assert ns_torch["out"] == _text(ns_tf["out"].to_list()) == [["1", "2"], [""], ["3"]]
+
+
+@pytest.mark.parametrize("dtype", ["tf.float32", "tf.float64", "tf.int32", "tf.int64"])
+@pytest.mark.parametrize("value", [" 1.5", "1.5 ", " 7 ", "0x10", "1_0", "+3", "-0", "1e3", "3.0", "inf", "-Infinity",
+                                   "nan", "", "1e39", "2147483648", "-9223372036854775809", "0x1p3", "1.", ".5",
+                                   "\uff11", b"42", "1\u00a0"])
+def test_to_number_as_tensorflow(dtype, value):
+    src = f"import tensorflow as tf\n\nout = tf.strings.to_number(x, out_type={dtype})\n"
+    try:
+        ns_tf, ns_torch, _ = _run(src, x=value)
+    except (tf.errors.InvalidArgumentError, ValueError) as error:  # TensorFlow refuses it: so must the translation
+        assert isinstance(error, tf.errors.InvalidArgumentError), error
+        ns = {"x": value}
+        with pytest.raises(ValueError):
+            exec(compile(_translate(src).output, "translated.py", "exec"), ns)
+        return
+    theirs, ours = ns_tf["out"].numpy(), ns_torch["out"]
+    assert str(ours.dtype)[6:] == theirs.dtype.name
+    np.testing.assert_array_equal(ours.numpy(), theirs)
+
+
+def test_to_number_lists():
+    ns_tf, ns_torch, _ = _run("import tensorflow as tf\n\nout = tf.strings.to_number(x)\n", x=[["1", "2.5"], ["-3", "4e1"]])
+    np.testing.assert_array_equal(ns_torch["out"].numpy(), ns_tf["out"].numpy())
+    assert ns_torch["out"].dtype.is_floating_point and ns_torch["out"].shape == (2, 2)

@@ -418,7 +418,47 @@ def strings_split(input, sep=None, maxsplit=-1):
             for item in (input.tolist() if isinstance(input, np.ndarray) else input)]
 '''
 
+_TO_NUMBER = '''
+
+def to_number(input, out_type=None):
+    \"\"\"tf.strings.to_number on Python strings (a str, bytes, or a (nested) list / numpy array of them): a torch
+    tensor of out_type (torch.float32 by default; float64, int32, int64), each string read as TensorFlow reads it:
+    ASCII whitespace around it ignored; an integer type takes decimal digits with a sign only, in range; a float
+    type also takes a fraction, an exponent, inf / infinity / nan and hexadecimal (0x10, 0x1p3), past its range
+    inf. Anything else (an empty string, 1_0, non-ASCII digits) raises ValueError, as TensorFlow raises.\"\"\"
+    import re
+
+    import numpy as np
+    import torch
+
+    dtype = torch.float32 if out_type is None else out_type
+    if dtype not in (torch.float32, torch.float64, torch.int32, torch.int64):
+        raise ValueError(f"to_number: out_type {dtype} is not float32, float64, int32 or int64")
+
+    def number(text):
+        raw = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+        text = raw.strip(" \\t\\n\\r\\v\\f")
+        if dtype in (torch.int32, torch.int64):
+            bits = 31 if dtype == torch.int32 else 63
+            if re.fullmatch("[+-]?[0-9]+", text) and -2 ** bits <= int(text) < 2 ** bits:
+                return int(text)
+        elif text.isascii() and "_" not in text:
+            try:
+                return float(text)
+            except ValueError:
+                try:
+                    return float.fromhex(text)
+                except ValueError:
+                    pass
+        raise ValueError(f"StringToNumberOp could not correctly convert string: {raw}")
+
+    array = np.asarray(input, dtype=object)
+    values = np.vectorize(number, otypes=[object])(array) if array.size else array
+    return torch.tensor(values.tolist(), dtype=dtype)
+'''
+
 TEXT_HELPERS: dict[str, str] = {
+    "to_number": _TO_NUMBER,
     "strings_split": _STRINGS_SPLIT,
     "unicode_split": _UNICODE_SPLIT,
     "reduce_join": _REDUCE_JOIN,
