@@ -148,3 +148,11 @@ def test_to_number_lists():
     ns_tf, ns_torch, _ = _run("import tensorflow as tf\n\nout = tf.strings.to_number(x)\n", x=[["1", "2.5"], ["-3", "4e1"]])
     np.testing.assert_array_equal(ns_torch["out"].numpy(), ns_tf["out"].numpy())
     assert ns_torch["out"].dtype.is_floating_point and ns_torch["out"].shape == (2, 2)
+
+
+@pytest.mark.parametrize("unit", ["BYTE", "UTF8_CHAR"])
+@pytest.mark.parametrize("value", ["héllo", "", b"a\xffb\xe2\x82", [["a", "bé"], ["", "x\u2003"]], ["日本語", b"\x80\x80"]])
+def test_strings_length_as_tensorflow(unit, value):
+    ns_tf, ns_torch, _ = _run(f'import tensorflow as tf\n\nout = tf.strings.length(x, unit="{unit}")\n', x=value)
+    theirs, ours = ns_tf["out"].numpy(), ns_torch["out"]
+    assert ours.dtype == __import__("torch").int32 and ours.numpy().tolist() == theirs.tolist()

@@ -457,7 +457,29 @@ def to_number(input, out_type=None):
     return torch.tensor(values.tolist(), dtype=dtype)
 '''
 
+_STRINGS_LENGTH = '''
+
+def strings_length(input, unit="BYTE"):
+    \"\"\"tf.strings.length on Python strings (a str, bytes, or a (nested) list / numpy array of them): an int32
+    torch tensor of their lengths in UTF-8 bytes (unit "BYTE", a str's UTF-8 encoding) or in characters ("UTF8_CHAR":
+    the bytes that do not continue a UTF-8 sequence, as TensorFlow counts them, invalid bytes included).\"\"\"
+    import numpy as np
+    import torch
+
+    if unit not in ("BYTE", "UTF8_CHAR"):
+        raise ValueError(f"strings_length: unit {unit!r} is not 'BYTE' or 'UTF8_CHAR'")
+
+    def length(text):
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return len(data) if unit == "BYTE" else sum(1 for byte in data if byte & 0xC0 != 0x80)
+
+    array = np.asarray(input, dtype=object)
+    values = np.vectorize(length, otypes=[object])(array) if array.size else array
+    return torch.tensor(values.tolist(), dtype=torch.int32)
+'''
+
 TEXT_HELPERS: dict[str, str] = {
+    "strings_length": _STRINGS_LENGTH,
     "to_number": _TO_NUMBER,
     "strings_split": _STRINGS_SPLIT,
     "unicode_split": _UNICODE_SPLIT,
