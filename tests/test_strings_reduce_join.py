@@ -156,3 +156,17 @@ def test_strings_length_as_tensorflow(unit, value):
     ns_tf, ns_torch, _ = _run(f'import tensorflow as tf\n\nout = tf.strings.length(x, unit="{unit}")\n', x=value)
     theirs, ours = ns_tf["out"].numpy(), ns_torch["out"]
     assert ours.dtype == __import__("torch").int32 and ours.numpy().tolist() == theirs.tolist()
+
+
+def test_ragged_methods_on_string_rows_are_errors():
+    src = """
+    import tensorflow as tf
+
+    ids = tf.strings.split(x, ",").to_tensor()
+    ratings = tf.strings.to_number(tf.strings.split(y, ","), tf.float32).to_tensor()
+    parts = tf.strings.split(z, "/")[-2]
+    """
+    r = translate_source(textwrap.dedent(src).lstrip(), "ragged.py")
+    errors = [(f.code, f.line) for f in r.findings if f.severity is Severity.ERROR]
+    assert errors == [("unsupported-construct", 3), ("unsupported-construct", 4)]
+    assert r.output.count("# fwport: unsupported-construct: .to_tensor()") == 2

@@ -5,7 +5,9 @@ Strings stay Python str in a translation (texthelpers.py): the ``reduce_join`` h
 reduction, which is what TensorFlow's ``tf.strings.reduce_join(x).numpy().decode("utf-8")`` gives. The planner
 finds that chain (``.numpy()`` then ``.decode()`` with no argument or a literal UTF-8 encoding) and leaves the
 helper's call alone in its place; a call outside such a chain becomes the helper call with a warning (a later
-``.numpy()`` on its result, a str, has nothing to call).
+``.numpy()`` on its result, a str, has nothing to call). A RaggedTensor method (``.to_tensor()``) called on
+``tf.strings.split`` / ``unicode_split`` / ``to_number`` (whose translations give Python lists of lists where
+TensorFlow gives ragged rows) is an error finding.
 """
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ from fwport.packs.tf2torch.data import helper
 from fwport.packs.tf2torch.registry import call_transform
 
 REDUCE_JOIN = "tensorflow.strings.reduce_join"
+#: calls whose translation is a Python list (of lists) or a tensor where TensorFlow may give a RaggedTensor
+_RAGGED_SOURCES = ("tensorflow.strings.split", "tensorflow.strings.unicode_split", "tensorflow.strings.to_number")
+_RAGGED_METHODS = frozenset({"to_tensor", "to_list", "to_sparse", "row_lengths", "row_splits", "merge_dims",
+                             "bounding_shape", "nested_row_lengths", "with_flat_values", "flat_values"})
 _CHAINED = "reduce_join_chained"  # ctx.analyses: ids of the reduce_join calls inside a .numpy().decode() chain
 
 
@@ -45,6 +51,16 @@ class _Chains(cst.CSTVisitor):
         self.ctx = ctx
 
     def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in _RAGGED_METHODS and isinstance(func.value, cst.Call)
+                and self.ctx.imports.resolve(func.value.func) in _RAGGED_SOURCES):
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f".{func.attr.value}() on {self.ctx.imports.resolve(func.value.func)}(...): TensorFlow's "
+                            "RaggedTensor method; the translated string ops give Python lists of lists for ragged rows "
+                            "(and to_number refuses them), which have no such method: pad the rows by hand (e.g. "
+                            "[row + [pad] * (width - len(row)) for row in rows])",
+                            node)
+            return
         decode = _method(node, "decode")
         numpy = decode is not None and _utf8_decode(decode) and _method(decode.func.value, "numpy")
         if not numpy or numpy.args:
@@ -60,7 +76,8 @@ class _Chains(cst.CSTVisitor):
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
-    """(read-only) ``tf.strings.reduce_join(x).numpy().decode("utf-8")`` → the helper's call alone."""
+    """(read-only) ``tf.strings.reduce_join(x).numpy().decode("utf-8")`` → the helper's call alone; a RaggedTensor
+    method on a string op's rows refused."""
     scan(module, _Chains(ctx))
     return module
 

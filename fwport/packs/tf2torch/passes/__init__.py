@@ -60,7 +60,9 @@ PLANNERS: tuple[Planner, ...] = (
                                   "do_not_convert"), decorators.run),
     # (read-only) tf.strings.reduce_join(x).numpy().decode("utf-8") → the reduce_join helper's call alone, a str
     # (strings.py; before variables, which leaves that .numpy() to it)
-    Planner("string_chains", Trigger(r"\breduce_join\s*\(", "reduce_join"), strings.run),
+    # and a RaggedTensor method (.to_tensor()) on tf.strings.split / unicode_split / to_number refused
+    Planner("string_chains", Trigger(r"\b(?:reduce_join|split|unicode_split|to_number)\s*\(", "reduce_join", "split",
+                                     "to_number"), strings.run),
     # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/..., and any
     # x.numpy() → x.detach().numpy(), any v.assign(x), x.trainable_variables on any receiver (last: it reads
     # the bases the subclass pass wrote)
