@@ -206,6 +206,244 @@ def list_files(file_pattern, shuffle=None, seed=None):
     return files.shuffle(len(paths), seed=seed) if shuffle is None or shuffle else files
 '''
 
+_CSV_DATASET = '''
+
+def make_csv_dataset(file_pattern, batch_size, column_names=None, column_defaults=None, label_name=None,
+                     select_columns=None, field_delim=",", use_quote_delim=True, na_value="", header=True,
+                     num_epochs=None, shuffle=True, shuffle_buffer_size=10000, shuffle_seed=None,
+                     num_parallel_reads=None, num_rows_for_inference=100, compression_type=None,
+                     ignore_errors=False, encoding="utf-8"):
+    \"\"\"tf.data.experimental.make_csv_dataset: a DataPipeline of batches of CSV records, each an OrderedDict of
+    column name → batch_size values (label_name's column popped out as (features, label)), as TensorFlow 2.21
+    makes them. The files are the sorted matches of file_pattern; header skips (and, without column_names,
+    names) each file's first line. column_defaults: per column a default (Python int → torch.int32, or int64
+    past its range; float → float32; str → Python str) or a torch dtype (the column is then required);
+    None infers each column's type from the first num_rows_for_inference records (the narrowest of int32,
+    int64, float32, float64, str that reads every value; default 0 or ""). An empty field, or one equal to
+    na_value, takes its column's default. A record with the wrong number of fields, a bad quote or a value its
+    type cannot read raises ValueError, or is skipped with ignore_errors. shuffle shuffles the files and the
+    records (a buffer of shuffle_buffer_size), a new order each pass (TensorFlow's order itself cannot be
+    reproduced); num_epochs=None repeats forever and drops a last short batch. Strings are Python str.\"\"\"
+    import collections
+    import csv
+    import glob
+    import gzip
+    import io
+    import os
+    import re
+    import zlib
+
+    import numpy as np
+    import torch
+
+    patterns = [file_pattern] if isinstance(file_pattern, (str, bytes, os.PathLike)) else list(file_pattern)
+    patterns = [p.decode() if isinstance(p, bytes) else str(p) for p in patterns]
+    files = sorted(path for p in patterns for path in glob.glob(p))
+    if not files:
+        raise ValueError(f"No files match `file_pattern` {file_pattern}.")
+    if compression_type not in (None, "", "GZIP", "ZLIB"):
+        raise ValueError(f"compression_type {compression_type!r}: TensorFlow reads '', 'GZIP' or 'ZLIB'")
+    quoting = csv.QUOTE_MINIMAL if use_quote_delim else csv.QUOTE_NONE
+
+    def records(path):  # each record's fields (a list of str), or None for one csv cannot read
+        with open(path, "rb") as f:
+            data = f.read()
+        data = gzip.decompress(data) if compression_type == "GZIP" else (
+            zlib.decompress(data) if compression_type == "ZLIB" else data)
+        reader = csv.reader(io.StringIO(data.decode(encoding), newline=""), delimiter=field_delim,
+                            quoting=quoting, strict=True)
+        while True:
+            try:
+                yield next(reader)
+            except StopIteration:
+                return
+            except csv.Error:
+                yield None
+
+    if column_names is None:
+        if not header:
+            raise ValueError("Expected `column_names` or `header` arguments. Neither is provided.")
+        heads = [next(records(path), None) for path in files]
+        if any(head is None for head in heads):
+            raise ValueError("Failed when reading the header line of a file. Is it an empty file?")
+        if any(head != heads[0] for head in heads):
+            raise ValueError("All input CSV files should have the same column names in the header row.")
+        column_names = heads[0]
+    column_names = list(column_names)
+    if len(set(column_names)) != len(column_names):
+        raise ValueError(f"`column_names` or the CSV header row holds duplicate column names: {column_names}")
+    selected = list(range(len(column_names)))
+    if select_columns is not None:
+        index = {name: i for i, name in enumerate(column_names)}
+        picked = [v if isinstance(v, int) else index.get(v) for v in select_columns]
+        if any(i is None or not 0 <= i < len(column_names) for i in picked):
+            raise ValueError(f"`select_columns` {select_columns} must name or index columns of {column_names}")
+        if len(set(picked)) != len(picked):
+            raise ValueError(f"The `select_columns` argument contains duplicate columns: {select_columns}")
+        selected = sorted(picked)
+    required = object()
+    kinds = {torch.int32: torch.int32, torch.int64: torch.int64, torch.float32: torch.float32,
+             torch.float64: torch.float64, str: str, bytes: str}
+
+    def default_of(value):  # (the column's type: a torch dtype or str, its default or required)
+        if isinstance(value, torch.dtype) or value in (str, bytes):
+            if value not in kinds:
+                raise ValueError(f"column_defaults: {value} is not a CSV type (int32, int64, float32, float64, str)")
+            return kinds[value], required
+        if isinstance(value, (list, tuple, np.ndarray, torch.Tensor)) and not isinstance(value, np.generic):
+            flat = list(np.asarray(value.tolist() if isinstance(value, torch.Tensor) else value,
+                                   dtype=object).reshape(-1))
+            if len(flat) != 1:
+                raise ValueError(f"column_defaults: {value!r} must hold one default (an empty one needs its dtype)")
+            kind = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,
+                    }.get(str(getattr(value, "dtype", "")).replace("torch.", ""))
+            return (kind, flat[0]) if kind is not None else default_of(flat[0])
+        if isinstance(value, np.generic):
+            kind = {"int32": torch.int32, "int64": torch.int64, "float32": torch.float32, "float64": torch.float64,
+                    }.get(value.dtype.name)
+            if kind is None:
+                raise ValueError(f"column_defaults: {value!r} is not an int32, int64, float32 or float64 default")
+            return kind, value.item()
+        if isinstance(value, (str, bytes)):
+            return str, value.decode() if isinstance(value, bytes) else value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"column_defaults: {value!r} is not an int, float or str default")
+        if isinstance(value, float):
+            return torch.float32, value
+        return (torch.int32 if -2 ** 31 <= value < 2 ** 31 else torch.int64), value
+
+    if column_defaults is not None:
+        columns = [default_of(value) for value in column_defaults]
+        if len(columns) != len(selected):
+            raise ValueError(f"column_defaults has {len(columns)} entries for {len(selected)} columns")
+    else:  # TensorFlow's inference: the narrowest type that reads every value so far
+        if compression_type == "ZLIB":
+            raise ValueError("`compression_type` ZLIB is not supported for probing columns.")
+
+        def fits(text, kind):
+            try:
+                if kind == "int32":
+                    return np.int32(text) == np.int64(text)
+                if kind == "int64":
+                    return np.int64(text) is not None
+                if kind in ("float32", "float64"):
+                    return getattr(np, kind)(text) < np.inf
+                return True
+            except (ValueError, OverflowError):
+                return False
+
+        order = ["int32", "int64", "float32", "float64", "str"]
+        inferred = [None] * len(selected)
+        seen = 0
+        for path in files:
+            rows = records(path)
+            if header:
+                next(rows, None)
+            for row in rows:
+                if num_rows_for_inference is not None and seen >= num_rows_for_inference:
+                    break
+                if row is None or len(row) != len(column_names):
+                    raise ValueError(f"Problem inferring types: a record of {path} has "
+                                     f"{'unreadable' if row is None else len(row)} fields. Expected: "
+                                     f"{len(column_names)}.")
+                seen += 1
+                for j, i in enumerate(selected):
+                    if row[i] in ("", na_value):
+                        continue
+                    start = 0 if inferred[j] is None else order.index(inferred[j])
+                    inferred[j] = next(kind for kind in order[start:] if fits(row[i], kind))
+        columns = [(str, "") if kind in (None, "str") else (getattr(torch, kind), 0) for kind in inferred]
+    names = [column_names[i] for i in selected]
+    if label_name is not None and label_name not in names:
+        raise ValueError(f"`label_name` provided must be one of the columns: {names}. Received: {label_name}.")
+
+    def parse(text, kind):
+        if kind is str:
+            return text
+        text = text.strip()
+        if kind in (torch.int32, torch.int64):
+            info = np.iinfo(np.int32 if kind == torch.int32 else np.int64)
+            if not re.fullmatch("[+-]?[0-9]+", text) or not info.min <= int(text) <= info.max:
+                raise ValueError(f"is not a valid {str(kind)[6:]}: {text}")
+            return torch.tensor(int(text), dtype=kind)
+        try:
+            if "_" in text:
+                raise ValueError
+            value = float(text)
+        except ValueError:
+            try:
+                value = float.fromhex(text)
+            except ValueError:
+                raise ValueError(f"is not a valid {str(kind)[6:]}: {text}") from None
+        return torch.tensor(value, dtype=kind)
+
+    def element(path, row):  # the record's selected values, or None (skipped) with ignore_errors
+        try:
+            if row is None:
+                raise ValueError("a quote out of place")
+            if len(row) != len(column_names):
+                raise ValueError(f"Expect {len(column_names)} fields but have {len(row)}")
+            values = []
+            for i, (kind, default) in zip(selected, columns):
+                if row[i] in ("", na_value):
+                    if default is required:
+                        raise ValueError(f"Field {i} is required but missing")
+                    values.append(default if kind is str else torch.tensor(default, dtype=kind))
+                else:
+                    try:
+                        values.append(parse(row[i], kind))
+                    except ValueError as error:
+                        raise ValueError(f"Field {i} in record {error}") from None
+            return tuple(values)
+        except ValueError as error:
+            if ignore_errors:
+                return None
+            raise ValueError(f"{error} in record {row!r} of {path}") from None
+
+    def read(path):
+        rows = records(path)
+        if header:
+            next(rows, None)
+        for row in rows:
+            value = element(path, row)
+            if value is not None:
+                yield value
+
+    generator = torch.Generator()
+    generator.manual_seed(shuffle_seed if shuffle_seed is not None else int(torch.randint(2 ** 62, ())))
+
+    def run():
+        paths = [files[i] for i in torch.randperm(len(files), generator=generator)] if shuffle else files
+        cycle = num_parallel_reads if num_parallel_reads and num_parallel_reads > 0 else (
+            os.cpu_count() or 1) if num_parallel_reads == -1 else 1
+        pending, active = iter(paths), []
+        for path in pending:
+            active.append(read(path))
+            if len(active) == cycle:
+                break
+        while active:
+            for i in range(len(active)):  # a file that ends gives its turn to the next file in its place
+                value = next(active[i], None)
+                while value is None and active[i] is not None:
+                    path = next(pending, None)
+                    active[i] = None if path is None else read(path)
+                    value = None if active[i] is None else next(active[i], None)
+                if value is not None:
+                    yield value
+            active = [reader for reader in active if reader is not None]
+
+    def organize(*values):
+        features = collections.OrderedDict(zip(names, values))
+        return features if label_name is None else (features, features.pop(label_name))
+
+    rows = DataPipeline(run)
+    if shuffle:
+        rows = rows.shuffle(shuffle_buffer_size, seed=shuffle_seed)
+    if num_epochs != 1:
+        rows = rows.repeat(num_epochs)
+    return rows.batch(batch_size, drop_remainder=num_epochs is None).map(organize)
+'''
+
 _WIRE = '''
 
 def protobuf_fields(data):
@@ -571,7 +809,7 @@ RECORD_HELPERS: dict[str, str] = {
     "parse_example": _PARSE_BATCH,
     "as_bytes": _AS_BYTES, "as_text": _AS_TEXT,
     "masked_crc32c": _CRC32C, "TFRecordWriter": _WRITER, "tfrecord_dataset": _DATASET,
-    "text_line_dataset": _TEXT_LINES, "list_files": _LIST_FILES, "protobuf_fields": _WIRE,
+    "text_line_dataset": _TEXT_LINES, "list_files": _LIST_FILES, "make_csv_dataset": _CSV_DATASET, "protobuf_fields": _WIRE,
     "Int64List": _INT64_LIST, "FloatList": _FLOAT_LIST, "BytesList": _BYTES_LIST, "Feature": _FEATURE,
     "Features": _FEATURES, "Example": _EXAMPLE, "FixedLenFeature": _FIXED_LEN, "VarLenFeature": _VAR_LEN,
     "parse_single_example": _PARSE_SINGLE,
@@ -582,6 +820,7 @@ _LISTS = ("protobuf_fields", "BytesList", "FloatList", "Int64List")
 RECORD_DEPS: dict[str, tuple[str, ...]] = {
     "TFRecordWriter": ("masked_crc32c",), "tfrecord_dataset": ("masked_crc32c", "DataPipeline"),
     "text_line_dataset": ("DataPipeline",), "list_files": ("DataPipeline",),
+    "make_csv_dataset": ("DataPipeline",),
     "Int64List": ("protobuf_fields",), "FloatList": ("protobuf_fields",), "BytesList": ("protobuf_fields",),
     "Feature": _LISTS, "Features": ("Feature", *_LISTS), "Example": ("Features", "Feature", *_LISTS),
     "parse_single_example": ("Example", "Features", "Feature", *_LISTS),

@@ -325,7 +325,165 @@ def regex_replace(input, pattern, rewrite, replace_global=True):
     return np.vectorize(replace, otypes=[object])(np.asarray(input, dtype=object))
 '''
 
+_REDUCE_JOIN = '''
+
+def reduce_join(inputs, axis=None, keepdims=False, separator=""):
+    \"\"\"tf.strings.reduce_join on Python strings (a str, bytes, or a list / numpy array of them): the strings joined
+    with separator along axis (an int or a list of ints, the first listed varying fastest; None: every axis, in
+    row-major order), the reduced axes kept as size 1 with keepdims. A whole reduction gives a str (what
+    TensorFlow's .numpy().decode("utf-8") gives), a partial one a numpy array of str.\"\"\"
+    import numpy as np
+
+    def text(value):
+        return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+    array = np.asarray(inputs, dtype=object)
+    array = np.vectorize(text, otypes=[object])(array) if array.size else array
+    rank = array.ndim
+    axes = list(range(rank))[::-1] if axis is None else [int(a) for a in np.ravel(np.asarray(axis, dtype=object))]
+    axes = [a + rank if a < 0 else a for a in axes]
+    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+        raise IndexError(f"reduce_join: axis {axis} is out of range or repeated for a rank {rank} input")
+    kept = [a for a in range(rank) if a not in axes]
+    size = int(np.prod([array.shape[a] for a in axes]))
+    moved = array.transpose(kept + axes[::-1]).reshape([array.shape[a] for a in kept] + [size])
+    joined = np.empty(moved.shape[:-1], dtype=object)
+    for index in np.ndindex(joined.shape):
+        joined[index] = text(separator).join(moved[index])
+    if keepdims:
+        joined = joined.reshape([1 if a in axes else array.shape[a] for a in range(rank)])
+    return joined.item() if joined.ndim == 0 else joined
+'''
+
+_UNICODE_SPLIT = '''
+
+def unicode_split(input, input_encoding, errors="replace", replacement_char=65533):
+    \"\"\"tf.strings.unicode_split on Python strings: a str (TensorFlow's UTF-8 bytes) or bytes gives the list of its
+    characters (code points) as str; a list / numpy array of them, a list of such lists (TensorFlow's ragged rows).
+    The bytes are decoded with input_encoding ("UTF-8", "UTF-16-BE" or "UTF-32-BE"); an invalid sequence is
+    replaced by chr(replacement_char) (errors="replace"), dropped ("ignore") or raises ("strict").\"\"\"
+    import codecs
+
+    import numpy as np
+
+    codec = {"UTF-8": "utf-8", "UTF-16-BE": "utf-16-be", "UTF-32-BE": "utf-32-be"}.get(input_encoding)
+    if codec is None or errors not in ("replace", "ignore", "strict"):
+        raise ValueError(f"unicode_split: input_encoding {input_encoding!r} / errors {errors!r}: TensorFlow takes "
+                         "UTF-8, UTF-16-BE or UTF-32-BE and replace, ignore or strict")
+    handler = errors
+    if errors == "replace" and replacement_char != 65533:
+        handler = f"unicode_split_{replacement_char}"
+        codecs.register_error(handler, lambda error: (chr(replacement_char), error.end))
+
+    def split(text):
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return list(data.decode(codec, handler))
+
+    if isinstance(input, (str, bytes)):
+        return split(input)
+    return [unicode_split(item, input_encoding, errors, replacement_char) if not isinstance(item, (str, bytes))
+            else split(item) for item in (input.tolist() if isinstance(input, np.ndarray) else input)]
+'''
+
+_STRINGS_SPLIT = '''
+
+def strings_split(input, sep=None, maxsplit=-1):
+    \"\"\"tf.strings.split on Python strings: a str or bytes gives the list of its pieces (str) split at sep (empty
+    pieces kept), or with sep None or "" at runs of ASCII whitespace (space, tab, newline, carriage return, vertical
+    tab, form feed: TensorFlow's set; no empty pieces, except TensorFlow's last one when maxsplit pieces come
+    before the end); at most maxsplit splits (-1: all). A list / numpy array of strings gives a list of such lists
+    (TensorFlow's ragged rows).\"\"\"
+    import numpy as np
+
+    def split(text):
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        cut = None if sep is None or sep in ("", b"") else (sep.encode("utf-8") if isinstance(sep, str) else sep)
+        if cut is not None or maxsplit < 0:
+            return [piece.decode("utf-8") for piece in data.split(cut, maxsplit)]  # (bytes: ASCII whitespace only)
+        if maxsplit == 0:
+            return [data.decode("utf-8")]
+        pieces, rest = [], data.lstrip()  # TensorFlow's whitespace split with a maxsplit: once that many pieces
+        while rest:  # are taken, the rest after the whitespace is one more piece, even an empty one
+            head = rest.split(None, 1)
+            pieces.append(head[0])
+            rest = head[1] if len(head) > 1 else b""
+            if len(pieces) == maxsplit:
+                pieces.append(rest)
+                break
+        return [piece.decode("utf-8") for piece in pieces]
+
+    if isinstance(input, (str, bytes)):
+        return split(input)
+    return [strings_split(item, sep, maxsplit) if not isinstance(item, (str, bytes)) else split(item)
+            for item in (input.tolist() if isinstance(input, np.ndarray) else input)]
+'''
+
+_TO_NUMBER = '''
+
+def to_number(input, out_type=None):
+    \"\"\"tf.strings.to_number on Python strings (a str, bytes, or a (nested) list / numpy array of them): a torch
+    tensor of out_type (torch.float32 by default; float64, int32, int64), each string read as TensorFlow reads it:
+    ASCII whitespace around it ignored; an integer type takes decimal digits with a sign only, in range; a float
+    type also takes a fraction, an exponent, inf / infinity / nan and hexadecimal (0x10, 0x1p3), past its range
+    inf. Anything else (an empty string, 1_0, non-ASCII digits) raises ValueError, as TensorFlow raises.\"\"\"
+    import re
+
+    import numpy as np
+    import torch
+
+    dtype = torch.float32 if out_type is None else out_type
+    if dtype not in (torch.float32, torch.float64, torch.int32, torch.int64):
+        raise ValueError(f"to_number: out_type {dtype} is not float32, float64, int32 or int64")
+
+    def number(text):
+        raw = text.decode("utf-8") if isinstance(text, bytes) else str(text)
+        text = raw.strip(" \\t\\n\\r\\v\\f")
+        if dtype in (torch.int32, torch.int64):
+            bits = 31 if dtype == torch.int32 else 63
+            if re.fullmatch("[+-]?[0-9]+", text) and -2 ** bits <= int(text) < 2 ** bits:
+                return int(text)
+        elif text.isascii() and "_" not in text:
+            try:
+                return float(text)
+            except ValueError:
+                try:
+                    return float.fromhex(text)
+                except ValueError:
+                    pass
+        raise ValueError(f"StringToNumberOp could not correctly convert string: {raw}")
+
+    array = np.asarray(input, dtype=object)
+    values = np.vectorize(number, otypes=[object])(array) if array.size else array
+    return torch.tensor(values.tolist(), dtype=dtype)
+'''
+
+_STRINGS_LENGTH = '''
+
+def strings_length(input, unit="BYTE"):
+    \"\"\"tf.strings.length on Python strings (a str, bytes, or a (nested) list / numpy array of them): an int32
+    torch tensor of their lengths in UTF-8 bytes (unit "BYTE", a str's UTF-8 encoding) or in characters ("UTF8_CHAR":
+    the bytes that do not continue a UTF-8 sequence, as TensorFlow counts them, invalid bytes included).\"\"\"
+    import numpy as np
+    import torch
+
+    if unit not in ("BYTE", "UTF8_CHAR"):
+        raise ValueError(f"strings_length: unit {unit!r} is not 'BYTE' or 'UTF8_CHAR'")
+
+    def length(text):
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return len(data) if unit == "BYTE" else sum(1 for byte in data if byte & 0xC0 != 0x80)
+
+    array = np.asarray(input, dtype=object)
+    values = np.vectorize(length, otypes=[object])(array) if array.size else array
+    return torch.tensor(values.tolist(), dtype=torch.int32)
+'''
+
 TEXT_HELPERS: dict[str, str] = {
+    "strings_length": _STRINGS_LENGTH,
+    "to_number": _TO_NUMBER,
+    "strings_split": _STRINGS_SPLIT,
+    "unicode_split": _UNICODE_SPLIT,
+    "reduce_join": _REDUCE_JOIN,
     "strings_lower": _STRINGS_LOWER,
     "regex_replace": _REGEX_REPLACE,
     "StringLookup": _STRING_LOOKUP,

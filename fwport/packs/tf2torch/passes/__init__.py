@@ -8,7 +8,7 @@ over the tree costs as much as parsing it).
 from __future__ import annotations
 
 from fwport.core.direction import Planner, Trigger, fast
-from fwport.packs.tf2torch import data, helpers, rngs, testcase, utilities
+from fwport.packs.tf2torch import data, helpers, rngs, strings, testcase, utilities
 from fwport.packs.tf2torch.passes import (datasets, decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
                                           sequential, subclass, training, training_arg, valuekinds,
                                           variables)
@@ -58,6 +58,11 @@ PLANNERS: tuple[Planner, ...] = (
     # @tf.function removed (or torch.compile)
     Planner("decorators", Trigger(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b", "@", "function",
                                   "do_not_convert"), decorators.run),
+    # (read-only) tf.strings.reduce_join(x).numpy().decode("utf-8") → the reduce_join helper's call alone, a str
+    # (strings.py; before variables, which leaves that .numpy() to it)
+    # and a RaggedTensor method (.to_tensor()) on tf.strings.split / unicode_split / to_number refused
+    Planner("string_chains", Trigger(r"\b(?:reduce_join|split|unicode_split|to_number)\s*\(", "reduce_join", "split",
+                                     "to_number"), strings.run),
     # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/..., and any
     # x.numpy() → x.detach().numpy(), any v.assign(x), x.trainable_variables on any receiver (last: it reads
     # the bases the subclass pass wrote)

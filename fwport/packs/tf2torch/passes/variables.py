@@ -146,7 +146,7 @@ class _Methods(cst.CSTVisitor):
         recv = self._receiver(func.value)
         if recv is None:
             if func.attr.value == "numpy" and not node.args:
-                if not _detached_already(func.value):
+                if not _detached_already(func.value) and self.ctx.plans.get(node) is None:  # (strings.py's chain)
                     self._detached(node, self._keras_sources(func.value))
                 return None
             if not (func.attr.value.startswith("assign") and func.attr.value in METHODS and len(node.args) == 1
