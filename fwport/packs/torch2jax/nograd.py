@@ -1,0 +1,380 @@
+"""PyTorch's gradient-mode switches (a planner that rewrites, before the others; training.finish removes them):
+
+- ``with torch.no_grad():`` / ``torch.inference_mode()`` / ``torch.set_grad_enabled(False)`` and ``@torch.no_grad()``
+  on a function. PyTorch records no graph for what the block computes: its values are constants for backward().
+  JAX has no recording to switch off (it differentiates what jax.grad is given), so where the block is in code a
+  loss differentiates through (a module class's method; a function such code calls; a block followed by
+  ``loss.backward()`` in its function) the values that leave it are detached: a name the block assigns and the
+  function reads outside it → ``.detach()`` of its value (the only assignment, at the block's level) or
+  ``name = name.detach()`` after the block; ``return v`` inside it (and in a decorated function) → ``v.detach()``
+  (each element of a tuple); ``.detach()`` is jax.lax.stop_gradient's rule. Elsewhere (an evaluation loop,
+  inference code: no gradient is taken there) the removal is exact. The info finding says which it was.
+- ``with torch.enable_grad():`` / ``set_grad_enabled(True)`` / ``inference_mode(False)``: removed (gradients are on
+  by default; inside a no_grad block what it assigns is not detached).
+- ``with torch.set_grad_enabled(flag):`` (``phase == "train"``): removed where the block holds its own backward()
+  or no backward() follows it (the flag then only says whether PyTorch records a graph nothing else reads);
+  before a backward() it stays, its rule's error (which values are constants depends on the flag at run time).
+
+Mutations inside a detached block (``self.buf[...] = v``, ``p.data = ...``, ``x.mul_()``) are the state passes'."""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.direction import fast
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text, find_all
+from fwport.core.rewrite import rewrite
+
+TRIGGER = fast(r"\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b")
+OFF = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
+                 "torch.inference_mode", "torch.autograd.inference_mode", "torch.autograd.grad_mode.inference_mode"})
+ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
+FLAG = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled",
+                  "torch.autograd.grad_mode.set_grad_enabled"})
+#: ctx.analyses: ids of the grad-mode calls this pass settled (removed by training.finish) and reported
+SETTLED = "torch2jax.grad-mode"
+#: calls whose value is no tensor (sizes, Python numbers): never detached
+_NOT_TENSOR_CALLS = frozenset({"int", "float", "len", "str", "bool", "range", "list", "dict", "set", "tuple",
+                               "isinstance", "print", "enumerate", "zip", "sorted"})
+_NOT_TENSOR_METHODS = frozenset({"item", "tolist", "size", "numel", "dim", "keys", "values", "items", "format"})
+_NOT_TENSOR_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "requires_grad", "is_cuda"})
+
+
+def kind(call: cst.BaseExpression, ctx) -> str | None:
+    """"off" / "on" / "flag" for a grad-mode call (a value ``set_grad_enabled(True)`` / ``inference_mode(False)``
+    settles), None for anything else."""
+    if not isinstance(call, cst.Call):
+        return None
+    q = ctx.imports.resolve(call.func)
+    if q not in OFF | ON | FLAG:
+        return None
+    args = [a for a in call.args if a.keyword is None or a.keyword.value in ("mode", "enabled")]
+    if len(args) != len(call.args) or len(args) > 1:
+        return None
+    value = None
+    if args:
+        v = args[0].value
+        value = v.value if isinstance(v, cst.Name) and v.value in ("True", "False") else "?"
+    if q in FLAG:
+        return None if value is None else {"True": "on", "False": "off"}.get(value, "flag")
+    if q in ON:
+        return "on" if value is None else None
+    return "off" if value in (None, "True") else "on" if value == "False" else "flag"
+
+
+def _has_backward(node: cst.CSTNode, ctx) -> bool:
+    for c in find_all(node, cst.Call):
+        f = c.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "backward" or ctx.imports.resolve(f) == "torch.autograd.grad":
+            return True
+    return False
+
+
+def _blocks(stmt) -> list[list]:
+    """The statement lists inside a compound statement (not a function's or class's)."""
+    out = []
+    for name in ("body", "orelse", "finalbody"):
+        b = getattr(stmt, name, None)
+        if isinstance(b, (cst.Else, cst.Finally)):
+            b = b.body
+        if isinstance(b, cst.If):  # elif
+            out.extend([[b]])
+            continue
+        if isinstance(b, cst.IndentedBlock):
+            out.append(list(b.body))
+    for h in getattr(stmt, "handlers", ()) or ():
+        if isinstance(h.body, cst.IndentedBlock):
+            out.append(list(h.body.body))
+    return out
+
+
+class _Site:
+    def __init__(self, node, kind, owner, chain, decorated=False):
+        self.node, self.kind, self.owner, self.chain, self.decorated = node, kind, owner, chain, decorated
+
+
+class _Survey:
+    """The grad-mode blocks and decorators, each with its owner (a method (class, name) or a top-level function's
+    name, None at module level) and its chain of enclosing (statement list, index) up to its function; the calls of
+    the file's top-level functions the same way."""
+
+    def __init__(self, module, ctx):
+        self.ctx = ctx
+        self.functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+        self.module_classes: set[str] = set()
+        self.sites: list[_Site] = []
+        self.calls: list[tuple[str, object, list]] = []  # (callee, owner, chain)
+        self.scopes: dict[int, cst.CSTNode] = {}  # id(site node) → its function (or the module)
+        self.walk(list(module.body), None, [], module)
+
+    def is_module_class(self, cls: cst.ClassDef) -> bool:
+        for b in cls.bases:
+            q = self.ctx.imports.resolve(b.value)
+            if q is not None and q.startswith("torch.nn.") or dotted_text(b.value) in self.module_classes:
+                return True
+        return False
+
+    def walk(self, stmts, owner, chain, scope):
+        for i, s in enumerate(stmts):
+            here = chain + [(stmts, i)]
+            if isinstance(s, cst.ClassDef):
+                if self.is_module_class(s):
+                    self.module_classes.add(s.name.value)
+                if isinstance(s.body, cst.IndentedBlock):
+                    for m in s.body.body:
+                        if isinstance(m, cst.FunctionDef):
+                            self.function(m, (s.name.value, m.name.value), scope)
+                continue
+            if isinstance(s, cst.FunctionDef):
+                self.function(s, owner if owner is not None else s.name.value, scope)
+                continue
+            if isinstance(s, cst.With) and s.items and all(i.asname is None for i in s.items):
+                kinds = {kind(i.item, self.ctx) for i in s.items}
+                if len(kinds) == 1 and None not in kinds:
+                    self.sites.append(_Site(s, kinds.pop(), owner, here))
+                    self.scopes[id(s)] = scope
+            if isinstance(s, cst.SimpleStatementLine):
+                for c in find_all(s, cst.Call):
+                    if isinstance(c.func, cst.Name) and c.func.value in self.functions:
+                        self.calls.append((c.func.value, owner, here))
+            for block in _blocks(s):
+                self.walk(block, owner, here, scope)
+
+    def function(self, fn: cst.FunctionDef, owner, scope):
+        for d in fn.decorators:
+            k = kind(d.decorator, self.ctx)
+            if k is not None:
+                self.sites.append(_Site(fn, k, owner, [], decorated=True))
+                self.scopes[id(fn)] = fn
+        if isinstance(fn.body, cst.IndentedBlock):
+            self.walk(list(fn.body.body), owner, [], fn)
+
+
+def _backward_after(chain, ctx) -> bool:
+    return any(_has_backward(s, ctx) for stmts, i in chain for s in stmts[i + 1:])
+
+
+def _differentiated(survey: _Survey, ctx) -> dict:
+    """owner → why its code is differentiated (a text), for the owners that are."""
+    why: dict = {}
+    for owner in {o for o in [s.owner for s in survey.sites] + [c[1] for c in survey.calls]}:
+        if isinstance(owner, tuple) and owner[0] in survey.module_classes:
+            why[owner] = f"{owner[0]}.{owner[1]} is module code, which a loss differentiates through"
+    changed = True
+    while changed:
+        changed = False
+        for callee, owner, chain in survey.calls:
+            if callee in why:
+                continue
+            if owner in why:
+                why[callee] = f"{callee} is called from {_owner_text(owner)}, which a loss differentiates through"
+            elif _backward_after(chain, ctx):
+                why[callee] = f"{callee} is called before a backward() in {_owner_text(owner)}"
+            else:
+                continue
+            changed = True
+    return why
+
+
+def _owner_text(owner) -> str:
+    return "module-level code" if owner is None else ".".join(owner) if isinstance(owner, tuple) else owner
+
+
+def _not_tensor(value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
+                          cst.Dict, cst.DictComp, cst.Lambda)):
+        return True
+    if isinstance(value, cst.Name):
+        return value.value in ("True", "False", "None")
+    if isinstance(value, cst.Attribute):
+        return value.attr.value in _NOT_TENSOR_ATTRS
+    if isinstance(value, cst.Call):
+        f = value.func
+        return isinstance(f, cst.Name) and f.value in _NOT_TENSOR_CALLS \
+            or isinstance(f, cst.Attribute) and f.attr.value in _NOT_TENSOR_METHODS
+    return False
+
+
+def _names(target) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names(target.value)
+    return []
+
+
+class _Assigned(cst.CSTVisitor):
+    """The names a block assigns (not in nested functions, classes or enable_grad blocks): name → [(statement
+    line, the value or None where unknown)]."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.found: dict[str, list] = {}
+        self.line = None
+
+    def add(self, names, value):
+        for n in names:
+            self.found.setdefault(n, []).append((self.line, value))
+
+    def visit_FunctionDef(self, node):
+        return False
+
+    def visit_ClassDef(self, node):
+        return False
+
+    def visit_Lambda(self, node):
+        return False
+
+    def visit_With(self, node):
+        return not all(kind(i.item, self.ctx) == "on" for i in node.items)
+
+    def visit_SimpleStatementLine(self, node):
+        self.line = node
+
+    def visit_Assign(self, node):
+        for t in node.targets:
+            names = _names(t.target)
+            self.add(names, node.value if isinstance(t.target, cst.Name) and len(node.targets) == 1 else None)
+
+    def visit_AnnAssign(self, node):
+        if node.value is not None:
+            self.add(_names(node.target), node.value)
+
+    def visit_AugAssign(self, node):
+        self.add(_names(node.target), node.value)
+
+    def visit_NamedExpr(self, node):
+        self.add(_names(node.target), None)
+
+
+def _reads(scope: cst.CSTNode, block: cst.CSTNode) -> set[str]:
+    """The names read in ``scope`` outside ``block`` (assignment targets not counted; more than read is harmless)."""
+    inside = {id(n) for n in find_all(block, cst.Name)}
+    stored = set()
+    for a in find_all(scope, cst.Assign):
+        for t in a.targets:
+            if isinstance(t.target, cst.Name):
+                stored.add(id(t.target))
+    return {n.value for n in find_all(scope, cst.Name) if id(n) not in inside and id(n) not in stored}
+
+
+def _detached(value: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(value, cst.Tuple) and not value.lpar:
+        return value.with_changes(elements=[e if isinstance(e, cst.StarredElement) or _not_tensor(e.value)
+                                            else e.with_changes(value=_detached(e.value)) for e in value.elements])
+    if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not value.lpar:
+        value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(cst.Attribute(value, cst.Name("detach")), [])
+
+
+class _Returns(cst.CSTTransformer):
+    """``return v`` → ``return v.detach()`` (not in nested functions)."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def visit_FunctionDef(self, node):
+        return False
+
+    def visit_Lambda(self, node):
+        return False
+
+    def leave_Return(self, original, updated):
+        if updated.value is None or _not_tensor(updated.value):
+            return updated
+        self.count += 1
+        return updated.with_changes(value=_detached(updated.value))
+
+
+class _Rewrite(cst.CSTTransformer):
+    def __init__(self, plans):
+        super().__init__()
+        self.plans = plans  # id(With / FunctionDef) → (wrap: {id(statement line)}, rebind: [names]) or "returns"
+
+    def leave_FunctionDef(self, original, updated):
+        if self.plans.get(id(original)) != "returns":
+            return updated
+        return updated.with_changes(body=updated.body.visit(_Returns()))
+
+    def leave_SimpleStatementLine(self, original, updated):
+        for plan in self.plans.values():
+            if plan != "returns" and id(original) in plan[0]:
+                a = updated.body[0]
+                return updated.with_changes(body=[a.with_changes(value=_detached(a.value)), *updated.body[1:]])
+        return updated
+
+    def leave_With(self, original, updated):
+        plan = self.plans.get(id(original))
+        if plan is None:
+            return updated
+        updated = updated.with_changes(body=updated.body.visit(_Returns()))
+        if not plan[1]:
+            return updated
+        rebinds = [cst.parse_statement(f"{n} = {n}.detach()\n") for n in plan[1]]
+        return cst.FlattenSentinel([updated, *rebinds])
+
+
+def plan(module: cst.Module, ctx) -> cst.Module:
+    survey = _Survey(module, ctx)
+    if not survey.sites:
+        return module
+    why = _differentiated(survey, ctx)
+    settled = ctx.analyses.setdefault(SETTLED, set())
+    plans: dict = {}
+    for site in survey.sites:
+        node = site.node
+        calls = [d.decorator for d in node.decorators if kind(d.decorator, ctx) is not None] if site.decorated \
+            else [i.item for i in node.items]
+        q = dotted_text(calls[0].func) or "the gradient switch"
+        reason = why.get(site.owner)
+        if reason is None and not site.decorated and _backward_after(site.chain, ctx):
+            reason = f"a backward() follows it in {_owner_text(site.owner)}"
+        if site.kind == "on":
+            message = (f"{q}() removed: gradients are on by default in JAX, which differentiates what jax.grad "
+                       "(eqx.filter_grad) is given")
+        elif site.kind == "flag":
+            inner = not site.decorated and _has_backward(node.body, ctx)
+            if reason is not None and not inner:
+                continue  # stays: set_grad_enabled's rule reports it (which values are constants is the flag's)
+            message = (f"{q}() removed: " + ("the backward() inside it runs only where the flag is true, "
+                       if inner else "no backward() differentiates what it computes, ")
+                       + "so the flag only chose whether PyTorch recorded a graph; JAX differentiates what jax.grad "
+                       "is given")
+        elif reason is None:
+            message = (f"{'@' if site.decorated else ''}{q}() removed, exactly: it is outside any differentiated code"
+                       f" (in {_owner_text(site.owner)}: no module's method, no backward() after it, as in an evaluation"
+                       " or inference loop), and JAX differentiates only what jax.grad (eqx.filter_grad) is given")
+        elif site.decorated:
+            plans[id(node)] = "returns"
+            message = (f"@{q}() removed: {reason}; PyTorch records no gradient for what {node.name.value} computes, "
+                       "so its return values are detached (jax.lax.stop_gradient), constants for the gradient")
+        else:
+            found = _Assigned(ctx)
+            for st in node.body.body:
+                st.visit(found)
+            read = _reads(survey.scopes[id(node)], node)
+            out = [n for n, assigns in found.found.items()
+                   if n in read and not all(v is not None and _not_tensor(v) for _, v in assigns)]
+            direct = {id(s) for s in node.body.body}
+            wrap, rebind = set(), []
+            for n in out:
+                (line, value), *more = found.found[n]
+                if not more and value is not None and id(line) in direct and len(line.body) == 1 \
+                        and isinstance(line.body[0], cst.Assign):
+                    wrap.add(id(line))
+                else:
+                    rebind.append(n)
+            plans[id(node)] = (wrap, rebind)
+            returns = bool(find_all(node.body, cst.Return))
+            leaving = ", ".join(out) + (" and its return values" if returns and out else "its return values"
+                                        if returns else "")
+            message = (f"{q}() removed: {reason}; PyTorch records no gradient for what the block computes, so "
+                       + (f"what leaves it ({leaving}) is detached (jax.lax.stop_gradient), constants for the "
+                          "gradient" if leaving else "nothing it computes is read after it"))
+        for c in calls:
+            settled.add(id(c))
+        ctx.report(Severity.INFO, "idiom-replaced", message, calls[0])
+    return rewrite(module, _Rewrite(plans)) if plans else module
