@@ -115,3 +115,104 @@ def test_training_loop_target_detached_evaluation_removed():
     assert "a backward() follows it" in info[10]
     assert "outside any differentiated code" in info[16]
     assert "enable_grad() removed" in info[19]
+
+
+MOMENTUM = '''
+import torch
+import torch.nn as nn
+
+
+class MoCo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder_q = nn.Linear(4, 3)
+        self.encoder_k = nn.Linear(4, 3)
+        self.register_buffer("center", torch.zeros(3))
+        self._copy()
+
+    @torch.no_grad()
+    def _copy(self):
+        self.encoder_k.weight.copy_(self.encoder_q.weight)
+
+    @torch.no_grad()
+    def _momentum_update(self):
+        for q, k in zip(self.encoder_q.parameters(), self.encoder_k.parameters()):
+            k.data = k.data * 0.99 + q.data * 0.01
+
+    def forward(self, x):
+        q = self.encoder_q(x)
+        with torch.no_grad():
+            self._momentum_update()
+            k = self.encoder_k(x)
+            self.center.mul_(0.9)
+        return q * k - self.center
+'''
+
+
+def test_state_updates_under_no_grad_in_module_code_are_errors():
+    """An EMA / momentum update of the module's parameters or buffers inside its call: an eqx.Module cannot change
+    there (main left `k.data = ...` and `self.center.mul_(0.9)` with no finding); the copy in a method only
+    __init__ calls is construction, not differentiated: removed."""
+    r = t2j(MOMENTUM)
+    errors = {f.line: f.message for f in r.findings if f.severity.value == "error"}
+    assert sorted(errors) == [20, 27], errors
+    assert all("updates the module's state under torch.no_grad()" in m for m in errors.values())
+    assert "k = jax.lax.stop_gradient(self.encoder_k(x))" in r.output
+    info = {f.line: f.message for f in r.findings if "no_grad() removed" in f.message}
+    assert "which only __init__ calls: construction" in info[13]
+
+
+FROZEN = '''
+import torch
+import torch.nn as nn
+
+model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+for p in model[0].parameters():
+    p.requires_grad = False
+model[1].bias.requires_grad_(False)
+x = torch.randn(8, 4).requires_grad_()
+'''
+
+
+def test_frozen_parameters_are_errors():
+    """PyTorch's optimizer skips a parameter with requires_grad False; the translated optimizer updates every array
+    of the model: main dropped `.requires_grad_(False)` and kept `p.requires_grad = False` with no finding."""
+    r = t2j(FROZEN)
+    errors = {f.line: f.message for f in r.findings if f.severity.value == "error"}
+    assert sorted(errors) == [6, 7], errors
+    assert all("freezes a parameter" in m for m in errors.values())
+
+
+CHOSEN = '''
+from contextlib import nullcontext
+
+import torch
+import torch.nn as nn
+
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.vit = nn.Linear(4, 4)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x, freeze_vit=True):
+        context = torch.no_grad if freeze_vit else nullcontext
+        with context():
+            embed = self.vit(x)
+        return self.head(embed) * embed.sum(-1, keepdim=True)
+'''
+
+
+def test_a_context_chosen_by_a_flag_detaches_where_the_flag_is_true():
+    """`torch.no_grad if freeze else nullcontext` (lucidrains' vat / vaat): main left it, a residue error."""
+    r = t2j(CHOSEN)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    assert "embed = self.vit(x)\n        if freeze_vit:\n            embed = jax.lax.stop_gradient(embed)\n" in r.output
+    assert "nullcontext" not in r.output.split("class")[1]
+
+
+@needs("torch", "jax", "equinox")
+def test_a_context_chosen_by_a_flag_gradients_as_pytorch(tmp_path):
+    cert = verify_model(tmp_path, CHOSEN, "Frozen", ["float64[5,4]"])
+    assert cert["results"]["gradients"] and all(e["ok"] for e in cert["results"]["gradients"])

@@ -22,10 +22,11 @@ import libcst as cst
 
 from fwport.core.direction import fast
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, find_all
+from fwport.core.engine import code
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 
-TRIGGER = fast(r"\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b")
+TRIGGER = fast(r"\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b|\brequires_grad")
 OFF = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
                  "torch.inference_mode", "torch.autograd.inference_mode", "torch.autograd.grad_mode.inference_mode"})
 ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
@@ -105,6 +106,7 @@ class _Survey:
         self.sites: list[_Site] = []
         self.calls: list[tuple[str, object, list]] = []  # (callee, owner, chain)
         self.scopes: dict[int, cst.CSTNode] = {}  # id(site node) → its function (or the module)
+        self.self_calls: dict[tuple, set[str]] = {}  # method → the self.<name>(...) it calls
         self.walk(list(module.body), None, [], module)
 
     def is_module_class(self, cls: cst.ClassDef) -> bool:
@@ -124,6 +126,9 @@ class _Survey:
                     for m in s.body.body:
                         if isinstance(m, cst.FunctionDef):
                             self.function(m, (s.name.value, m.name.value), scope)
+                            self.self_calls[(s.name.value, m.name.value)] = {
+                                c.func.attr.value for c in find_all(m, cst.Call) if isinstance(c.func, cst.Attribute)
+                                and isinstance(c.func.value, cst.Name) and c.func.value.value == "self"}
                 continue
             if isinstance(s, cst.FunctionDef):
                 self.function(s, owner if owner is not None else s.name.value, scope)
@@ -133,12 +138,42 @@ class _Survey:
                 if len(kinds) == 1 and None not in kinds:
                     self.sites.append(_Site(s, kinds.pop(), owner, here))
                     self.scopes[id(s)] = scope
+                else:
+                    chosen = self.chosen(s, stmts[:i], scope)
+                    if chosen is not None:
+                        site = _Site(s, "cond", owner, here)
+                        site.assign, site.test, site.call = chosen
+                        self.sites.append(site)
+                        self.scopes[id(s)] = scope
             if isinstance(s, cst.SimpleStatementLine):
                 for c in find_all(s, cst.Call):
                     if isinstance(c.func, cst.Name) and c.func.value in self.functions:
                         self.calls.append((c.func.value, owner, here))
             for block in _blocks(s):
                 self.walk(block, owner, here, scope)
+
+    def chosen(self, w: cst.With, before, scope):
+        """``with ctx():`` after ``ctx = torch.no_grad if flag else nullcontext`` (the name's only assignment in
+        its function, the flag a name or attribute nothing in the block assigns, no return in the block): (that
+        assignment's statement, the flag, torch.no_grad's node); None otherwise."""
+        item = w.items[0].item if len(w.items) == 1 else None
+        if not (isinstance(item, cst.Call) and not item.args and isinstance(item.func, cst.Name)):
+            return None
+        name = item.func.value
+        assigns = [a for a in find_all(scope, cst.Assign) if any(_names(t.target) == [name] for t in a.targets)]
+        line = next((st for st in before if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
+                     and len(assigns) == 1 and st.body[0] is assigns[0]), None)
+        if line is None:
+            return None
+        v = line.body[0].value
+        if not (isinstance(v, cst.IfExp) and self.ctx.imports.resolve(v.body) in OFF
+                and dotted_text(v.orelse) in ("nullcontext", "contextlib.nullcontext")
+                and isinstance(v.test, (cst.Name, cst.Attribute)) and not find_all(w.body, cst.Return)):
+            return None
+        flag = _root(v.test)
+        found = _Assigned(self.ctx)
+        scan(w.body, found)
+        return None if flag in found.found else (line, v.test, v.body)
 
     def function(self, fn: cst.FunctionDef, owner, scope):
         for d in fn.decorators:
@@ -157,8 +192,23 @@ def _backward_after(chain, ctx) -> bool:
 def _differentiated(survey: _Survey, ctx) -> dict:
     """owner → why its code is differentiated (a text), for the owners that are."""
     why: dict = {}
+
+    def closure(cls, start):
+        seen, todo = set(), list(start)
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo.extend(survey.self_calls.get((cls, m), ()))
+        return seen
+
+    called: dict = {}  # module class → its methods the forward side may call (not only __init__'s helpers)
+    for cls in survey.module_classes:
+        methods = {m for c, m in survey.self_calls if c == cls}
+        init = closure(cls, ["__init__"])
+        called[cls] = closure(cls, methods - init)
     for owner in {o for o in [s.owner for s in survey.sites] + [c[1] for c in survey.calls]}:
-        if isinstance(owner, tuple) and owner[0] in survey.module_classes:
+        if isinstance(owner, tuple) and owner[0] in survey.module_classes and owner[1] in called[owner[0]]:
             why[owner] = f"{owner[0]}.{owner[1]} is module code, which a loss differentiates through"
     changed = True
     while changed:
@@ -297,11 +347,13 @@ class _Rewrite(cst.CSTTransformer):
     def leave_FunctionDef(self, original, updated):
         if self.plans.get(id(original)) != "returns":
             return updated
-        return updated.with_changes(body=updated.body.visit(_Returns()))
+        return updated.with_changes(body=rewrite(updated.body, _Returns()))
 
     def leave_SimpleStatementLine(self, original, updated):
+        if self.plans.get(id(original)) == "remove":
+            return cst.RemovalSentinel.REMOVE
         for plan in self.plans.values():
-            if plan != "returns" and id(original) in plan[0]:
+            if isinstance(plan, tuple) and plan[0] != "cond" and id(original) in plan[0]:
                 a = updated.body[0]
                 return updated.with_changes(body=[a.with_changes(value=_detached(a.value)), *updated.body[1:]])
         return updated
@@ -310,14 +362,102 @@ class _Rewrite(cst.CSTTransformer):
         plan = self.plans.get(id(original))
         if plan is None:
             return updated
-        updated = updated.with_changes(body=updated.body.visit(_Returns()))
+        if plan[0] == "cond":
+            body = list(updated.body.body)
+            body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+            if plan[2]:
+                test = code(plan[1])
+                body.append(cst.parse_statement(f"if {test}:\n" + "".join(f"    {n} = {n}.detach()\n" for n in plan[2])))
+            return cst.FlattenSentinel(body)
+        updated = updated.with_changes(body=rewrite(updated.body, _Returns()))
         if not plan[1]:
             return updated
         rebinds = [cst.parse_statement(f"{n} = {n}.detach()\n") for n in plan[1]]
         return cst.FlattenSentinel([updated, *rebinds])
 
 
+def _root(node) -> str | None:
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.func if isinstance(node, cst.Call) else node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _state_writes(body: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements of a module's no_grad code that write into the module's state (``self.buf = v``,
+    ``self.buf.mul_(m)``, ``p.data = ...`` / ``p.copy_(...)`` for ``p`` of a loop: EMA and momentum-encoder updates):
+    an eqx.Module cannot change inside its call."""
+    loops = {n for f in find_all(body, cst.For) for n in _names(f.target)}
+    roots = loops | {"self"}
+    out = []
+    for line in find_all(body, cst.SimpleStatementLine):
+        hit = False
+        for a in find_all(line, cst.Assign):
+            hit |= any(isinstance(t.target, (cst.Attribute, cst.Subscript)) and _root(t.target) in roots
+                       for t in a.targets)
+        for a in find_all(line, cst.AugAssign):
+            hit |= isinstance(a.target, (cst.Attribute, cst.Subscript)) and _root(a.target) in roots
+        for c in find_all(line, cst.Call):
+            f = c.func
+            hit |= isinstance(f, cst.Attribute) and f.attr.value.endswith("_") and not f.attr.value.startswith("_") \
+                and _root(f.value) in roots
+        if hit:
+            out.append(line)
+    return out
+
+
+_PARAMETER_LOOPS = frozenset({"parameters", "named_parameters", "buffers", "named_buffers"})
+
+
+def _freezes(module: cst.Module, ctx) -> None:
+    """``p.requires_grad = False`` / ``p.requires_grad_(False)`` on a model's parameter (an attribute path, or the
+    variable of a loop over ``.parameters()``): PyTorch's optimizer then leaves it alone, the translation's updates
+    every array of the model. An error (a requires_grad_ on a local tensor is the training pass's: removed)."""
+    loops = set()
+    for f in find_all(module, cst.For):
+        it = f.iter.args[0].value if isinstance(f.iter, cst.Call) and dotted_text(f.iter.func) == "enumerate" \
+            and f.iter.args else f.iter
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in _PARAMETER_LOOPS:
+            loops.update(_names(f.target))
+
+    def parameter(node) -> bool:
+        return isinstance(node, cst.Attribute) or isinstance(node, cst.Name) and node.value in loops
+
+    def frozen(value) -> bool:
+        return not (isinstance(value, cst.Name) and value.value == "True")
+
+    message = ("freezes a parameter: PyTorch's optimizer skips it, where the translation's updates every array of the "
+               "model (eqx.filter(model, eqx.is_array)); not translated: keep it out of the update (optax.multi_transform"
+               " with optax.set_to_zero() for its label, or eqx.partition with a filter spec marking it False)")
+    for line in find_all(module, cst.SimpleStatementLine):
+        for a in find_all(line, cst.Assign):
+            for t in a.targets:
+                if isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" \
+                        and parameter(t.target.value) and frozen(a.value):
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"{dotted_text(t.target) or 'requires_grad'}"
+                               f" = ...: {message}", line)
+        for c in find_all(line, cst.Call):
+            f = c.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "requires_grad_" and parameter(f.value) \
+                    and len(c.args) == 1 and frozen(c.args[0].value):
+                ctx.report(Severity.ERROR, "unsupported-construct", f".requires_grad_(...): {message}", line)
+
+
+def found_for(node: cst.With, ctx) -> "_Assigned":
+    found = _Assigned(ctx)
+    for st in node.body.body:
+        scan(st, found)
+    return found
+
+
+def _outflow(found: "_Assigned", read: set[str]) -> list[str]:
+    """The names the block assigns that are read outside it, but those only ever given non-tensor values."""
+    return [n for n, assigns in found.found.items()
+            if n in read and not all(v is not None and _not_tensor(v) for _, v in assigns)]
+
+
 def plan(module: cst.Module, ctx) -> cst.Module:
+    if "requires_grad" in ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else True:
+        _freezes(module, ctx)
     survey = _Survey(module, ctx)
     if not survey.sites:
         return module
@@ -332,7 +472,20 @@ def plan(module: cst.Module, ctx) -> cst.Module:
         reason = why.get(site.owner)
         if reason is None and not site.decorated and _backward_after(site.chain, ctx):
             reason = f"a backward() follows it in {_owner_text(site.owner)}"
-        if site.kind == "on":
+        if site.kind == "cond":
+            calls = [site.call]
+            q = ctx.imports.resolve(site.call)
+            out = _outflow(found_for(node, ctx), _reads(survey.scopes[id(node)], node)) if reason else []
+            plans[id(site.assign)] = "remove"
+            plans[id(node)] = ("cond", site.test, out)
+            message = (f"{code(site.assign.body[0])} and its `with` removed: "
+                       + (f"{reason}; where {code(site.test)} is true PyTorch records no gradient for what the block "
+                          f"computes, so what leaves it ({', '.join(out)}) is detached then (if {code(site.test)}: "
+                          "... .detach(), jax.lax.stop_gradient)" if out else
+                          f"{reason}; nothing the block computes is read after it" if reason else
+                          "it is outside any differentiated code (not a module's method, no backward() after it), "
+                          "where JAX differentiates only what jax.grad is given"))
+        elif site.kind == "on":
             message = (f"{q}() removed: gradients are on by default in JAX, which differentiates what jax.grad "
                        "(eqx.filter_grad) is given")
         elif site.kind == "flag":
@@ -344,20 +497,19 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                        + "so the flag only chose whether PyTorch recorded a graph; JAX differentiates what jax.grad "
                        "is given")
         elif reason is None:
+            where = f"{_owner_text(site.owner)}, which only __init__ calls: construction" \
+                if isinstance(site.owner, tuple) and site.owner[0] in survey.module_classes else \
+                f"{_owner_text(site.owner)}: not a module's method, no backward() after it, as in an evaluation or " \
+                "inference loop"
             message = (f"{'@' if site.decorated else ''}{q}() removed, exactly: it is outside any differentiated code"
-                       f" (in {_owner_text(site.owner)}: no module's method, no backward() after it, as in an evaluation"
-                       " or inference loop), and JAX differentiates only what jax.grad (eqx.filter_grad) is given")
+                       f" (in {where}), and JAX differentiates only what jax.grad (eqx.filter_grad) is given")
         elif site.decorated:
             plans[id(node)] = "returns"
             message = (f"@{q}() removed: {reason}; PyTorch records no gradient for what {node.name.value} computes, "
                        "so its return values are detached (jax.lax.stop_gradient), constants for the gradient")
         else:
-            found = _Assigned(ctx)
-            for st in node.body.body:
-                st.visit(found)
-            read = _reads(survey.scopes[id(node)], node)
-            out = [n for n, assigns in found.found.items()
-                   if n in read and not all(v is not None and _not_tensor(v) for _, v in assigns)]
+            found = found_for(node, ctx)
+            out = _outflow(found, _reads(survey.scopes[id(node)], node))
             direct = {id(s) for s in node.body.body}
             wrap, rebind = set(), []
             for n in out:
@@ -374,6 +526,13 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             message = (f"{q}() removed: {reason}; PyTorch records no gradient for what the block computes, so "
                        + (f"what leaves it ({leaving}) is detached (jax.lax.stop_gradient), constants for the "
                           "gradient" if leaving else "nothing it computes is read after it"))
+        if reason is not None and isinstance(site.owner, tuple) and site.kind == "off":
+            for line in _state_writes(node.body):
+                ctx.report(Severity.ERROR, "unsupported-construct", "this statement updates the module's state under "
+                           f"{q}() (an EMA / momentum update, a buffer write): an eqx.Module cannot change inside its "
+                           "call; not translated: compute the new value and set it outside the model's call "
+                           "(model = eqx.tree_at(lambda m: m.<field>, model, new)), or keep it in an eqx.nn.State",
+                           line)
         for c in calls:
             settled.add(id(c))
         ctx.report(Severity.INFO, "idiom-replaced", message, calls[0])
