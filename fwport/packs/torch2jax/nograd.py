@@ -230,6 +230,21 @@ def _owner_text(owner) -> str:
     return "module-level code" if owner is None else ".".join(owner) if isinstance(owner, tuple) else owner
 
 
+#: values that hold arrays without being one (a list of per-image dicts): not detached (.detach() is no method of
+#: them; the batch pass reads them as they are), a warning where they leave differentiated no_grad code
+_CONTAINERS = (cst.List, cst.ListComp, cst.Dict, cst.DictComp, cst.Set, cst.SetComp, cst.GeneratorExp)
+
+
+def _containers(scope: cst.CSTNode) -> set[str]:
+    """The names ``scope`` assigns a list, dict or set (comprehensions too)."""
+    return {t.target.value for a in find_all(scope, cst.Assign) if isinstance(a.value, _CONTAINERS)
+            for t in a.targets if isinstance(t.target, cst.Name)}
+
+
+def _kept(value, containers: set[str]) -> bool:
+    return isinstance(value, _CONTAINERS) or isinstance(value, cst.Name) and value.value in containers
+
+
 def _not_tensor(value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString,
                           cst.Dict, cst.DictComp, cst.Lambda)):
@@ -322,9 +337,9 @@ def _detached(value: cst.BaseExpression) -> cst.BaseExpression:
 class _Returns(cst.CSTTransformer):
     """``return v`` → ``return v.detach()`` (not in nested functions)."""
 
-    def __init__(self):
+    def __init__(self, containers: set[str]):
         super().__init__()
-        self.count = 0
+        self.containers = containers
 
     def visit_FunctionDef(self, node):
         return False
@@ -333,9 +348,8 @@ class _Returns(cst.CSTTransformer):
         return False
 
     def leave_Return(self, original, updated):
-        if updated.value is None or _not_tensor(updated.value):
+        if updated.value is None or _not_tensor(updated.value) or _kept(updated.value, self.containers):
             return updated
-        self.count += 1
         return updated.with_changes(value=_detached(updated.value))
 
 
@@ -345,15 +359,16 @@ class _Rewrite(cst.CSTTransformer):
         self.plans = plans  # id(With / FunctionDef) → (wrap: {id(statement line)}, rebind: [names]) or "returns"
 
     def leave_FunctionDef(self, original, updated):
-        if self.plans.get(id(original)) != "returns":
+        plan = self.plans.get(id(original))
+        if not (isinstance(plan, tuple) and plan[0] == "returns"):
             return updated
-        return updated.with_changes(body=rewrite(updated.body, _Returns()))
+        return updated.with_changes(body=rewrite(updated.body, _Returns(plan[1])))
 
     def leave_SimpleStatementLine(self, original, updated):
         if self.plans.get(id(original)) == "remove":
             return cst.RemovalSentinel.REMOVE
         for plan in self.plans.values():
-            if isinstance(plan, tuple) and plan[0] != "cond" and id(original) in plan[0]:
+            if isinstance(plan, tuple) and plan[0] not in ("cond", "returns") and id(original) in plan[0]:
                 a = updated.body[0]
                 return updated.with_changes(body=[a.with_changes(value=_detached(a.value)), *updated.body[1:]])
         return updated
@@ -369,7 +384,7 @@ class _Rewrite(cst.CSTTransformer):
                 test = code(plan[1])
                 body.append(cst.parse_statement(f"if {test}:\n" + "".join(f"    {n} = {n}.detach()\n" for n in plan[2])))
             return cst.FlattenSentinel(body)
-        updated = updated.with_changes(body=rewrite(updated.body, _Returns()))
+        updated = updated.with_changes(body=rewrite(updated.body, _Returns(plan[2])))
         if not plan[1]:
             return updated
         rebinds = [cst.parse_statement(f"{n} = {n}.detach()\n") for n in plan[1]]
@@ -442,6 +457,20 @@ def _freezes(module: cst.Module, ctx) -> None:
                 ctx.report(Severity.ERROR, "unsupported-construct", f".requires_grad_(...): {message}", line)
 
 
+def _warn_kept(body, what: str, containers: set[str], names: list[str], q: str, ctx) -> None:
+    """A warning at each return of a list / dict and for the names holding one that leave differentiated no_grad
+    code: their arrays are not detached."""
+    for r in find_all(body, cst.Return):
+        if r.value is not None and _kept(r.value, containers):
+            ctx.report(Severity.WARNING, "unsupported-construct", f"{what} returns a list / dict computed under {q}(): its arrays "
+                       "are not detached here (PyTorch records no gradient for them); where a loss differentiates "
+                       "through them, wrap them in jax.lax.stop_gradient", r)
+    if names:
+        ctx.report(Severity.WARNING, "unsupported-construct", f"{', '.join(names)}: a list / dict {what} fills under {q}(): "
+                   "its arrays are not detached (PyTorch records no gradient for them); where a loss differentiates "
+                   "through them, wrap them in jax.lax.stop_gradient", body)
+
+
 def found_for(node: cst.With, ctx) -> "_Assigned":
     found = _Assigned(ctx)
     for st in node.body.body:
@@ -475,7 +504,9 @@ def plan(module: cst.Module, ctx) -> cst.Module:
         if site.kind == "cond":
             calls = [site.call]
             q = ctx.imports.resolve(site.call)
-            out = _outflow(found_for(node, ctx), _reads(survey.scopes[id(node)], node)) if reason else []
+            containers = _containers(survey.scopes[id(node)])
+            out = [n for n in _outflow(found_for(node, ctx), _reads(survey.scopes[id(node)], node))
+                   if n not in containers] if reason else []
             plans[id(site.assign)] = "remove"
             plans[id(node)] = ("cond", site.test, out)
             message = (f"{code(site.assign.body[0])} and its `with` removed: "
@@ -504,12 +535,17 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             message = (f"{'@' if site.decorated else ''}{q}() removed, exactly: it is outside any differentiated code"
                        f" (in {where}), and JAX differentiates only what jax.grad (eqx.filter_grad) is given")
         elif site.decorated:
-            plans[id(node)] = "returns"
+            containers = _containers(node)
+            plans[id(node)] = ("returns", containers)
+            _warn_kept(node, node.name.value, containers, [], q, ctx)
             message = (f"@{q}() removed: {reason}; PyTorch records no gradient for what {node.name.value} computes, "
                        "so its return values are detached (jax.lax.stop_gradient), constants for the gradient")
         else:
             found = found_for(node, ctx)
+            containers = _containers(survey.scopes[id(node)])
             out = _outflow(found, _reads(survey.scopes[id(node)], node))
+            _warn_kept(node.body, "the block", containers, [n for n in out if n in containers], q, ctx)
+            out = [n for n in out if n not in containers]
             direct = {id(s) for s in node.body.body}
             wrap, rebind = set(), []
             for n in out:
@@ -519,7 +555,7 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                     wrap.add(id(line))
                 else:
                     rebind.append(n)
-            plans[id(node)] = (wrap, rebind)
+            plans[id(node)] = (wrap, rebind, containers)
             returns = bool(find_all(node.body, cst.Return))
             leaving = ", ".join(out) + (" and its return values" if returns and out else "its return values"
                                         if returns else "")
