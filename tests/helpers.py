@@ -55,3 +55,17 @@ def error_texts(r) -> list[str]:
 def error_summaries(r) -> list[str]:
     """``<code>: <message>`` of each error."""
     return [f"{f.code}: {f.message}" for f in by(r, Severity.ERROR)]
+
+
+def per_example(src: str) -> str:
+    """``src`` (one nn.Module class) holding an unused LSTM: a module that holds one cannot be a batched module
+    (modules.py's _batched_classes), so it keeps the per-example translation and its ``batch-axis`` errors, which
+    tests of those errors check (tests/test_torch2jax_batched.py: the module without it is batched)."""
+    import re
+    m = re.search(r"^( *)super\(.*\)\.__init__\(\)\n", src, re.M)
+    if m:
+        return src[:m.end()] + f"{m.group(1)}self._per_example = nn.LSTM(3, 3, batch_first=True)\n" + src[m.end():]
+    m = re.search(r"^( *)class \w+\(nn\.Module\):\n", src, re.M)
+    ind = m.group(1) + "    "
+    return src[:m.end()] + (f"{ind}def __init__(self):\n{ind}    super().__init__()\n"
+                            f"{ind}    self._per_example = nn.LSTM(3, 3, batch_first=True)\n\n") + src[m.end():]

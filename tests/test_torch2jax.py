@@ -19,7 +19,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
-from helpers import needs
+from helpers import needs, per_example, t2j
 from runners import SIDE_HEAD, saved_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +95,7 @@ def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     "y = x.transpose(0, 1)\nreturn y.view(4, -1)",  # the batch axis moved, then a view fwport cannot place it in
 ])
 def test_code_that_needs_the_batch_axis_is_an_error(torch_code):
-    r, _ = _forward(torch_code)
+    r = t2j(per_example(HEAD + "".join(f"        {line}\n" for line in torch_code.splitlines())))
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [f.code for f in errors] == ["batch-axis"], r.findings
     assert errors[0].line >= 12 and f"# fwport: batch-axis:" in r.output

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import error_findings as errors, needs, t2j
+from helpers import error_findings as errors, needs, per_example, t2j
 from runners import verify_model
 
 needs_frameworks = needs("torch", "jax", "equinox", "einops")
@@ -130,7 +130,7 @@ class Net(nn.Module):
         y = rearrange(x, 'b n d -> (b n) d')
         return {call}
 '''
-    r = t2j(src)
+    r = t2j(per_example(src))  # (an LSTM held: per example)
     found = [f for f in errors(r) if f.code == "batch-axis"]
     assert any(message in f.message for f in found), r.findings
 
@@ -278,7 +278,7 @@ class Net(nn.Module):
         t = rearrange(x, 'b n (h d) -> (b h) n d', h=2)
         {line}
 '''
-    r = t2j(src)
+    r = t2j(per_example(src))  # (an LSTM held: per example)
     assert any(f.code == "batch-axis" and message in f.message for f in errors(r)), r.findings
 
 
@@ -327,7 +327,7 @@ def test_einops_einsum_verifies_against_pytorch(tmp_path):
 
 def test_einops_einsum_summing_over_the_batch_axis_is_an_error():
     src = EINSUM.replace("'b h i d, b h j d -> b h i j'", "'b h i d, b h j d -> h i j'")
-    r = t2j(src)
+    r = t2j(per_example(src))  # (an LSTM held: per example)
     assert any(f.code == "batch-axis" and "einops.einsum" in f.message for f in errors(r)), r.findings
 
 

@@ -109,7 +109,8 @@ def test_split_unbind_norm_flatten_linear_conv2d_pools_compute_what_pytorch_comp
 
 
 HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n" \
-       "    def __init__(self):\n        super().__init__()\n        self.w = nn.Parameter(torch.randn(4, 3, 3, 3))\n\n" \
+       "    def __init__(self):\n        super().__init__()\n        self.w = nn.Parameter(torch.randn(4, 3, 3, 3))\n" \
+       "        self.rnn = nn.LSTM(3, 3, batch_first=True)\n\n" \
        "    def forward(self, x):\n        return "
 
 
@@ -121,6 +122,7 @@ HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\
     ("F.conv2d(x, self.w, stride=s)", "F.conv2d: stride=s: translated when it is an integer literal or a tuple of 2"),
 ])
 def test_what_one_example_cannot_compute_is_an_error_naming_it(call, message):
+    # (HEAD's LSTM keeps the module per example: one that can be batched is, tests/test_torch2jax_batched.py)
     r = translate_source(HEAD + call + "\n", "net.py", PACK)
     errors = [f.message for f in r.findings if f.severity is Severity.ERROR]
     assert len(errors) == 1 and message in errors[0], r.findings

@@ -13,6 +13,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import per_example
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -132,6 +133,6 @@ def test_results_match_pytorch(translated, tmp_path):
 def test_a_batch_dimension_given_to_normalize_in_a_module_is_refused():
     src = ("import torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass N(nn.Module):\n"
            "    def forward(self, x):\n        return F.normalize(x, dim=0)\n")
-    r = translate_source(src, "m.py", pack="torch2jax")
+    r = translate_source(per_example(src), "m.py", pack="torch2jax")  # (an LSTM held: per example)
     errors = [f for f in r.findings if f.severity == Severity.ERROR]
     assert len(errors) == 1 and errors[0].code == "batch-axis" and "F.normalize" in errors[0].message

@@ -13,6 +13,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import per_example
 from runners import SIDE_HEAD, saved_arrays
 
 pytest.importorskip("torch")
@@ -208,7 +209,8 @@ def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     "return x[0, :]",
 ])
 def test_what_needs_the_batch_axis_is_an_error(torch_code):
-    r, _ = _forward(torch_code)
+    r = translate_source(per_example(HEAD + "".join(f"        {line}\n" for line in torch_code.splitlines())), "net.py",
+                         PACK)
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [f.code for f in errors] == ["batch-axis"], r.findings
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from helpers import error_findings as errors, needs, t2j
+from helpers import error_findings as errors, needs, per_example, t2j
 from runners import SIDE_HEAD, printed_json, saved_arrays, verify_model
 
 needs_frameworks = needs("torch", "jax", "equinox")
@@ -229,7 +229,7 @@ def test_expand_in_a_module_verifies_against_pytorch(tmp_path):
     ("h[None].expand(-1, -1, 3)", "whose batch axis is dimension 1"),  # x[None]: PyTorch's batch axis second
 ])
 def test_expand_that_cannot_be_written_for_one_example_is_an_error(line, message):
-    r = t2j(f'''
+    r = t2j(per_example(f'''
         import torch
         from torch import nn
 
@@ -242,9 +242,9 @@ def test_expand_that_cannot_be_written_for_one_example_is_an_error(line, message
             def forward(self, x):
                 h = self.fc(x)
                 return {line}
-        ''')
+        '''))  # (an LSTM held: per example)
     errs = errors(r)
-    assert any(message in e.message and e.line == 12 for e in errs), r.findings
+    assert any(message in e.message and e.line == 13 for e in errs), r.findings
 
 
 EXPAND_WHOLE = '''
@@ -625,7 +625,7 @@ def test_new_leading_axis_and_batch_of_one_constant_verify_against_pytorch(tmp_p
     ("h[None, 0]", "the first index is the batch axis's"),
 ])
 def test_leading_axes_that_cannot_be_followed_are_errors(line, message):
-    r = t2j(f'''
+    r = t2j(per_example(f'''
         import torch
         from torch import nn
 
@@ -638,9 +638,9 @@ def test_leading_axes_that_cannot_be_followed_are_errors(line, message):
             def forward(self, x):
                 h = self.fc(x)
                 return {line}
-        ''')
+        '''))  # (an LSTM held: per example)
     errs = errors(r)
-    assert any(message in e.message and e.line == 12 for e in errs), r.findings
+    assert any(message in e.message and e.line == 13 for e in errs), r.findings
 
 
 MASK_RESIZE = '''

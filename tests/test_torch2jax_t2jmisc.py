@@ -10,6 +10,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import per_example
 from runners import SIDE_HEAD, saved_arrays, verify_model
 
 pytest.importorskip("torch")
@@ -92,8 +93,7 @@ def test_unbind_inside_a_module_drops_the_batch_axis(tmp_path):
     verify_model(tmp_path, UNBIND_MODULE, "Net", ["float64[5,3,4]"])
 
 
-def test_unbind_of_the_batch_axis_inside_a_module_is_refused():
-    r = t2j('''
+UNBIND_BATCH = textwrap.dedent('''
     import torch
     import torch.nn as nn
 
@@ -103,7 +103,21 @@ def test_unbind_of_the_batch_axis_inside_a_module_is_refused():
             a, b = x.unbind()
             return a + b
     ''')
-    assert any(".unbind: dimension 0 is the batch axis" in f.message and f.line == 7 for f in errors(r)), r.findings
+
+
+def test_unbind_of_the_batch_axis_inside_a_per_example_module_is_refused():
+    src = per_example(UNBIND_BATCH).lstrip("\n")  # a module that cannot be batched (it holds an LSTM) keeps its error
+    line = src.splitlines().index("        a, b = x.unbind()") + 1
+    r = t2j(src)
+    assert any(".unbind: dimension 0 is the batch axis" in f.message and f.line == line for f in errors(r)), r.findings
+
+
+def test_unbind_of_the_batch_axis_makes_a_batched_module(tmp_path):
+    # t2jwhole: a module whose forward needs the batch axis is batched, and the unbind keeps PyTorch's dim 0
+    r = t2j(UNBIND_BATCH)
+    assert not errors(r), r.findings
+    assert "a, b = jnp.unstack(x)" in r.output and "# batched module" in r.output
+    verify_model(tmp_path, UNBIND_BATCH, "Net", ["float64[2,3,4]"])
 
 
 SCRIPTED = '''

@@ -48,9 +48,13 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
                   "checks": list(opts.checks), "inputs": str(d / "x.npz"), "load": opts.load,
                   "define": getattr(opts, "defines", {}), "lr": opts.lr}
+        axis_option = getattr(opts, "batch_axis", "auto")
+        batched = axis_option == "auto" and _batched_module(Path(opts.translated), opts.translated_model or opts.model)
         tresp = _ask(session, tw, dict(common, op="run", source=str(Path(opts.original).resolve()), model=opts.model,
                                        out=str(d / "torch.npz"), weights=opts.torch_state_file,
-                                       batch_axis=getattr(opts, "batch_axis", "auto")), opts.timeout)
+                                       batch_axis="none" if batched else axis_option), opts.timeout)
+        if batched and "batch_axis_why" in tresp:
+            tresp["batch_axis_why"] = "the translation is a batched module (its __call__ takes the whole batch)"
         times["torch"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         jresp = _ask(session, jw, dict(common, op="run", source=str(Path(opts.translated).resolve()),
@@ -273,3 +277,27 @@ def _batch_text(cert: dict) -> str:
     if b["axis"] is None:
         return f"the JAX model takes the inputs whole, no batch axis ({b['why']})"
     return f"the JAX model is vmapped over the batch ({b['why']})"
+
+
+#: the comment fwport writes on a batched module's ``def __call__`` line (modules.py's BATCHED_MARK)
+_BATCHED_MARK = "# batched module:"
+
+
+def _batched_module(translated: Path, model: str) -> bool:
+    """Whether the translation's class ``model`` is a batched module (torch2jax: a forward that needs the batch axis
+    itself keeps PyTorch's layout and takes the whole batch): its ``def __call__`` line carries fwport's comment, so
+    the JAX model is called without jax.vmap, as ``--batch-axis none`` says."""
+    import ast
+
+    try:
+        text = translated.read_text()
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+    lines = text.splitlines()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == model:
+            for fn in node.body:
+                if isinstance(fn, ast.FunctionDef) and fn.name == "__call__" and fn.body:
+                    return any(_BATCHED_MARK in line for line in lines[fn.lineno - 1:fn.body[0].lineno - 1])
+    return False

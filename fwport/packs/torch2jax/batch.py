@@ -632,6 +632,12 @@ class Forward(cst.CSTTransformer):
         self.constants: dict[str, tuple[int, bool]] = {}  # names bound to literal-built tensors (constant_rank)
         self.one_tensor: set[int] = set()  # results that are one tensor (not several): unpacking goes over dimension 0
         self.windowed: set[int] = set()  # module calls given tensors holding the batch axis grouped (over_windows)
+        # a batched module (modules.py's _batched_classes): every axis as PyTorch writes them, the batch's included;
+        # its per-example layers and its attributes holding per-example modules of the file (`examples`) are called
+        # through jax.vmap over the batch
+        self.batch_whole = False
+        self.examples: set[str] = set()
+        self.vector_sequences: set[str] = set()  # ... those Sequentials among them whose Linear takes one vector
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -1126,6 +1132,8 @@ class Forward(cst.CSTTransformer):
 
     def vmapped(self, name: str, updated: cst.Call, original: cst.Call) -> cst.BaseExpression:
         """``self.fc(h)`` on an example of higher rank than the layer takes → ``jax.vmap(self.fc)(h)``."""
+        if self.batch_whole:
+            return self.batch_layer(name, updated, original)
         sub = self.modules.get(name)
         want = LAYER_RANK.get(sub)
         args = [a for a in updated.args if a.keyword is None]
@@ -1145,6 +1153,72 @@ class Forward(cst.CSTTransformer):
         for _ in range(r - want):
             func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
         return updated.with_changes(func=func)
+
+    def batch_layer(self, name: str, updated: cst.Call, original: cst.Call) -> cst.BaseExpression:
+        """In a batched module, a per-example layer given a batch: a Linear or LayerNorm (one vector in Equinox, every
+        leading axis in PyTorch) → ``jnp.vectorize(self.fc, signature="(n)->(m)")(x)``, an Embedding (one index) →
+        ``jnp.vectorize(self.emb, signature="()->(d)")(ids)``: exact at any rank; a convolution (one example of a
+        fixed rank) → ``jax.vmap(self.conv)(x)`` over the batch axis. Other layers (elementwise) as written."""
+        sub = self.modules.get(name)
+        args = [a for a in updated.args if a.keyword is None]
+        if sub not in LAYER_RANK or len(args) != 1 or len(updated.args) != 1:
+            return updated
+        if sub in FIXED_RANK:
+            return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        signature = {"torch.nn.Linear": '"(n)->(m)"', "torch.nn.LayerNorm": '"(n)->(n)"',
+                     "torch.nn.Embedding": '"()->(d)"'}[sub]
+        return updated.with_changes(func=cst.Call(self.ctx.spell("jax.numpy.vectorize"), [
+            cst.Arg(updated.func), cst.Arg(cst.SimpleString(signature), keyword=cst.Name("signature"), equal=_EQ)]))
+
+    def batch_method_refused(self, original: cst.Call) -> bool:
+        """In a batched module (PyTorch's layout, tensor methods by tensor_methods.py as outside the classes), a
+        tensor method a jax array has under the same name with another meaning, which that table does not write:
+        ``x.flatten(0, 1)`` (jax's takes an order), ``x.repeat(1, n)`` (jax's repeats elements; PyTorch's tiles),
+        ``x.split(2, dim=1)`` (jax's takes sections), ``x.unfold(...)``: an error, never left as written."""
+        f = original.func
+        name = f.attr.value
+        if isinstance(f.value, cst.Name) and f.value.value == "self" or not original.args:
+            return False
+        first = original.args[0].value
+        if name == "split" and not (isinstance(first, cst.Integer) or any(
+                a.keyword is not None and a.keyword.value == "dim" for a in original.args)):
+            return False  # (a string's split)
+        if name not in ("flatten", "repeat", "split", "unfold"):
+            return False
+        self.error(original, f"{code(original)}: in a batched module (PyTorch's layout) .{name} with arguments is not "
+                   f"translated yet, and a jax array's .{name} means something else; write its jnp form "
+                   "(x.reshape(...), jnp.tile, jnp.split at indices, ...)", "unsupported-construct")
+        return True
+
+    def batch_module(self, original: cst.Call, updated: cst.Call, keyed: bool) -> cst.BaseExpression:
+        """In a batched module, ``self.block(x, n)`` of a per-example module of the file → ``jax.vmap(self.block)(x)``
+        over the batch axis, or ``jax.vmap(lambda _w0, _w1: self.block(_w0, _w1, key=...), in_axes=(0, None),
+        axis_name="batch")(x, n)``: a number or a literal shared by the examples, and where the module takes a key one
+        per example, ``jax.random.fold_in(key, jax.lax.axis_index("batch"))`` (each its own dropout, as PyTorch's)."""
+        if any(a.star or a.keyword is not None for a in updated.args) or not updated.args:
+            self.error(original, f"{code(original)}: a per-example module called from a batched module is mapped over "
+                       "the batch axis of its positional arguments; write them so (no keyword, no star)",
+                       "unsupported-construct")
+            return updated
+        shared = [_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL for a in updated.args]
+        if all(shared):
+            self.error(original, f"{code(original)}: a per-example module called from a batched module with no "
+                       "tensor argument to map over the batch axis", "unsupported-construct")
+            return updated
+        vmap = self.ctx.spell("jax.vmap")
+        if not keyed and not any(shared):
+            return updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]))
+        params = [f"_w{i}" for i in range(len(updated.args))]
+        args = [a.with_changes(value=cst.Name(p)) for a, p in zip(updated.args, params)]
+        if keyed:
+            args.append(cst.Arg(expr(f"None if key is None else {self.ctx.spell_text('jax.random.fold_in')}(key, "
+                                     f'{self.ctx.spell_text("jax.lax.axis_index")}("batch"))'),
+                                keyword=cst.Name("key"), equal=_EQ))
+        fn = cst.Lambda(cst.Parameters([cst.Param(cst.Name(p)) for p in params]), updated.with_changes(args=_commas(args)))
+        kw = {"axis_name": cst.SimpleString('"batch"')} if keyed else {}
+        if any(shared):
+            kw["in_axes"] = cst.Tuple([cst.Element(cst.Name("None") if x else cst.Integer("0")) for x in shared])
+        return _call(_call(vmap, [fn], **kw), [a.value for a in updated.args])
 
     def functional_dropout(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``F.dropout(x, p, training=self.training)`` → ``eqx.nn.Dropout(p, inference=self.inference)(x, key=key)``
@@ -1831,6 +1905,16 @@ class Forward(cst.CSTTransformer):
         if q is not None:
             return self.function(q, original, updated)
         func = original.func
+        if self.batch_whole and isinstance(func, cst.Attribute) and self.batch_method_refused(original):
+            return updated
+        if self.batch_whole and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.value.value == "self" and func.attr.value in self.examples:
+            out = self.batch_module(original, updated, func.attr.value in self.keyed)
+            if func.attr.value in self.vector_sequences:  # (one vector per example assumed: said once per file)
+                self.rank_unknown(original, f"self.{func.attr.value}", "torch.nn.Linear")
+            if func.attr.value in self.keyed:
+                self.key_sites.append(out)
+            return out
         entry = _dict_entry(func)
         if entry is not None and entry in self.keyed:  # a dropout in an nn.ModuleDict: self.d["drop"](x)
             site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
@@ -2648,7 +2732,7 @@ class Forward(cst.CSTTransformer):
         the first axis is named like a batch, a ``batch-axis`` error gives the per-example pattern."""
         a, _ = _args(original, ("tensor", "pattern"))
         pattern = literal_value(a["pattern"], None) if "pattern" in a else None
-        if not isinstance(pattern, str):
+        if not isinstance(pattern, str) or self.batch_whole:  # (a batched module's patterns are PyTorch's, as written)
             return updated
         if "tensor" in a and self.is_batched(a["tensor"]):
             # (a name computed from sizes, `wsz = x.shape[-1]`, counts as batched here: the new positions and errors

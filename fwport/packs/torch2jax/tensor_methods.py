@@ -404,6 +404,8 @@ class _TensorCalls(cst.CSTVisitor):
             # the methods forward calls see one example: their tensor methods by the same table (a dimension
             # there that is not negative is modules.py's batch-axis error); those batch.py wrote, as forward, are done
             helpers = set(plan.get("per_example", ())) - set(plan.get("traced", ()))
+            if plan.get("batched"):  # a batched module's __call__ keeps PyTorch's shapes, as the code outside does
+                helpers |= {"__call__", "forward"}
             for fn in node.body.body:
                 if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
                     scan(fn, self)

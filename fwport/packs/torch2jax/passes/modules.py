@@ -134,6 +134,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
              and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(s))}
     table = ranks.analyse(module, ctx, classes, whole)
     outside["ranks"] = table
+    outside["batched"] = _batched_classes(module, ctx, classes, whole, table)
     wraps = ctx.analyses[ranks.WRAPPED] = {id(c): blind for t in table.values() for c, blind in t.wraps()}
     if wraps:
         module = rewrite(module, _PerVector(ctx, wraps))
@@ -1965,7 +1966,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
             "called": sorted(called)}
     plan["tied"] = tied
-    plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
+    plan["batched"] = cls.name.value in outside.get("batched", ())
+    plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx, plan["batched"])
     given = {(dotted_text(c.args[0].value) or "")[5:] for fn in methods.values() for c in _calls(fn)
              if dotted_text(c.func) == "self.apply" and c.args}  # self.apply(self._init_weights): initialisation
     at_call, draws_in = _drawing_methods(methods, ctx, {"__init__", *helpers, *called, *given})
@@ -2084,6 +2086,16 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
             fwd.keyed_classes = keyed_classes
             fwd.keyed_sequences = dropout_sequences
+            if plan["batched"]:
+                fwd.batch_whole = True
+                fwd.examples = {n for n, c in own.items() if not plans[c].get("whole")} \
+                    | {n for n, q in subs.items() if q in SEQUENTIALS}
+                # Sequentials holding a Linear / LayerNorm that takes one vector (not ranks.py's PerVector)
+                fwd.vector_sequences = {(dotted_text(a.targets[0].target) or "")[5:] for a in find_all(
+                    methods["__init__"], cst.Assign) if len(a.targets) == 1 and isinstance(a.value, cst.Call)
+                    and ctx.imports.resolve(a.value.func) == "torch.nn.Sequential"
+                    and any(isinstance(x.value, cst.Call) and ctx.imports.resolve(x.value.func) in ranks.PER_VECTOR
+                            for x in a.value.args)} if "__init__" in methods else set()
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -2094,6 +2106,10 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 plan["dropped"] = True
             proven = (proven | fwd.seq_proven) - fwd.seq_refused - refused
             s, axes = _batch_axes(s, fwd, ctx, params, methods["forward"])
+            header = s.body.header if isinstance(s.body, cst.IndentedBlock) else None
+            if plan["batched"] and header is not None and header.comment is None:  # (verify reads it: no jax.vmap)
+                s = s.with_changes(body=s.body.with_changes(header=header.with_changes(
+                    whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(BATCHED_MARK))))
             if axes:
                 plan["vmap_axes"] = axes  # training.py's jax.vmap(model, <axes>) at the call sites it writes
             if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
@@ -2177,11 +2193,21 @@ def _batch_axes(fn: cst.FunctionDef, fwd, ctx, params: list[str], source: cst.Fu
 ROW_MIXING = frozenset({"torch.spmm", "torch.sparse.mm"})
 
 
-def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict, plans: dict, ctx) -> bool:
+def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict, plans: dict, ctx,
+                 batched: bool = False) -> bool:
     """Whether the module takes a whole graph rather than one example: its forward multiplies by a sparse
     (adjacency) matrix (``torch.spmm(adj, h)`` mixes the rows of ``h``, the graph's nodes, which are no
     batch), or it holds a module of this file that does. Its ``__call__`` then keeps every axis (no dim is
-    shifted) and its callers call it without ``jax.vmap``."""
+    shifted) and its callers call it without ``jax.vmap``. A batched module (_batched_classes) is one too."""
+    if batched:
+        inner = sorted(n for n in _class_attributes(forward and cls, plans) if plans[n].get("batched"))
+        ctx.report(Severity.INFO, "batch-axis", f"{cls.name.value} is translated as a batched module: its forward "
+                   + (f"holds batched modules ({', '.join(inner)})" if inner else "needs the batch axis itself (a "
+                      "dimension, size or statistic of the batch)")
+                   + ", so its __call__ takes the whole batch and keeps every axis as PyTorch writes them, calls its "
+                   "per-example layers and modules through jax.vmap (or jnp.vectorize), and is called without "
+                   "jax.vmap", cls)
+        return True
     own = forward is not None and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(forward))
     held = [n for n in _class_attributes(forward and cls, plans) if plans[n].get("whole")]
     if own or held:
@@ -2189,6 +2215,104 @@ def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict,
                    "sparse product, so they are no batch): its __call__ keeps every axis and is called without "
                    "jax.vmap", cls)
     return bool(own or held)
+
+
+#: the comment on a batched module's ``def __call__`` line (fwport/verify/torch2jax.py calls it without jax.vmap)
+BATCHED_MARK = "# batched module: takes the whole batch in PyTorch's layout; call it without jax.vmap"
+#: the submodules a batched module may hold (_batched_classes): per-example layers it calls through jax.vmap (or
+#: jnp.vectorize), elementwise ones it calls as they are, parameters; another (a sequence layer, BatchNorm, a
+#: container) keeps the per-example translation and its batch-axis errors
+BATCHED_HOLDS = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding", "torch.nn.Conv1d",
+                           "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh",
+                           "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU", "torch.nn.Identity",
+                           "torch.nn.Dropout", "torch.nn.Parameter"})
+
+#: an ``nn.Sequential`` attribute (of BATCHED_HOLDS layers, or this file's modules): per example, mapped as one
+SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.Sequential+random"})
+
+
+class _Refusals(ranks._Probe):
+    """A probe's context (ranks._Probe: no findings, no imports) that counts the batch-axis errors batch.Forward
+    would report."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.refused = 0
+
+    def report(self, severity, code_, *args, **kwargs) -> None:
+        if Severity(severity) is Severity.ERROR and code_ == "batch-axis":
+            self.refused += 1
+
+
+def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str], table: dict) -> set[str]:
+    """The module classes translated as *batched* modules: a forward that needs the batch axis itself (batch.Forward,
+    probed per example, reports a ``batch-axis`` error: ``torch.cat`` on dimension 0, a batch statistic, the batch
+    size used as a value) keeps every axis as PyTorch writes them, calls its per-example layers through jax.vmap,
+    and is called without jax.vmap (the whole-graph mode, plan["whole"]). Each holds only layers of BATCHED_HOLDS and
+    this file's modules; a class holding one is batched too (its call of it takes the batch), so each class building
+    a batched one must hold it as an attribute (``self.enc = Encoder(...)``, not in a container) and qualify itself,
+    else the per-example translation and its errors stay."""
+    defs = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes}
+    needing, eligible = set(), set()
+    bases = {b.value.value for cls in defs.values() for b in cls.bases if isinstance(b.value, cst.Name)}  # mixins
+    for name, cls in defs.items():
+        methods = {m.name.value: m for m in cls.body.body if isinstance(m, cst.FunctionDef)}
+        if "forward" not in methods or name in whole:
+            continue
+        init = methods.get("__init__")
+        subs = _submodules(init, ctx)
+        built = [c for c in (_calls(init) if init is not None else [])
+                 if ctx.imports.resolve(c.func) is not None and (ctx.imports.resolve(c.func) or "").startswith("torch.nn.")
+                 and (ctx.imports.resolve(c.func) or "")[9:10].isupper()]
+        held = {(dotted_text(a.targets[0].target) or "")[5:] for st in (init.body.body if init is not None else [])
+                if isinstance(st, cst.SimpleStatementLine) for a in st.body
+                if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.value, cst.Call)
+                and isinstance(a.value.func, cst.Name) and a.value.func.value in classes}
+        # what forward calls on self: a layer it holds, a module of this file (a module given to __init__, a
+        # method: not followed, so not batched)
+        called = {(dotted_text(c.func) or "").split(".")[1] for c in _calls(methods["forward"])
+                  if (dotted_text(c.func) or "").startswith("self.")}
+        if any(q not in BATCHED_HOLDS | SEQUENTIALS for q in subs.values()) \
+                or any(ctx.imports.resolve(c.func) not in BATCHED_HOLDS | SEQUENTIALS for c in built) \
+                or len(_reached(methods, "forward") - {"forward"}) > 0 or called - set(subs) - held \
+                or name in bases or any(isinstance(c.func, cst.Name) and c.func.value == "super"
+                                        for c in _calls(methods["forward"])):
+            continue
+        eligible.add(name)
+        probe = _Refusals(ctx)
+        fwd = methods["forward"]
+        buffers: set[str] = set()
+        leading: dict[str, tuple[int, int]] = {}  # (as the real rewrite sees them: a causal mask's leading ones)
+        if init is not None:
+            rewrite(init, _Buffers(probe, buffers, leading))
+        f = Forward(probe, {p.name.value for p in fwd.params.params[1:]}, set(), subs, buffers=buffers,
+                    ranks=table.get(name), leading_ones=leading)
+        rewrite(fwd.body, f)
+        if probe.refused:
+            needing.add(name)
+    for name in list(eligible):  # its modules of the file get the batch axis first (jax.vmap over axis 0)
+        held = _class_attributes(defs[name], {n: {} for n in defs})
+        if any(table.get(c) is not None and (any(a != 0 for a in table[c].axes.values())
+                                             or table[c].out_axes not in (None, 0)) for c in held):
+            eligible.discard(name)
+    builders = {n: {b for b, cls in defs.items() if b != n and any(
+        isinstance(c.func, cst.Name) and c.func.value == n for c in find_all(cls, cst.Call))} for n in defs}
+
+    def closure(start: set[str]) -> set[str]:
+        out, todo = set(), list(start)
+        while todo:
+            n = todo.pop()
+            if n not in out:
+                out.add(n)
+                todo += builders[n]
+        return out
+    while True:
+        grown = closure(needing)
+        bad = {n for n in grown if n not in eligible and n not in whole
+               or any(n not in _class_attributes(defs[b], {n: {}}) for b in builders[n])}
+        if not bad:
+            return grown - whole
+        needing = {n for n in needing if not closure({n}) & bad}
 
 
 class _SparseProducts(cst.CSTTransformer):
