@@ -112,7 +112,7 @@ def test_training_loop_target_detached_evaluation_removed():
     assert "target = jax.lax.stop_gradient(out * 0.5 + 1.0)" in r.output
     assert "pred = jax.vmap(model)(x)" in r.output and "with " not in r.output
     info = {f.line: f.message for f in r.findings if "removed" in f.message and "grad" in f.message}
-    assert "a backward() follows it" in info[10]
+    assert "reaches a backward() after it" in info[10]
     assert "outside any differentiated code" in info[16]
     assert "enable_grad() removed" in info[19]
 

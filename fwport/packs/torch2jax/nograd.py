@@ -185,8 +185,32 @@ class _Survey:
             self.walk(list(fn.body.body), owner, [], fn)
 
 
-def _backward_after(chain, ctx) -> bool:
-    return any(_has_backward(s, ctx) for stmts, i in chain for s in stmts[i + 1:])
+def _assigned_by(stmt) -> set[str]:
+    out = set()
+    for a in find_all(stmt, cst.Assign):
+        for t in a.targets:
+            out.update(_names(t.target))
+    for a in find_all(stmt, cst.AugAssign):
+        out.update(_names(a.target))
+    for f in find_all(stmt, cst.For):
+        out.update(_names(f.target))
+    return out
+
+
+def _feeds_backward(chain, names: set[str], ctx) -> bool:
+    """Whether what the statement at the end of ``chain`` gives ``names`` reaches a backward() after it: a later
+    statement (in its block, then in the blocks around it) reading a name so given assigns its names in turn; a
+    backward() in a statement reading one is reached (an evaluation between training steps reaches none)."""
+    taint = set(names)
+    for stmts, i in reversed(chain):
+        for s in stmts[i + 1:]:
+            reads = {n.value for n in find_all(s, cst.Name)}
+            if not reads & taint:
+                continue
+            if _has_backward(s, ctx):
+                return True
+            taint |= _assigned_by(s)
+    return False
 
 
 def _differentiated(survey: _Survey, ctx) -> dict:
@@ -218,7 +242,8 @@ def _differentiated(survey: _Survey, ctx) -> dict:
                 continue
             if owner in why:
                 why[callee] = f"{callee} is called from {_owner_text(owner)}, which a loss differentiates through"
-            elif _backward_after(chain, ctx):
+            elif _has_backward(chain[-1][0][chain[-1][1]], ctx) \
+                    or _feeds_backward(chain, _assigned_by(chain[-1][0][chain[-1][1]]), ctx):
                 why[callee] = f"{callee} is called before a backward() in {_owner_text(owner)}"
             else:
                 continue
@@ -499,8 +524,9 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             else [i.item for i in node.items]
         q = dotted_text(calls[0].func) or "the gradient switch"
         reason = why.get(site.owner)
-        if reason is None and not site.decorated and _backward_after(site.chain, ctx):
-            reason = f"a backward() follows it in {_owner_text(site.owner)}"
+        if reason is None and not site.decorated and site.kind in ("off", "cond", "flag") \
+                and _feeds_backward(site.chain, set(found_for(node, ctx).found), ctx):
+            reason = f"what it computes reaches a backward() after it in {_owner_text(site.owner)}"
         if site.kind == "cond":
             calls = [site.call]
             q = ctx.imports.resolve(site.call)
@@ -514,7 +540,8 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                           f"computes, so what leaves it ({', '.join(out)}) is detached then (if {code(site.test)}: "
                           "... .detach(), jax.lax.stop_gradient)" if out else
                           f"{reason}; nothing the block computes is read after it" if reason else
-                          "it is outside any differentiated code (not a module's method, no backward() after it), "
+                          "it is outside any differentiated code (not a module's method, nothing it computes reaches a "
+                          "backward()), "
                           "where JAX differentiates only what jax.grad is given"))
         elif site.kind == "on":
             message = (f"{q}() removed: gradients are on by default in JAX, which differentiates what jax.grad "
@@ -530,8 +557,8 @@ def plan(module: cst.Module, ctx) -> cst.Module:
         elif reason is None:
             where = f"{_owner_text(site.owner)}, which only __init__ calls: construction" \
                 if isinstance(site.owner, tuple) and site.owner[0] in survey.module_classes else \
-                f"{_owner_text(site.owner)}: not a module's method, no backward() after it, as in an evaluation or " \
-                "inference loop"
+                f"{_owner_text(site.owner)}: not a module's method, nothing it computes reaches a backward(), as in an " \
+                "evaluation or inference loop"
             message = (f"{'@' if site.decorated else ''}{q}() removed, exactly: it is outside any differentiated code"
                        f" (in {where}), and JAX differentiates only what jax.grad (eqx.filter_grad) is given")
         elif site.decorated:
