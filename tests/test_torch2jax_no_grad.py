@@ -216,3 +216,30 @@ def test_a_context_chosen_by_a_flag_detaches_where_the_flag_is_true():
 def test_a_context_chosen_by_a_flag_gradients_as_pytorch(tmp_path):
     cert = verify_model(tmp_path, CHOSEN, "Frozen", ["float64[5,4]"])
     assert cert["results"]["gradients"] and all(e["ok"] for e in cert["results"]["gradients"])
+
+
+FILLED = '''
+import torch
+import torch.nn as nn
+
+
+class Feats(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        outs = []
+        with torch.no_grad():
+            outs.append(self.a(x))
+            h, g = self.a(x), x
+        return outs[0] + h + g
+'''
+
+
+def test_a_list_filled_under_no_grad_is_a_warning_and_tuple_targets_are_detached():
+    r = t2j(FILLED)
+    assert "h = jax.lax.stop_gradient(h)" in r.output and "g = jax.lax.stop_gradient(g)" in r.output
+    assert "outs = jax.lax.stop_gradient" not in r.output
+    warnings = [f for f in r.findings if f.severity.value == "warning" and "not detached" in f.message]
+    assert len(warnings) == 1 and warnings[0].message.startswith("outs: a list / dict the block fills"), warnings

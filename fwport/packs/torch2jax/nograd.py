@@ -482,6 +482,23 @@ def _freezes(module: cst.Module, ctx) -> None:
                 ctx.report(Severity.ERROR, "unsupported-construct", f".requires_grad_(...): {message}", line)
 
 
+_FILLING = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+
+
+def _filled(body, found: "_Assigned") -> set[str]:
+    """The names a block assigns a list / dict / set, or fills (``outs.append(y)``, ``d[k] = y``)."""
+    out = {n for n, assigns in found.found.items() if any(isinstance(v, _CONTAINERS) for _, v in assigns)}
+    for c in find_all(body, cst.Call):
+        f = c.func
+        if isinstance(f, cst.Attribute) and f.attr.value in _FILLING and isinstance(f.value, cst.Name):
+            out.add(f.value.value)
+    for a in find_all(body, cst.Assign):
+        for t in a.targets:
+            if isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name):
+                out.add(t.target.value.value)
+    return out
+
+
 def _warn_kept(body, what: str, containers: set[str], names: list[str], q: str, ctx) -> None:
     """A warning at each return of a list / dict and for the names holding one that leave differentiated no_grad
     code: their arrays are not detached."""
@@ -530,9 +547,12 @@ def plan(module: cst.Module, ctx) -> cst.Module:
         if site.kind == "cond":
             calls = [site.call]
             q = ctx.imports.resolve(site.call)
-            containers = _containers(survey.scopes[id(node)])
-            out = [n for n in _outflow(found_for(node, ctx), _reads(survey.scopes[id(node)], node))
-                   if n not in containers] if reason else []
+            found = found_for(node, ctx)
+            read = _reads(survey.scopes[id(node)], node)
+            filled = _filled(node.body, found) & read if reason else set()
+            if filled:
+                _warn_kept(node.body, "the block", set(), sorted(filled), q, ctx)
+            out = [n for n in _outflow(found, read) if n not in filled] if reason else []
             plans[id(site.assign)] = "remove"
             plans[id(node)] = ("cond", site.test, out)
             message = (f"{code(site.assign.body[0])} and its `with` removed: "
@@ -570,9 +590,11 @@ def plan(module: cst.Module, ctx) -> cst.Module:
         else:
             found = found_for(node, ctx)
             containers = _containers(survey.scopes[id(node)])
-            out = _outflow(found, _reads(survey.scopes[id(node)], node))
-            _warn_kept(node.body, "the block", containers, [n for n in out if n in containers], q, ctx)
-            out = [n for n in out if n not in containers]
+            read = _reads(survey.scopes[id(node)], node)
+            out = _outflow(found, read)
+            filled = _filled(node.body, found) & read
+            _warn_kept(node.body, "the block", containers, sorted(filled), q, ctx)
+            out = [n for n in out if n not in filled]
             direct = {id(s) for s in node.body.body}
             wrap, rebind = set(), []
             for n in out:
