@@ -15,7 +15,15 @@
   or no backward() follows it (the flag then only says whether PyTorch records a graph nothing else reads);
   before a backward() it stays, its rule's error (which values are constants depends on the flag at run time).
 
-Mutations inside a detached block (``self.buf[...] = v``, ``p.data = ...``, ``x.mul_()``) are the state passes'."""
+"Differentiated" by data flow where no module is involved: the names the block (or a call of a @no_grad function)
+assigns, followed through the later statements of its block and the blocks around it, reach a statement holding
+a backward() (an evaluation between training steps, only logged, reaches none). A list / dict the block assigns
+or fills (``outs.append(y)``, ``d[k] = y``) or a @no_grad method returns is not detached: a warning.
+
+Errors: a write into the module's state under no_grad in its code (``self.buf.mul_(m)``, ``p.data = ...`` for ``p``
+of a parameter loop: EMA / momentum updates; an eqx.Module cannot change inside its call) and a frozen parameter
+(``p.requires_grad = False`` / ``.requires_grad_(False)`` on an attribute path or a ``.parameters()`` loop variable:
+PyTorch's optimizer skips it, the translation's updates every array of the model)."""
 from __future__ import annotations
 
 import libcst as cst
