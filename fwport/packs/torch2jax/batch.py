@@ -3267,8 +3267,8 @@ class Forward(cst.CSTTransformer):
         return _call(self.ctx.spell("jax.numpy.split"), [recv, count], axis=axis)
 
     def elementwise(self, name, recv, updated) -> cst.BaseExpression:
-        if name in ("detach",):
-            return _call(self.ctx.spell("jax.lax.stop_gradient"), [recv])
+        if name in ("detach",):  # (an argument needs no parentheses: nograd.py's `(a * b).detach()`)
+            return _call(self.ctx.spell("jax.lax.stop_gradient"), [recv.with_changes(lpar=[], rpar=[])])
         if name == "clone":
             return recv
         if name == "float":

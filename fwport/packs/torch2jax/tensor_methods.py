@@ -214,7 +214,7 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
     if name == "expand_as" and len(pos) == 1 and not kw:
         return expr(f"{spell('jax.numpy.broadcast_to')}({code(recv)}, {_atom(pos[0])}.shape)")
     if name == "detach" and not args:  # outside a gradient: the same values; inside one, no gradient through it
-        return expr(f"{spell('jax.lax.stop_gradient')}({code(recv)})")
+        return expr(f"{spell('jax.lax.stop_gradient')}({code(recv.with_changes(lpar=[], rpar=[]))})")
     if name == "numpy" and not args:
         return expr(f"{spell('numpy.asarray')}({code(recv)})")
     if name == "unbind" and len(pos) + len(kw) <= 1 and set(kw) <= {"dim"}:  # a tuple of the slices, as PyTorch's

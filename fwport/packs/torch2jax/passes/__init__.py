@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from fwport.core.direction import Planner, fast
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import backends, clashes, data, distributed, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
+from fwport.packs.torch2jax import backends, clashes, nograd, data, distributed, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
+    # torch.no_grad() blocks / decorators in code a loss differentiates through: what leaves them → .detach()
+    # (jax.lax.stop_gradient's rule), reported here (first: the passes after it see torch code); removed by finish
+    Planner("grad-mode", nograd.TRIGGER, nograd.plan),
     # self.d.name → self.d["name"] where self.d is an nn.ModuleDict (it becomes a dict): before modules
     Planner("module-dict", fast(r"\bModuleDict\b"), layers.module_dict_reads),
     # getattr(nn, name)(...) under `if name in ['LSTM', 'GRU']:` → one call per class, chosen by name (before modules)
@@ -35,7 +38,7 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("stateful-calls", fast(r"\bBatchNorm"), training.hoist_stateful_calls),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked; a layer built outside
     # the classes (`model = nn.Linear(1, 1)`) called per example
-    Planner("training", fast(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b|(?m:^\s*\w+\s*=\s*(?:torch\.)?nn\.[A-Z])"), training.run),
+    Planner("training", fast(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b|(?m:^\s*\w+\s*=\s*(?:torch\.)?nn\.[A-Z])"), training.run),
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", fast(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)

@@ -34,7 +34,7 @@ from fwport.core.engine import expr as parsed_expression, statement as parsed_st
 from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
-from fwport.packs.torch2jax import keys
+from fwport.packs.torch2jax import keys, nograd
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
@@ -823,10 +823,11 @@ class _Pass(cst.CSTTransformer):
         if q == "torch.Tensor" and isinstance(updated.func, cst.Attribute):
             # the legacy constructor called (nn.Parameter(torch.Tensor(n, m))): torch.FloatTensor's rule translates it
             return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("FloatTensor")))
-        if q in NO_GRAD:
-            self.ctx.settle(updated)  # removed by the finishing step
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}() removed: JAX differentiates only what jax.grad "
-                            "(eqx.filter_grad) is given, so there is no gradient recording to switch off", original)
+        if q in NO_GRAD or id(original) in self.ctx.analyses.get(nograd.SETTLED, ()):
+            self.ctx.settle(updated)  # removed by the finishing step (nograd.py reported it and detached its values)
+            if id(original) not in self.ctx.analyses.get(nograd.SETTLED, ()):
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}() removed: JAX differentiates only what "
+                                "jax.grad (eqx.filter_grad) is given", original)
             return updated
         f = original.func
         if isinstance(f, cst.Attribute) and f.attr.value == "size" and not self.in_class:
@@ -3278,7 +3279,8 @@ class _NoGrad(cst.CSTTransformer):
         self.ctx = ctx
 
     def _no_grad(self, node) -> bool:
-        return isinstance(node, cst.Call) and self.ctx.imports.resolve(node.func) in NO_GRAD
+        return isinstance(node, cst.Call) and (self.ctx.imports.resolve(node.func) in NO_GRAD
+                                               or nograd.kind(node, self.ctx) == "on" or self.ctx.is_settled(node))
 
     def leave_With(self, original, updated):
         if not all(self._no_grad(i.item) and i.asname is None for i in original.items) \
