@@ -419,6 +419,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
 
 def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
     body = list(module.body)
+    regularizers.note_functions(module, ctx)  # (a regularizer a function of the file returns)
     changed = False
     taken = _module_names(module)
     constants = module_scope(module, ctx)

@@ -92,6 +92,7 @@ _ERROR_CALLS = {
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     p = _SubclassPass(ctx)
+    regularizers.note_functions(module, ctx)  # (a regularizer a function of the file returns)
     p.analyse(module)
     # only the top-level statements that hold a translated class or a functional-API call are
     # rewritten (a transformer rebuilds every node it visits: the rest stay the very same nodes)
