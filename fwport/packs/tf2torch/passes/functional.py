@@ -264,6 +264,25 @@ def _call_params(ctx, class_name: str) -> tuple[list[str], set[str] | None] | No
     return cache[class_name]
 
 
+def _returned_tuple(ctx, class_name: str) -> int | None:
+    """How many values ``call`` of the module-level layer class ``class_name`` returns where every return of its own
+    (not a nested function's) is a literal tuple of one length, without starred elements (cait's ClassAttention:
+    ``return x_cls, attn``): that length; else None."""
+    module = ctx.analyses.get("parsed", (None,))[0]
+    for stmt in module.body if module is not None else ():
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value == class_name and isinstance(stmt.body, cst.IndentedBlock):
+            fn = next((f for f in stmt.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "call"), None)
+            if fn is None:
+                return None
+            nested = {id(r) for d in find_all(fn.body, cst.FunctionDef) for r in find_all(d, cst.Return)}
+            nested |= {id(r) for d in find_all(fn.body, cst.Lambda) for r in find_all(d, cst.Return)}
+            returns = [r for r in find_all(fn.body, cst.Return) if id(r) not in nested]
+            sizes = {len(r.value.elements) if isinstance(r.value, cst.Tuple) and not any(
+                isinstance(e, cst.StarredElement) for e in r.value.elements) else None for r in returns}
+            return sizes.pop() if len(sizes) == 1 and None not in sizes else None
+    return None
+
+
 def _mask_kept(ctx, layer) -> bool:
     """The translated forward of the layer class ``layer`` keeps call()'s ``mask`` as an ordinary parameter
     (subclass.py ``_plan_call``): its body reads it and nothing in the file attaches a Keras mask to a tensor,
@@ -3523,6 +3542,8 @@ class _Builder:
                 out = None
             finally:
                 self.unpacking = False
+            if isinstance(out, _Tensor):  # a layer class of the file whose call returns a tuple (return x, attn)
+                out = self._user_tuple(small.value, out, len(names))
             if not isinstance(out, _Multi) or len(out.tensors) != len(names):
                 if not self.errors:
                     self.error(small.value, f"{code(small.value)}: fwport unpacks the tensors a helper returns "
@@ -4450,6 +4471,18 @@ class _Builder:
         if layer.op is None:
             layer.op = _Op("layer", True)
             self.layer_of[id(layer.op)] = layer
+
+    def _user_tuple(self, call: cst.Call, out: _Tensor, n: int) -> _Tensor | _Multi:
+        """``attn_output, attn_scores = ClassAttention(...)(x1)`` (keras-io cait): the call of a layer class of the
+        file whose ``call`` returns a literal tuple of ``n`` (_returned_tuple), its module called as it is (no
+        layout move or activation around it): its ``n`` tensors, unpacked where it stands as the forward's
+        statement (the module's forward returns the same tuple); ``out`` as it was otherwise."""
+        layer = self.layer_of.get(id(out.node.op))
+        new = self.replace.get(id(call))
+        if (layer is None or layer.kind != "user" or out.node.where is not call or _returned_tuple(self.ctx, layer.rule) != n
+                or not isinstance(new, cst.Call) or code(new.func) != code(_module_ref(layer))):
+            return out  # (a layout move, an activation around the call: not a tuple's)
+        return _Multi([_Tensor(None, out.node, None, out.last) for _ in range(n)])
 
     def _apply_rnn(self, layer: _Layer, call: cst.Call) -> _Tensor | _Multi:
         """A recurrent layer called as Keras calls it: ``layer(x, initial_state=s)`` (s a tensor, or a list of
