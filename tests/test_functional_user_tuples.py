@@ -69,3 +69,45 @@ def test_a_layer_class_with_returns_of_several_shapes_stays_an_error():
     assert src != SRC
     errors = _errors(_tx(src))
     assert any("fwport unpacks the tensors a helper returns" in e for e in errors), errors
+
+
+LAYER_SCALE = '''
+import tensorflow as tf
+import keras
+from keras import layers
+
+
+class LayerScale(layers.Layer):
+    def __init__(self, init_values: float, projection_dim: int, **kwargs):
+        super().__init__(**kwargs)
+        self.gamma = tf.Variable(init_values * tf.ones((projection_dim,)))
+
+    def call(self, x, training=False):
+        return x * self.gamma
+
+
+def build():
+    inputs = keras.Input(shape=(5, 4))
+    x = layers.Dense(6)(inputs)
+    x = LayerScale(0.1, 6)(x)
+    return keras.Model(inputs, x)
+'''
+
+
+def test_a_layer_s_own_tf_variable_has_a_weight_record_verify_moves(tmp_path):
+    """cait's LayerScale: ``self.gamma = tf.Variable(...)`` becomes the nn.Parameter ``gamma`` and gets a weight
+    record (rule variable, "." to "."), so verify moves Keras's value into it (was: "torch parameters no weight map
+    writes: layer_scale.gamma")."""
+    r = _tx(LAYER_SCALE)
+    assert not _errors(r), _errors(r)
+    assert "self.gamma = nn.Parameter(" in r.output
+    assert sorted((w.scope, w.source, w.target) for w in r.layers if w.rule == "variable") == [
+        ("LayerScale", "gamma", "gamma"), ("build", "layers[2].gamma", "layer_scale.gamma")]
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(LAYER_SCALE)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
+                          checks=("forward", "grad"), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
