@@ -54,6 +54,7 @@ def test_a_layer_class_s_tuple_is_unpacked_as_keras_unpacks_it(tmp_path):
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
                           checks=("forward", "grad"), device="cpu", keras=3))
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    assert [o["ok"] for o in cert["results"]["outputs"]] == [True, True]  # the scores compared too
 
 
 def test_a_tuple_of_another_length_stays_an_error():
@@ -111,3 +112,46 @@ def test_a_layer_s_own_tf_variable_has_a_weight_record_verify_moves(tmp_path):
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
                           checks=("forward", "grad"), device="cpu", keras=3))
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+MHA_SCORES = '''
+import keras
+from keras import layers
+
+
+def build():
+    q = keras.Input(shape=(5, 8))
+    v = keras.Input(shape=(7, 8))
+    x, w = layers.MultiHeadAttention(num_heads=2, key_dim=4)(q, v, return_attention_scores=True)
+    x = layers.Dense(3)(x)
+    return keras.Model([q, v], [x, w])
+'''
+
+
+def test_attention_scores_unpacked_where_the_layer_is_called_are_its_second_output(tmp_path):
+    """``x, w = MultiHeadAttention(...)(q, v, return_attention_scores=True)``: the module (KerasMultiHeadAttention)
+    returns (output, scores) as Keras does; unpacked there, both are tensors of the model (was: refused)."""
+    r = _tx(MHA_SCORES)
+    assert not _errors(r), _errors(r)
+    assert "        x, w = self.multi_head_attention(q, v, return_attention_scores=True)\n" in r.output
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(MHA_SCORES)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()",
+                          inputs=["float32[2,5,8]", "float32[2,7,8]"], checks=("forward", "grad"), device="cpu",
+                          keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    assert [o["ok"] for o in cert["results"]["outputs"]] == [True, True]  # the scores compared too
+
+
+def test_attention_scores_not_unpacked_at_the_call_stay_an_error():
+    src = MHA_SCORES.replace("    x, w = layers.MultiHeadAttention(num_heads=2, key_dim=4)(q, v, "
+                             "return_attention_scores=True)\n",
+                             "    both = layers.MultiHeadAttention(num_heads=2, key_dim=4)(q, v, "
+                             "return_attention_scores=True)\n    x, w = both[0], both[1]\n")
+    assert src != MHA_SCORES
+    errors = _errors(_tx(src))
+    assert any("return_attention_scores=True only where the call's two outputs are unpacked" in e
+               for e in errors), errors

@@ -1373,6 +1373,7 @@ class _Builder:
         self.dict_input: tuple[str, dict[str, str], bool] | None = None
         self.out_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): its keys
         self.unpacking = False  # following the value of `a, b = helper(...)`
+        self.unpacked_call: cst.Call | None = None  # that value
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
         self.nested_loops = False  # a helper with a loop over a run-time value called in such a loop (no records)
@@ -3535,6 +3536,7 @@ class _Builder:
                 isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in small.targets[0].target.elements):
             names = [e.value.value for e in small.targets[0].target.elements]
             self.unpacking = True
+            self.unpacked_call = small.value  # (MultiHeadAttention(...)(q, v, return_attention_scores=True))
             try:
                 out = self._tensor(small.value)
             except _Refused as r:
@@ -4537,6 +4539,7 @@ class _Builder:
                                  f"({', '.join(MULTI_INPUT[shape_fn])})")
         tensors: list[_Tensor] = []
         new_args = []
+        scores = False
         for name, a in bound.items():
             if name == "training":
                 continue
@@ -4553,10 +4556,14 @@ class _Builder:
                     if t.flat is not None:
                         raise _Refused(a, f"{code(item)}: a flattened channels-first map as the {name}")
                     tensors.append(t)
+            elif name == "return_attention_scores" and literal_value(a.value, None) is True and not hub and \
+                    self.unpacking and call is self.unpacked_call:
+                scores = True  # out, scores = mha(q, v, return_attention_scores=True): the module returns both
             elif literal_value(a.value, NOT_LITERAL) not in (False, True) or (
                     name == "return_attention_scores" and literal_value(a.value, None) is True):
                 raise _Refused(a, f"{name}={code(a.value)}: fwport follows a literal True/False here, and "
-                                  "return_attention_scores=False only (one output)", "unsupported-argument")
+                                  "return_attention_scores=True only where the call's two outputs are unpacked "
+                                  "(out, scores = ...)", "unsupported-argument")
             new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
         t = tensors[0]
         out_mask = None
@@ -4572,6 +4579,8 @@ class _Builder:
         out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call, out_mask), layer.out[1],
                       False)
         self.replace[id(call)] = cst.Call(_module_ref(layer), new_args)
+        if scores:  # the attention scores (batch, heads, query steps, value steps), Keras's second output
+            return _Multi([out, _Tensor(None, out.node)])
         return out
 
     def _kerashub_masks(self, layer: _Layer, call: cst.Call, bound: dict, shape_fn: str,
