@@ -231,10 +231,10 @@ from tensorflow.keras import layers
 
 def build_model():
     inputs = keras.Input((10, 4))
-    x, scores = layers.MultiHeadAttention(2, 4)(inputs, inputs, return_attention_scores=True)
-    return keras.Model(inputs, x)
+    both = layers.MultiHeadAttention(2, 4)(inputs, inputs, return_attention_scores=True)
+    return keras.Model(inputs, both[0])
 ''')
-    errs = errors(r)
+    errs = errors(r)  # (unpacked where it is called, x, scores = ..., it is followed: test_functional_user_tuples)
     assert any("return_attention_scores=True" in e for e in errs), errs
     r = tx('''
 from tensorflow.keras import layers

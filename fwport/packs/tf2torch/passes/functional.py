@@ -264,6 +264,25 @@ def _call_params(ctx, class_name: str) -> tuple[list[str], set[str] | None] | No
     return cache[class_name]
 
 
+def _returned_tuple(ctx, class_name: str) -> int | None:
+    """How many values ``call`` of the module-level layer class ``class_name`` returns where every return of its own
+    (not a nested function's) is a literal tuple of one length, without starred elements (cait's ClassAttention:
+    ``return x_cls, attn``): that length; else None."""
+    module = ctx.analyses.get("parsed", (None,))[0]
+    for stmt in module.body if module is not None else ():
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value == class_name and isinstance(stmt.body, cst.IndentedBlock):
+            fn = next((f for f in stmt.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "call"), None)
+            if fn is None:
+                return None
+            nested = {id(r) for d in find_all(fn.body, cst.FunctionDef) for r in find_all(d, cst.Return)}
+            nested |= {id(r) for d in find_all(fn.body, cst.Lambda) for r in find_all(d, cst.Return)}
+            returns = [r for r in find_all(fn.body, cst.Return) if id(r) not in nested]
+            sizes = {len(r.value.elements) if isinstance(r.value, cst.Tuple) and not any(
+                isinstance(e, cst.StarredElement) for e in r.value.elements) else None for r in returns}
+            return sizes.pop() if len(sizes) == 1 and None not in sizes else None
+    return None
+
+
 def _mask_kept(ctx, layer) -> bool:
     """The translated forward of the layer class ``layer`` keeps call()'s ``mask`` as an ordinary parameter
     (subclass.py ``_plan_call``): its body reads it and nothing in the file attaches a Keras mask to a tensor,
@@ -419,6 +438,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
 
 def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
     body = list(module.body)
+    regularizers.note_functions(module, ctx)  # (a regularizer a function of the file returns)
     changed = False
     taken = _module_names(module)
     constants = module_scope(module, ctx)
@@ -1353,6 +1373,7 @@ class _Builder:
         self.dict_input: tuple[str, dict[str, str], bool] | None = None
         self.out_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): its keys
         self.unpacking = False  # following the value of `a, b = helper(...)`
+        self.unpacked_call: cst.Call | None = None  # that value
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
         self.nested_loops = False  # a helper with a loop over a run-time value called in such a loop (no records)
@@ -3515,6 +3536,7 @@ class _Builder:
                 isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in small.targets[0].target.elements):
             names = [e.value.value for e in small.targets[0].target.elements]
             self.unpacking = True
+            self.unpacked_call = small.value  # (MultiHeadAttention(...)(q, v, return_attention_scores=True))
             try:
                 out = self._tensor(small.value)
             except _Refused as r:
@@ -3522,6 +3544,8 @@ class _Builder:
                 out = None
             finally:
                 self.unpacking = False
+            if isinstance(out, _Tensor):  # a layer class of the file whose call returns a tuple (return x, attn)
+                out = self._user_tuple(small.value, out, len(names))
             if not isinstance(out, _Multi) or len(out.tensors) != len(names):
                 if not self.errors:
                     self.error(small.value, f"{code(small.value)}: fwport unpacks the tensors a helper returns "
@@ -4450,6 +4474,18 @@ class _Builder:
             layer.op = _Op("layer", True)
             self.layer_of[id(layer.op)] = layer
 
+    def _user_tuple(self, call: cst.Call, out: _Tensor, n: int) -> _Tensor | _Multi:
+        """``attn_output, attn_scores = ClassAttention(...)(x1)`` (keras-io cait): the call of a layer class of the
+        file whose ``call`` returns a literal tuple of ``n`` (_returned_tuple), its module called as it is (no
+        layout move or activation around it): its ``n`` tensors, unpacked where it stands as the forward's
+        statement (the module's forward returns the same tuple); ``out`` as it was otherwise."""
+        layer = self.layer_of.get(id(out.node.op))
+        new = self.replace.get(id(call))
+        if (layer is None or layer.kind != "user" or out.node.where is not call or _returned_tuple(self.ctx, layer.rule) != n
+                or not isinstance(new, cst.Call) or code(new.func) != code(_module_ref(layer))):
+            return out  # (a layout move, an activation around the call: not a tuple's)
+        return _Multi([_Tensor(None, out.node, None, out.last) for _ in range(n)])
+
     def _apply_rnn(self, layer: _Layer, call: cst.Call) -> _Tensor | _Multi:
         """A recurrent layer called as Keras calls it: ``layer(x, initial_state=s)`` (s a tensor, or a list of
         them for an LSTM), or one that returns its final states (return_state=True, unpacked where it is
@@ -4503,6 +4539,7 @@ class _Builder:
                                  f"({', '.join(MULTI_INPUT[shape_fn])})")
         tensors: list[_Tensor] = []
         new_args = []
+        scores = False
         for name, a in bound.items():
             if name == "training":
                 continue
@@ -4519,10 +4556,14 @@ class _Builder:
                     if t.flat is not None:
                         raise _Refused(a, f"{code(item)}: a flattened channels-first map as the {name}")
                     tensors.append(t)
+            elif name == "return_attention_scores" and literal_value(a.value, None) is True and not hub and \
+                    self.unpacking and call is self.unpacked_call:
+                scores = True  # out, scores = mha(q, v, return_attention_scores=True): the module returns both
             elif literal_value(a.value, NOT_LITERAL) not in (False, True) or (
                     name == "return_attention_scores" and literal_value(a.value, None) is True):
                 raise _Refused(a, f"{name}={code(a.value)}: fwport follows a literal True/False here, and "
-                                  "return_attention_scores=False only (one output)", "unsupported-argument")
+                                  "return_attention_scores=True only where the call's two outputs are unpacked "
+                                  "(out, scores = ...)", "unsupported-argument")
             new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
         t = tensors[0]
         out_mask = None
@@ -4538,6 +4579,8 @@ class _Builder:
         out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call, out_mask), layer.out[1],
                       False)
         self.replace[id(call)] = cst.Call(_module_ref(layer), new_args)
+        if scores:  # the attention scores (batch, heads, query steps, value steps), Keras's second output
+            return _Multi([out, _Tensor(None, out.node)])
         return out
 
     def _kerashub_masks(self, layer: _Layer, call: cst.Call, bound: dict, shape_fn: str,

@@ -19,7 +19,9 @@ loss); Keras 2 keeps them all. ``X.trainable = False`` becomes ``X.requires_grad
 a Keras 3 file that sets a ``trainable`` flag each term is counted under ``if <weight>.requires_grad:``, which
 is Keras 3's rule whichever layer is frozen at run time; a Keras 2 file (or one that freezes nothing) counts
 every term. A factor read from a local name of ``__init__`` bound there once to a number (``weight_decay = 1e-4``)
-is that number in the method. Anything else (activity regularizers, a regularizer object built elsewhere, a factor
+is that number in the method. A call of a function of the file that returns one (``_gen_l2_regularizer(flag)``,
+``return l2(λ) if flag else None``) is what it returns, a choice with None the factor ``(λ if flag else 0.0)``.
+Anything else (activity regularizers, a regularizer object built elsewhere, a factor
 computed in ``__init__``) stays an error of the layer's rule.
 
 The subclass pass calls :func:`strip` when it translates a layer; :func:`finish` writes the methods
@@ -40,6 +42,7 @@ MODULE = "<module>:"  # KEY's key for a model bound to a name at module level: M
 NO_INIT = cst.parse_statement("def __init__(self):\n    pass\n")  # such a model's "__init__": no parameters
 FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = <not True>` of the file (training.py), as code
 CONSTRAINTS = "tf2torch-constraints"  # ctx.analyses: class name → [(weight, constraint, conditions)]
+FUNCTIONS = "tf2torch-regularizer-functions"  # ctx.analyses: the module's functions bound once (note_functions)
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
 REGULARIZER_ARGS = frozenset(_ARGS)
@@ -60,6 +63,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     params = {p.name.value for p in (*init_fn.params.params, *init_fn.params.kwonly_params)}
     reassigned = _assigned_names(init_fn)
     constants = _literal_locals(init_fn, params)
+    factories = ctx.analyses.get(FUNCTIONS)
     # (param, kind, factor code, init names it needs, what the source calls the weight: kernel, embeddings...)
     taken: list[tuple[str, str, str, set[str], str]] = []
     kept: list[cst.Arg] = []
@@ -68,7 +72,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         if kw not in _ARGS:
             kept.append(a)
             continue
-        term = _term(a.value, resolve, params, reassigned, constants)
+        term = _term(a.value, resolve, params, reassigned, constants, factories)
         if term is None:
             kept.append(a)  # the rule says why
             continue
@@ -106,11 +110,110 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     return new_call, record
 
 
+def note_functions(module: cst.Module, ctx: FileContext) -> None:
+    """Keep the module's own functions bound once (``def _gen_l2_regularizer(flag): return l2(1e-4) if flag else
+    None``) for :func:`_term`, which follows a regularizer such a function returns (once per file)."""
+    if FUNCTIONS in ctx.analyses:
+        return
+    counts: dict[str, int] = {}
+    for stmt in module.body:
+        for t in find_all(stmt, cst.AssignTarget) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else ():
+            if isinstance(t.target, cst.Name):
+                counts[t.target.value] = counts.get(t.target.value, 0) + 1
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            counts[stmt.name.value] = counts.get(stmt.name.value, 0) + 1
+    ctx.analyses[FUNCTIONS] = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)
+                               and counts.get(s.name.value) == 1 and not s.decorators}
+
+
+def _returned(value: cst.BaseExpression, factories: dict | None) -> cst.BaseExpression | None:
+    """``_gen_l2_regularizer(use_l2)`` (resnet_model.py), a call of a function of the file whose body is one
+    ``return <expression>`` (a docstring aside) of its parameters and module-level names: that expression, each
+    parameter replaced by the call's argument (or its default), parenthesised; None for anything else."""
+    if not factories or not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name):
+        return None
+    fn = factories.get(value.func.value)
+    if fn is None or not isinstance(fn.body, cst.IndentedBlock) or fn.asynchronous:
+        return None
+    body = list(fn.body.body)
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) and \
+            isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        body = body[1:]  # the docstring
+    if (len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1
+            or not isinstance(body[0].body[0], cst.Return) or body[0].body[0].value is None):
+        return None
+    p = fn.params
+    if p.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or p.star_kwarg is not None or p.posonly_params:
+        return None
+    given: dict[str, cst.BaseExpression] = {}
+    positional = list(p.params)
+    for i, a in enumerate(value.args):
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(positional):
+                return None
+            given[positional[i].name.value] = a.value
+        else:
+            given[a.keyword.value] = a.value
+    names = [x.name.value for x in (*p.params, *p.kwonly_params)]
+    if set(given) - set(names):
+        return None
+    for x in (*p.params, *p.kwonly_params):
+        if x.name.value not in given:
+            if x.default is None:
+                return None
+            given[x.name.value] = x.default
+    out = body[0].body[0].value
+    if find_all(out, cst.Lambda) or find_all(out, cst.NamedExpr) or any(
+            find_all(out, k) for k in (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)):
+        return None  # (names of their own)
+    return out.visit(_Substituted({k: cst.parse_expression(f"({code(v)})") for k, v in given.items()}))
+
+
+class _Substituted(cst.CSTTransformer):
+    """A function's expression with its parameters replaced (an attribute's name and a keyword kept)."""
+
+    def __init__(self, values: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.values = values
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self.values.get(original.value, updated)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+
 def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[str],
-          constants: dict[str, str] | None = None):
+          constants: dict[str, str] | None = None, factories: dict | None = None):
     """(kind, factor code, __init__ parameters it reads) for a regularizer fwport translates; "none"
     for None; None for anything else. A factor that reads a local name of ``__init__`` bound once to a number
-    (``weight_decay = 1e-4``, ``constants``) reads that number."""
+    (``weight_decay = 1e-4``, ``constants``) reads that number. A call of a function of the file (``factories``,
+    :func:`note_functions`) is what it returns (:func:`_returned`); ``A if c else B`` of a regularizer and None (or
+    two of one kind) is that kind with the factor ``(a if c else 0.0)``: a zero factor adds 0, as no regularizer
+    adds nothing, exactly."""
+    returned = _returned(value, factories)
+    if returned is not None:
+        return _term(returned, resolve, params, reassigned, constants)
+    if isinstance(value, cst.IfExp):
+        decided = literal_value(value.test, NOT_LITERAL)
+        if decided is not NOT_LITERAL:  # _gen_l2_regularizer(False): the branch it takes
+            return _term(value.body if decided else value.orelse, resolve, params, reassigned, constants)
+        a, b = (_term(v, resolve, params, reassigned, constants) for v in (value.body, value.orelse))
+        test = _factor(value.test, params, reassigned, constants)
+        if a is None or b is None or test is None:
+            return None
+        if a == "none" and b == "none":
+            return "none"
+        kind = (a if a != "none" else b)[0]
+        if a != "none" and b != "none" and a[0] != b[0]:
+            return None  # two kinds
+        fa, fb = (t[1] if t != "none" else "0.0" for t in (a, b))
+        return kind, f"({fa} if {test[0]} else {fb})", set().union(*(t[2] for t in (a, b) if t != "none"), test[1])
     lit = literal_value(value, NOT_LITERAL)
     if lit is None:
         return "none"
@@ -126,7 +229,14 @@ def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[
     arg = value.args[0]
     if arg.keyword is not None and arg.keyword.value != kind:
         return None
-    factor = arg.value
+    factor = _factor(arg.value, params, reassigned, constants)
+    return None if factor is None else (kind, *factor)
+
+
+def _factor(factor: cst.BaseExpression, params: set[str], reassigned: set[str],
+            constants: dict[str, str] | None) -> tuple[str, set[str]] | None:
+    """(code, __init__ parameters it reads) of a value regularization_loss() reads (a factor, a condition);
+    None where it reads a value computed in __init__."""
     names = {n for n in _free_names(factor) if not n.startswith("self.")}
     local = names & reassigned
     if local and constants and local <= set(constants):
@@ -137,7 +247,7 @@ def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[
     elif local:
         return None  # computed in __init__: the method cannot read it
     needs = names & params  # kept on the module; other names are module-level, readable anywhere
-    return kind, code(factor), needs
+    return code(factor), needs
 
 
 def _free_names(node: cst.CSTNode) -> set[str]:

@@ -49,6 +49,7 @@ LOCAL_NCHW = "tf2torch-sequential-local-nchw"
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     p = _SequentialPass(ctx)
+    regularizers.note_functions(module, ctx)  # (a regularizer a function of the file returns)
     for stmt in module.body:  # (a module-level model's regularizers: only a name bound once, see _regularizer_home)
         for t in find_all(stmt, cst.AssignTarget) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else ():
             if isinstance(t.target, cst.Name):

@@ -73,6 +73,7 @@ FUNCTIONAL = "keras.Model"
 SEQUENTIAL = "keras.Sequential"
 INPUT = "keras.Input"
 ADD_WEIGHT_RULE = "add-weight"
+VARIABLE_RULE = "variable"  # tf.Variable: its weight map moves a layer's own variable (_record_variables)
 _ADD_WEIGHT_METHODS = ("add_weight", "add_variable")
 # positional parameters of add_weight, by Keras generation (Keras 3 takes at most these three)
 _POSITIONAL = {3: ("shape", "initializer", "dtype"),
@@ -92,6 +93,7 @@ _ERROR_CALLS = {
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     p = _SubclassPass(ctx)
+    regularizers.note_functions(module, ctx)  # (a regularizer a function of the file returns)
     p.analyse(module)
     # only the top-level statements that hold a translated class or a functional-API call are
     # rewritten (a transformer rebuilds every node it visits: the rest stay the very same nodes)
@@ -706,6 +708,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self._plan_training(plan, methods)
         for m in methods:  # add_weight anywhere (Keras 3 allows it in __init__)
             self._plan_add_weights(plan, m)
+        for m in (plan.init_fn, plan.build_fn):  # self.gamma = tf.Variable(...) (cait's LayerScale)
+            self._record_variables(plan, m)
         if plan.build_fn is not None:
             self._plan_build(plan, plan.build_fn)
         self._plan_weight_penalties(plan)
@@ -1423,6 +1427,23 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         return updated.with_changes(name=cst.Name("forward"), params=new_params)
 
     # --- build / add_weight --------------------------------------------------------------------------------
+    def _record_variables(self, plan: _Plan, fn: cst.FunctionDef | None) -> None:
+        """``self.gamma = tf.Variable(init_values * tf.ones((dim,)))`` on a line of its own in ``__init__`` or
+        ``build`` (keras-io cait's LayerScale): Keras tracks the variable as the layer's weight, the translation
+        holds it as the nn.Parameter ``gamma`` (the variable rule); the weight record (the variable rule's map,
+        "." to ".") lets ``fwport verify`` move it as it moves an add_weight."""
+        rule = self.ctx.pack.rules.get(VARIABLE_RULE)
+        if fn is None or rule is None or not isinstance(fn.body, cst.IndentedBlock):
+            return
+        for stmt in fn.body.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call)
+                    and self.qualname(small.value.func) == "tensorflow.Variable"):
+                continue
+            t = dotted(small.targets[0].target)
+            if t and len(t) == 2 and t[0] == "self" and t[1] not in plan.weight_attrs:
+                self.ctx.layers.append(LayerRecord(plan.name, t[1], t[1], rule.id))
+
     def _plan_add_weights(self, plan: _Plan, fn: cst.FunctionDef) -> None:
         rule = self.ctx.pack.rules.get(ADD_WEIGHT_RULE)
         for stmt, node in _add_weight_calls(fn):

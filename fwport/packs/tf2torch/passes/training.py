@@ -1200,9 +1200,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                              opt_node)
             m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
             opt = build_call(m_opt, self.ctx)
-        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None) or (loss_kind == "object" and c.loss[3]):
+        factory_made = loss_kind == "function" and loss_rule is None and not c.loss[3]  # loss=loss(margin=1)
+        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None and not factory_made) or (
+                loss_kind == "object" and c.loss[3]):
             loss = None  # a loss bound to a name (translated there, its calls adapted) or the file's own function
-        elif loss_kind == "object":  # the file's own loss class, created here: the argument as the passes leave it
+        elif loss_kind == "object" or factory_made:  # the file's own loss class, or the function a factory of the
+            # file returns, made here: the argument as the passes leave it
             compiled = updated_node.body[at].value
             loss = next((u.value for o, u in zip(call.args, compiled.args) if o.value is loss_node), None) \
                 if isinstance(compiled, cst.Call) and len(compiled.args) == len(call.args) else None
@@ -1220,8 +1223,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 m.kwargs["from_logits"] = cst.Name("True")
             loss = build_call(m, self.ctx)
         # no loss statement made
-        kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None) or (loss_kind == "object" and
-                                                                                          bool(c.loss[3]))
+        kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None and not factory_made) or (
+            loss_kind == "object" and bool(c.loss[3]))
         if opt is None or (loss is None and not kept):  # refused by a rule (its error says why): compile stays
             self.ctx.settle(call)
             self.ctx.settle(updated_node.body[at].value)
@@ -1284,10 +1287,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         loss_rule = self.ctx.pack.by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
         if c.outputs:
             return self._output_losses(c)
-        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None) or (loss_kind == "object"
-                                                                                      and c.loss[3]):
+        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None and c.loss[3]) or (
+                loss_kind == "object" and c.loss[3]):
             return cst.Name(c.names["loss_fn"])
-        if loss_kind == "object":
+        if loss_kind == "object" or (loss_kind == "function" and loss_rule is None):  # made in the compile
             return None
         if loss_kind == "added":
             return cst.Name("None")
@@ -3983,6 +3986,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = ctx.pack.by_name.get(q) if q else None
         if rule is not None:
             return rule if rule.emit.get("transform") == "loss-function" else None
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Name):  # a factory of the file: loss(margin=1)
+            return "" if _loss_factory(plan, n.func.value) is not None else None
         fn = next((f for f in plan.top_functions.values() if isinstance(n, cst.Name) and f.name.value == n.value), None)
         if fn is None or len(plan.bound_at.get(n.value, [])) != 1:
             return None
@@ -4170,7 +4175,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         # name the file uses nowhere: `from sklearn import metrics`, a parameter)
         taken |= plan.names_seen
         c.names["metrics"] = free("metrics", True)
-    if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
+    if c.loss[0] == "function" and c.loss[1] is None and c.loss[3]:  # the file's own function: the loop calls it
         c.names["loss_fn"] = c.loss[3]
     return c
 
@@ -4843,6 +4848,28 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     del ctx.pending[mark:]
     ctx.needed_imports = imports
     return ok
+
+
+def _loss_factory(plan, name: str) -> cst.FunctionDef | None:
+    """``def loss(margin=1): def contrastive_loss(y_true, y_pred): ...; return contrastive_loss`` (keras-io's
+    siamese_contrastive): a function of the module, bound once, whose one return, its last statement, gives a
+    function it defines in its body taking (y_true, y_pred). The loop calls what the factory returned, as the file's
+    own loss function; None for anything else."""
+    fn = next((f for f in plan.top_functions.values() if f.name.value == name), None)
+    if fn is None or len(plan.bound_at.get(name, [])) != 1 or not isinstance(fn.body, cst.IndentedBlock):
+        return None
+    nested = {id(r) for d in find_all(fn.body, cst.FunctionDef) for r in find_all(d, cst.Return)}
+    returns = [r for r in find_all(fn.body, cst.Return) if id(r) not in nested]  # the factory's own
+    last = fn.body.body[-1] if fn.body.body else None
+    if (len(returns) != 1 or not isinstance(last, cst.SimpleStatementLine) or last.body[0] is not returns[0]
+            or not isinstance(returns[0].value, cst.Name)):
+        return None
+    inner = [s for s in fn.body.body if isinstance(s, cst.FunctionDef) and s.name.value == returns[0].value.value]
+    if len(inner) != 1 or inner[0].decorators or inner[0].asynchronous:
+        return None
+    p = inner[0].params
+    required = [x for x in (*p.posonly_params, *p.params) if x.default is None]
+    return inner[0] if len(required) == 2 and all(x.default is not None for x in p.kwonly_params) else None
 
 
 def _loss_function(node: cst.BaseExpression, rule, ctx: FileContext) -> cst.BaseExpression | None:
