@@ -84,7 +84,7 @@ def test_a_scheduled_rate_with_tfa_decay_is_an_error():
 
 
 @pytest.mark.parametrize("line, package", [
-    ("tfa.layers.GELU()", "tensorflow_addons"),
+    ("tfa.layers.Maxout(2)", "tensorflow_addons"),  # tfa.layers.GELU translates since tfmisc24
     ("hub.KerasLayer('https://tfhub.dev/x/1')", "tensorflow_hub"),
     ("keras_cv.layers.RandAugment(value_range=(0, 255))", "keras_cv"),
 ])
