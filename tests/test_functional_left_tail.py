@@ -120,9 +120,9 @@ def test_a_sequential_factory_of_appended_layers_is_written_out_per_call():
     assert "self.ffn = nn.Sequential(nn.Linear(6, 12), nn.GELU(), nn.Linear(12, 6), nn.Dropout(0.1))" in out
     assert "def create_ffn" not in out and "def create_head" not in out and "keras" not in out
     # a loop over a value not known where the model is built stays an error that says so
-    bad = FFN.replace("for units in hidden_units[:-1]:", "for units in hidden_units[: len(str(dropout_rate))]:")
+    bad = FFN.replace("for units in hidden_units[:-1]:", "for units in hidden_units[: len(repr(dropout_rate))]:")
     errors = _errors(_tx(bad))
-    assert any("in create_head(...): `for ... in hidden_units[: len(str(dropout_rate))]`: not a list of values known "
+    assert any("in create_head(...): `for ... in hidden_units[: len(repr(dropout_rate))]`: not a list of values known "
                "where the model is built" in e for e in errors), errors
 
 
