@@ -22,37 +22,10 @@ from fwport.core.transform import Transforms
 PACK_REGISTRY = "fwport.packs"
 
 
-def _alternatives(pattern: str) -> list[str]:
-    """``pattern`` split at its top-level ``|`` (not inside a group or a character class, not escaped)."""
-    parts, depth, start, i, in_class = [], 0, 0, 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "^":
-                i += 1
-            if pattern[i + 1:i + 2] == "]":  # a `]` first in a class is a member
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            parts.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    parts.append(pattern[start:])
-    return parts
-
-
-def _group_end(pattern: str, open_at: int) -> int:
-    """The index of the ``)`` closing the group opened at ``open_at`` (-1 if none)."""
-    depth, i, in_class = 0, open_at, False
+def _syntax(pattern: str, start: int = 0):
+    """(index, character, group depth before it) of each character of ``pattern`` from ``start`` that is regex
+    syntax: not escaped, not inside a character class (a `]` first in a class is a member)."""
+    depth, i, in_class = 0, start, False
     while i < len(pattern):
         c = pattern[i]
         if c == "\\":
@@ -66,13 +39,28 @@ def _group_end(pattern: str, open_at: int) -> int:
                 i += 1
             if pattern[i + 1:i + 2] == "]":
                 i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
+        else:
+            yield i, c, depth
+            depth += (c == "(") - (c == ")")
         i += 1
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """``pattern`` split at its top-level ``|`` (not inside a group or a character class, not escaped)."""
+    parts, start = [], 0
+    for i, c, depth in _syntax(pattern):
+        if c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _group_end(pattern: str, open_at: int) -> int:
+    """The index of the ``)`` closing the group opened at ``open_at`` (-1 if none)."""
+    for i, c, depth in _syntax(pattern, open_at):
+        if c == ")" and depth == 1:
+            return i
     return -1
 
 
