@@ -248,3 +248,21 @@ def test_compat_v1_tape_and_function_are_tf2s():
     r = translate_source(src, "step.py")
     assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
     assert "loss.backward()" in r.output and "optimizer.step()" in r.output and "tf." not in r.output, r.output
+
+
+def test_a_commented_out_block_after_tf_does_not_hang_the_graph_check():
+    """A notebook's ``%%writefile`` cell comes out as a commented-out block; each ``# `` line in it once gave
+    the dotted-name pattern two ways to match, so a word ``tf`` before a few dozen of them took the search
+    exponential time (tensorflow/docs' multi_worker_with_ctl notebook hung the whole tree run). Run in a
+    subprocess with a limit far above a linear search's time (milliseconds) and far below the exponential one's
+    (45 such lines took a second, each further line doubles it): a hang fails the test instead of the suite."""
+    block = "".join(f"#   x{i} = tf.reduce_sum(y)  # a note \n# \n" for i in range(60))
+    src = f"import tensorflow as tf\n# import tensorflow as tf\n{block}z = tf.zeros([3])\n"
+    graph = src + "p = tf.placeholder(tf.float32)\n"
+    code = ("import json, sys\nfrom fwport.core.pipeline import translate_source\n"
+            "print(json.dumps([[f.code for f in translate_source(s, 'nb.py').findings] for s in json.load(sys.stdin)]))")
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps([src, graph]), capture_output=True, text=True,
+                         timeout=120, check=True)
+    plain, refused = json.loads(out.stdout)
+    assert "tf1-graph-code" not in plain
+    assert refused[:1] == ["tf1-graph-code"]  # the pattern still finds a graph API after the block

@@ -60,8 +60,11 @@ TRIGGER = Trigger(r"\b(?:placeholder\w*|\w+_initializer|initialize_all_variables
 _RUN = re.compile(r"\.\s*run\s*\(")
 
 #: what may stand between the names and dots of one dotted name: blanks, line breaks (in brackets or
-#: after a backslash), comments, parentheses (``(tf).placeholder``)
-_SEP = r"(?:[\s()\\]|#[^\n]*)*"
+#: after a backslash), comments, parentheses (``(tf).placeholder``). Possessive (``*+``): a comment is
+#: taken to its line's end and the run is never given back, so the search stays linear; with plain ``*``
+#: each ``# `` of a commented-out block (a notebook's ``%%writefile`` cell) could be split two ways, and a
+#: few dozen such lines after ``tf`` took the search exponential time (the whole file hung).
+_SEP = r"(?:[\s()\\]|#[^\n]*+)*+"
 #: the last names of the graph-mode APIs: a use ``alias.….name`` of one ends in one of them (``dense`` of
 #: ``layers.dense``), or goes through ``contrib``; ``Session`` / ``InteractiveSession`` where the file runs
 _LAST_NAMES = frozenset(api.rsplit(".", 1)[-1] for api in GRAPH_APIS) | {"contrib"}
