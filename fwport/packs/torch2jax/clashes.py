@@ -74,7 +74,8 @@ def module_bindings(ctx) -> dict[str, list[tuple[int, int, str | None]]]:
         tree, source = parsed
         walker = _Module(globals_=re.search(r"\bglobal\b", source) is not None)
         scan(tree, walker)
-        where = node_positions(tree, [n for _, n, _ in walker.bound_nodes])
+        # (the translation's Layout: the source's statements are rendered once, for the findings' positions too)
+        where = node_positions(tree, [n for _, n, _ in walker.bound_nodes], ctx.analyses.get("layout"))
         for name, node, module in walker.bound_nodes:
             line, col = where.get(id(node), (0, 0))
             found.setdefault(name, []).append((line, col, module))

@@ -33,6 +33,7 @@ from fwport.core.direction import fast
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
+from fwport.core.rewrite import rewrite
 
 TRIGGER = fast(r"\.parameters\(\)|\.(?:weight|bias)\b")
 
@@ -366,7 +367,8 @@ def run(module: cst.Module, ctx) -> cst.Module:
             out.append(s)
             continue
         t = _Rewrite(ctx, file, scope, s)
-        new = s.visit(t)
+        # (a copy, as libcst's visit gives, whose every node the walk enters is a new object; trivia shared)
+        new = rewrite(s, t, fresh=True)
         seen |= t.seen
         changed += t.changed
         declare = sorted(n for n in t.rebound if isinstance(s, cst.FunctionDef) and n not in scope.globals
