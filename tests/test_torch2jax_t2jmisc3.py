@@ -146,3 +146,33 @@ def test_topk_method_outside_modules(tmp_path):
 def test_topk_method_smallest_is_not_translated():
     r = t2j(TOPK.replace("x.topk(3)", "x.topk(3, largest=False)"))
     assert any(".topk(" in f.message for f in errors(r)), r.findings
+
+
+PRELU = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, c=3):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.act = nn.PReLU()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.PReLU(init=0.1), nn.Conv2d(c, 4, 1))
+
+    def forward(self, x):
+        return self.body(self.act(self.conv(x)))
+'''
+
+
+def test_prelu_one_slope_in_and_out_of_a_sequential(tmp_path):
+    r = t2j(PRELU)
+    assert "self.act = PReLU()" in r.output and "PReLU(init=0.1), eqx" in r.output and "class PReLU(eqx.Module)" in r.output
+    verify_model(tmp_path, PRELU, "Net", ["float64[2,3,5,6]"])
+
+
+def test_prelu_slope_per_channel_is_refused():
+    r = t2j(PRELU.replace("self.act = nn.PReLU()", "self.act = nn.PReLU(c)"))
+    assert any(f.code == "unsupported-argument" and "per channel" in f.message and f.line == 9 for f in errors(r)), \
+        r.findings
+
