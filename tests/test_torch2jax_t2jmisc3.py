@@ -123,6 +123,10 @@ def tops(x):
     w, j = x.topk(k=2, dim=0, sorted=False)
     u, h = x.topk(2, -1, largest=True)
     return v, i, w, j, u, h
+
+
+def named(x):
+    return x.topk(2, dim=0).values, x.topk(3).indices, torch.topk(x, 2).indices
 '''
 
 
@@ -130,14 +134,15 @@ def test_topk_method_outside_modules(tmp_path):
     r = t2j(TOPK)
     assert ".topk(" not in r.output
     assert "jax.lax.top_k(output, maxk, axis=1)" in r.output and "jax.lax.top_k(x, 3)" in r.output
+    assert "jax.lax.top_k(x, 2, axis=0)[0], jax.lax.top_k(x, 3)[1], jax.lax.top_k(x, 2)[1]" in r.output, r.output
     torch_out, jax_out = both_sides(tmp_path, TOPK, """
     rng = np.random.default_rng(0)
     x = rng.standard_normal((6, 5))
     target = rng.integers(0, 5, size=6)
-    out = list(ns["accuracy"](conv(x), conv(target), topk=(1, 3))) + list(ns["tops"](conv(x)))
+    out = list(ns["accuracy"](conv(x), conv(target), topk=(1, 3))) + list(ns["tops"](conv(x))) + list(ns["named"](conv(x)))
     np.savez(sys.argv[3], *[np.asarray(o) for o in out])
     """)
-    assert len(torch_out) == len(jax_out) == 8
+    assert len(torch_out) == len(jax_out) == 11
     for a, b in zip(torch_out, jax_out):
         assert a.shape == b.shape
         np.testing.assert_allclose(b, a, rtol=1e-12)
@@ -145,7 +150,8 @@ def test_topk_method_outside_modules(tmp_path):
 
 def test_topk_method_smallest_is_not_translated():
     r = t2j(TOPK.replace("x.topk(3)", "x.topk(3, largest=False)"))
-    assert any(".topk(" in f.message for f in errors(r)), r.findings
+    assert [f.line for f in errors(r) if ".topk(" in f.message] == [15, 22], r.findings
+    assert "x.topk(3, largest=False)\n" in r.output and "x.topk(3, largest=False).indices" in r.output
 
 
 PRELU = '''

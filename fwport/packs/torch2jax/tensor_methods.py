@@ -441,6 +441,16 @@ class _TensorCalls(cst.CSTVisitor):
                            "optax.set_to_zero by hand)", original)
                 return cst.Name("True")
             self.ctx.plans.add(node, trains, descend=False, by="tensor-methods")
+        if node.attr.value in ("values", "indices") and isinstance(node.value, cst.Call) \
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "topk" \
+                and self.ctx.plans.get(node) is None:
+            # x.topk(k).indices: PyTorch's named tuple; jax.lax.top_k gives a plain (values, indices) pair
+            def field(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                inner = updated.value
+                if not (isinstance(inner, cst.Call) and (dotted_text(inner.func) or "").endswith("lax.top_k")):
+                    return updated  # not translated (largest=False): its error stands
+                return expr(f"{code(inner)}[{0 if original.attr.value == 'values' else 1}]")
+            self.ctx.plans.add(node, field, by="tensor-methods")
 
     def assign_target(self, node: cst.Assign) -> None:
         # `logits[logits < v[:, [-1]]] = -inf` (generate): a jax array is not assigned into
