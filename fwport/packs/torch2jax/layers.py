@@ -238,6 +238,21 @@ class PretrainedEmbedding(eqx.Module):
         return weight[x]
 '''
 
+_PRELU = '''
+
+class PReLU(eqx.Module):
+    """PyTorch's nn.PReLU with one slope: x where x >= 0, weight * x elsewhere, the trained weight of shape (1,) as
+    PyTorch's (init 0.25)."""
+
+    weight: jax.Array
+
+    def __init__(self, init=0.25):
+        self.weight = jnp.full((1,), init)
+
+    def __call__(self, x, *, key=None):
+        return jnp.where(x >= 0, x, self.weight[0] * x)
+'''
+
 _UNFROZEN = '''
 
 def unfrozen(params):
@@ -582,6 +597,7 @@ HELPERS: dict[str, str] = {
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
     "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
+    "PReLU": _PRELU,
     "unfrozen": _UNFROZEN,
     "sgd_dampened": _SGD_DAMPENED,
     "ChannelDropout": _CHANNEL_DROPOUT,

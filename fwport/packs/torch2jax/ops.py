@@ -469,10 +469,11 @@ def _batch_norm_stats(m: float) -> str:
 def instance_norm(m, ctx):
     """``nn.InstanceNorm2d(C, eps, affine)`` → ``eqx.nn.GroupNorm(C, C, eps, channelwise_affine=affine)``: one
     group per channel. channelwise_affine is always written (PyTorch's default is False, Equinox's True); C is
-    written twice, so it must be a name, an attribute or a literal."""
+    written twice, so it must be a name, an attribute, a literal or arithmetic of those (``dim * 2``: the same
+    value both times, no call)."""
     kw = dict(m.kwargs)
     channels = kw.pop("channels")
-    if not isinstance(channels, (cst.Name, cst.Attribute, cst.Integer)):
+    if not _arithmetic(channels):
         m.fail(ctx, "unsupported-construct", f"num_features={m.written('num_features')}: written twice in the "
                "translation (groups and channels of eqx.nn.GroupNorm); give it a name first")
         return None
@@ -555,6 +556,21 @@ def _key_added(m, ctx) -> bool:
     ctx.report(Severity.INFO, "key-added", f"{m.rule.names[0]} draws from PyTorch's global generator: here from "
                "`key`, which must be a jax.random key in scope (in __init__ it is the module's own)", m.node, m.rule)
     return True
+
+
+def _arithmetic(node: cst.BaseExpression) -> bool:
+    """A name, an attribute of one, an integer, or +, -, *, //, % and unary minus of those: no call, so written
+    twice it is the same number twice."""
+    if isinstance(node, (cst.Name, cst.Integer)):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _arithmetic(node.value) and not isinstance(node.value, cst.Integer)
+    if isinstance(node, cst.UnaryOperation):
+        return isinstance(node.operator, cst.Minus) and _arithmetic(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply, cst.FloorDivide, cst.Modulo)) \
+            and _arithmetic(node.left) and _arithmetic(node.right)
+    return False
 
 
 def _simple(node: cst.BaseExpression) -> bool:

@@ -41,7 +41,7 @@ _CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "ja
           "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32"}
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
                      "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
-                     "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as", "unbind"})
+                     "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as", "unbind", "topk"})
 #: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
 #: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
 #: never left to fail (AttributeError) or to compute something else
@@ -220,9 +220,31 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
     if name == "unbind" and len(pos) + len(kw) <= 1 and set(kw) <= {"dim"}:  # a tuple of the slices, as PyTorch's
         dim = pos[0] if pos else kw.get("dim")
         return expr(f"{spell('jax.numpy.unstack')}({code(recv)}" + (f", axis={code(dim)})" if dim is not None else ")"))
+    if name == "topk":
+        return _topk(recv, pos, kw, spell)
     if name in ("softmax", "log_softmax") and len(pos) + len(kw) == 1 and set(kw) <= {"dim"}:
         return expr(f"{spell('jax.nn.' + name)}({code(recv)}, axis={code(pos[0] if pos else kw['dim'])})")
     return None
+
+
+def _topk(recv, pos, kw, spell) -> cst.BaseExpression | None:
+    """``x.topk(k, dim=-1, largest=True, sorted=True)`` → ``jax.lax.top_k(x, k)`` (``axis=dim`` for another dim): the
+    k largest and their indices, largest first, as PyTorch's sorted result (an unsorted one promises no order).
+    ``largest`` must be the literal True (the smallest: refused, left for the residue scan)."""
+    from fwport.core.engine import literal_value
+    names = ("k", "dim", "largest", "sorted")
+    if len(pos) > len(names) or set(kw) - set(names) or set(kw) & set(names[:len(pos)]):
+        return None
+    given = {**dict(zip(names, pos)), **kw}
+    if "k" not in given:
+        return None
+    if "largest" in given and literal_value(given["largest"], None) is not True:
+        return None
+    if "sorted" in given and not isinstance(literal_value(given["sorted"], None), bool):
+        return None
+    dim = given.get("dim")
+    axis = "" if dim is None or literal_value(dim, None) == -1 else f", axis={code(dim)}"
+    return expr(f"{spell('jax.lax.top_k')}({code(recv)}, {code(given['k'])}{axis})")
 
 
 def _fill(call: cst.Call, spell=None) -> str | None:
@@ -419,6 +441,16 @@ class _TensorCalls(cst.CSTVisitor):
                            "optax.set_to_zero by hand)", original)
                 return cst.Name("True")
             self.ctx.plans.add(node, trains, descend=False, by="tensor-methods")
+        if node.attr.value in ("values", "indices") and isinstance(node.value, cst.Call) \
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "topk" \
+                and self.ctx.plans.get(node) is None:
+            # x.topk(k).indices: PyTorch's named tuple; jax.lax.top_k gives a plain (values, indices) pair
+            def field(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                inner = updated.value
+                if not (isinstance(inner, cst.Call) and (dotted_text(inner.func) or "").endswith("lax.top_k")):
+                    return updated  # not translated (largest=False): its error stands
+                return expr(f"{code(inner)}[{0 if original.attr.value == 'values' else 1}]")
+            self.ctx.plans.add(node, field, by="tensor-methods")
 
     def assign_target(self, node: cst.Assign) -> None:
         # `logits[logits < v[:, [-1]]] = -inf` (generate): a jax array is not assigned into
