@@ -2137,9 +2137,10 @@ class _Builder:
                         continue
                     chosen = branch.orelse.body.body if isinstance(branch.orelse, cst.Else) else []
                     break
-                out = self._helper_body(list(chosen), forward, tensors, name)
-                if out is not None or self.errors:
-                    return out
+                # the branch's statements followed in the if's place, then the ones below it: a value the branch
+                # binds (`bn_axis = 3` under `if backend.image_data_format() == 'channels_last':`, Keras's ResNet
+                # blocks) is written in place in both, as Python's scope has it
+                body[k:k] = list(chosen)
                 continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Return):
                 value = st.body[0].value
@@ -2335,6 +2336,8 @@ class _Builder:
             return True
         if isinstance(node, cst.BinaryOperation) and type(node.operator) in _STATIC_OPS:
             return _STATIC_OPS[type(node.operator)](self._static(node.left, tensors), self._static(node.right, tensors))
+        if isinstance(node, cst.IfExp):  # `3 if backend.image_data_format() == 'channels_last' else 1`
+            return self._static(node.body if self._static(node.test, tensors) else node.orelse, tensors)
         if self._static_fn(node):
             return _STATIC_FNS[node.func.value](*(self._static(a.value, tensors) for a in node.args))
         if isinstance(node, cst.Call) and not node.args and not isinstance(node.func, cst.Call) \
@@ -2343,7 +2346,8 @@ class _Builder:
             # backend.image_data_format() in a file that never sets it: Keras's default (a warning, once per call)
             original = self.origin.get(id(node), (None, node))[1] if hasattr(self, "origin") else node
             message = data_format.image_format_message(f"{code(node)}")
-            if not any(p.node is original and p.finding.message == message for p in self.ctx.pending):
+            if not getattr(self, "format_quiet", False) \
+                    and not any(p.node is original and p.finding.message == message for p in self.ctx.pending):
                 self.ctx.report(Severity.WARNING, "default-differs", message, original)
             return "channels_last"
         if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
@@ -3751,7 +3755,15 @@ class _Builder:
 
     def _int_step(self, small, ints: dict):
         """``filters *= 2`` / ``filters = filters * 2`` on a name whose int value is known: (name, new
-        value); None when ``small`` is not that."""
+        value); None when ``small`` is not that. (An ``image_data_format()`` read in it gets its warning from the
+        rule pass, which translates the statement kept in ``__init__``.)"""
+        self.format_quiet = True
+        try:
+            return self._int_step_of(small, ints)
+        finally:
+            self.format_quiet = False
+
+    def _int_step_of(self, small, ints: dict):
         if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value in ints \
                 and type(small.operator) in _AUG_OPS and not self._other_calls(small.value):
             value = rewrite(small.value, _Substitute({n: _literal_node(v) for n, v in ints.items()}), fresh=True)
@@ -3772,7 +3784,14 @@ class _Builder:
         return None
 
     def _other_calls(self, node) -> bool:
-        return any(not self._static_fn(c) for c in _calls(node))
+        return any(not self._static_fn(c) and not self._format_read(c) for c in _calls(node))
+
+    def _format_read(self, c: cst.Call) -> bool:
+        """``backend.image_data_format()`` in a file that never sets the format: :meth:`_static` decides it as
+        Keras's default, 'channels_last' (with its warning); where the file sets it, it stays unknown."""
+        return not c.args and not isinstance(c.func, cst.Call) \
+            and self.ctx.imports.resolve(c.func) in data_format.IMAGE_FORMAT_READS \
+            and data_format.image_format_set(self.ctx) is None
 
     def _is_graph_call(self, c: cst.Call) -> bool:
         if isinstance(c.func, cst.Call):
@@ -4783,6 +4802,23 @@ class _Builder:
             return call.with_changes(args=[*call.args[:i], a.with_changes(value=value), *call.args[i + 1:]])
         return call
 
+    def _known_axis(self, call: cst.Call) -> cst.Call:
+        """``layers.BatchNormalization(axis=bn_axis)`` after ``bn_axis = 3`` in the builder (Keras's ResNet50:
+        ``bn_axis = 3 if backend.image_data_format() == 'channels_last' else 1``, or the same choice as an if
+        statement decided where the model is built): the int the name holds there (``_Builder.known_ints``,
+        forgotten where a statement binds the name again) written in its place, as a literal axis. The call
+        unchanged for anything else."""
+        for i, a in enumerate(call.args):
+            if a.keyword is None or a.keyword.value != "axis" or not isinstance(a.value, cst.Name) \
+                    or a.value.value in self.env:
+                continue
+            value = self.known_ints.get(a.value.value)
+            if not is_int(value):
+                return call
+            return call.with_changes(args=[*call.args[:i], a.with_changes(value=_literal_node(int(value))),
+                                           *call.args[i + 1:]])
+        return call
+
     def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None, t: _Tensor | None = None):
         """One rule layer translated for an input: (emission, whether its channels-last output must be
         moved to channels-first where it is called)."""
@@ -4791,6 +4827,7 @@ class _Builder:
         node, call = call, self.sized_calls.get(id(call), call)  # findings at the source's call
         if rule.emit.get("shape") == "reshape":
             call = self._known_target_shape(call)
+        call = self._known_axis(call)
         if flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
             raise _Refused(node, f"{code(call.func)} after the Flatten of a feature map converted to channels-first "
                                  "sees the features in (c, h, w) order instead of Keras's (h, w, c): only "
