@@ -141,3 +141,17 @@ def test_default_repeats_forever_with_full_batches(csvs):
                          path=str(csvs / "a.csv"))
     assert len(theirs) == len(ours) == 50  # (stopped at 50: both endless)
     assert ours == theirs and {len(b[0]["i"][1]) for b in ours} == {4}
+
+
+@pytest.mark.parametrize("reads", [2, 3])
+def test_interleaved_files_of_uneven_length_as_tensorflow(tmp_path, reads):
+    """num_parallel_reads: a file that ends gives its turn, and its place from its next turn, to the next file
+    (the scheduler interleave_files that the TFRecord and text-line readers share; an empty file takes a turn)."""
+    for name, n in [("a", 1), ("b", 3), ("c", 3), ("d", 2), ("e", 0), ("f", 2)]:
+        (tmp_path / f"{name}.csv").write_text("x\n" + "".join(f"{ord(name) * 10 + i}\n" for i in range(n)))
+    files = [str(tmp_path / f"{name}.csv") for name in "abcdef"]
+    theirs, ours = _both("tf.data.experimental.make_csv_dataset(files, batch_size=1, num_epochs=1, shuffle=False, "
+                         "num_parallel_reads=reads)", files=files, reads=reads)
+    assert ours == theirs
+    order = [features["x"][1][0] for features, _ in theirs]
+    assert order[:4] == ([970, 980, 981, 990] if reads == 2 else [970, 980, 990, 981]) and len(order) == 11

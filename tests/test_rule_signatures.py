@@ -82,7 +82,8 @@ def _introspect(names: list[str], module_of_interest: str) -> dict:
 
 #: Keras 2 classes Keras 3 dropped: their signature is read from tf_keras (Keras 2)
 _KERAS2_ONLY = {"keras.layers.RandomFourierFeatures": "tf_keras.layers.experimental.RandomFourierFeatures",
-                "keras.preprocessing.text.Tokenizer": "tf_keras.preprocessing.text.Tokenizer"}
+                "keras.preprocessing.text.Tokenizer": "tf_keras.preprocessing.text.Tokenizer",
+                "keras.preprocessing.image.ImageDataGenerator": "tf_keras.preprocessing.image.ImageDataGenerator"}
 
 
 def _source_module(canonical: str) -> str:

@@ -101,6 +101,24 @@ def test_text_line_dataset_interleaves_files(texts, reads):
     assert expected[:2] == ["one", "w1"]
 
 
+@pytest.mark.parametrize("reads", [2, 3])
+def test_text_line_dataset_interleaves_files_of_uneven_length(tmp_path, reads):
+    """A file that ends gives its turn, and its place from its next turn, to the next file; an empty one too."""
+    files = []
+    for name, n in [("a", 1), ("b", 3), ("c", 3), ("d", 2), ("e", 0), ("f", 2)]:
+        (tmp_path / name).write_text("".join(f"{name}{i}\n" for i in range(n)))
+        files.append(str(tmp_path / name))
+    src = """
+    import tensorflow as tf
+
+    ds = tf.data.TextLineDataset(files, num_parallel_reads=reads)
+    """
+    ns_tf, ns_torch = _run(src, files=files, reads=reads)
+    expected = _tf_strings(ns_tf["ds"])
+    assert list(ns_torch["ds"]) == expected and len(expected) == 11
+    assert expected[:4] == (["a0", "b0", "b1", "c0"] if reads == 2 else ["a0", "b0", "c0", "b1"])
+
+
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
 def test_text_line_dataset_reads_compressed_files(tmp_path, compression):
     data = b"z1\r\nz2\n\nz3"

@@ -652,10 +652,12 @@ def test_other_untranslated_training_apis_say_what_to_write():
         tokenizer = tf.keras.preprocessing.text.Tokenizer(num_words=100)
     ''', errors_ok=True)
     by_line = {f.line: f.message for f in r.findings if f.severity is Severity.ERROR}
-    # clone_model and Tokenizer are translated (test_clone_model.py, test_tokenizer.py)
-    assert sorted(by_line) == [4, 7]
-    assert "torchvision.transforms.v2" in by_line[4] and "RuntimeError" in by_line[7]
+    # clone_model, Tokenizer and ImageDataGenerator are translated (test_clone_model.py, test_tokenizer.py,
+    # test_image_data_generator.py)
+    assert sorted(by_line) == [7]
+    assert "RuntimeError" in by_line[7]
     assert "clone = clone_model(model)" in r.output and "tokenizer = Tokenizer(num_words=100)" in r.output
+    assert "gen = ImageDataGenerator(rotation_range=20)" in r.output
 
 
 CARDINALITY = '''

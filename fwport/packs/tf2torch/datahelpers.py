@@ -6,6 +6,7 @@ meanings), in plain numpy / torch / torchvision / PIL code. Placeholders: ``{tor
 """
 from __future__ import annotations
 
+from fwport.packs.tf2torch.imagegen import IMAGEGEN_DEPS, IMAGEGEN_HELPERS
 from fwport.packs.tf2torch.recordhelpers import RECORD_DEPS, RECORD_HELPERS
 from fwport.packs.tf2torch.texthelpers import TEXT_DEPS, TEXT_HELPERS
 
@@ -1338,9 +1339,11 @@ for _name, _modules in _IMPORTS.items():
 #: the helpers that are functions importing what they use (written above their first use)
 DATA_HELPERS.update(TEXT_HELPERS)
 DATA_HELPERS.update(RECORD_HELPERS)
+DATA_HELPERS.update(IMAGEGEN_HELPERS)
 
 #: the helpers that are functions importing what they use (written above their first use)
-LOCAL_HELPERS = frozenset(_IMPORTS) | {"Tokenizer"} | frozenset(TEXT_HELPERS) | frozenset(RECORD_HELPERS)  # (classes whose methods import)
+LOCAL_HELPERS = (frozenset(_IMPORTS) | {"Tokenizer"} | frozenset(TEXT_HELPERS) | frozenset(RECORD_HELPERS)
+                 | frozenset(IMAGEGEN_HELPERS))  # (classes whose methods import)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {
@@ -1352,3 +1355,4 @@ DATA_DEPS: dict[str, tuple[str, ...]] = {
 }
 DATA_DEPS.update(TEXT_DEPS)
 DATA_DEPS.update(RECORD_DEPS)
+DATA_DEPS.update(IMAGEGEN_DEPS)

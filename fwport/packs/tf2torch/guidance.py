@@ -47,12 +47,6 @@ GUIDANCE: dict[str, str] = {
         "torch_xla.distributed.xla_multiprocessing); translate for GPUs/CPUs first, then port to torch_xla",
     "tensorflow.distribute.cluster_resolver.TPUClusterResolver":
         "TPUs: PyTorch runs on them through torch_xla; translate for GPUs/CPUs first, then port to torch_xla",
-    "keras.preprocessing.image.ImageDataGenerator":
-        "on-the-fly image augmentation: in PyTorch a torchvision.transforms.v2.Compose of RandomRotation, "
-        "RandomAffine (shifts, shear, zoom), RandomHorizontalFlip, ToDtype(torch.float32, scale=True) / Normalize "
-        "(rescale, featurewise centering) applied in a Dataset's __getitem__; flow_from_directory is "
-        "torchvision.datasets.ImageFolder(dir, transform=...) with a DataLoader(batch_size=..., shuffle=True), "
-        "flow(x, y) a TensorDataset whose items are transformed. The random draws differ from Keras's",
     "tensorflow.errors.InvalidArgumentError":
         "TensorFlow's error for invalid arguments and shapes: torch raises RuntimeError (shape mismatches), "
         "ValueError or IndexError instead; catch those where this except clause catches InvalidArgumentError",

@@ -74,7 +74,7 @@ def tfrecord_dataset(filenames, compression_type=None, num_parallel_reads=None):
     """tf.data.TFRecordDataset: a DataPipeline of the files' records (Python bytes), read lazily each pass and
     checked as TensorFlow checks them (the length's and the data's CRC-32C). compression_type "GZIP" / "ZLIB"
     reads compressed files. With num_parallel_reads > 1 the files are interleaved as TensorFlow does: that
-    many open at a time, one record from each in turn (-1, AUTOTUNE: as many as the machine has cores)."""
+    many open at a time, one record from each in turn (-1, AUTOTUNE: as many as the machine has schedulable cores)."""
     import gzip
     import io
     import os
@@ -105,29 +105,8 @@ def tfrecord_dataset(filenames, compression_type=None, num_parallel_reads=None):
                 at += 16 + n
                 yield record[:n]
 
-    def run():
-        files = list(filenames)
-        cycle = num_parallel_reads if num_parallel_reads and num_parallel_reads > 0 else (
-            os.cpu_count() or 1) if num_parallel_reads == -1 else 1
-        if cycle <= 1:
-            for path in files:
-                yield from read(path)
-            return
-        pending, active = iter(files), []
-        for path in pending:
-            active.append(read(path))
-            if len(active) == cycle:
-                break
-        while active:
-            for i in range(len(active)):  # a file that ends gives its turn to the next file in its place
-                record = next(active[i], None)
-                if record is None:
-                    path = next(pending, None)
-                    active[i] = None if path is None else read(path)
-                else:
-                    yield record
-            active = [reader for reader in active if reader is not None]
-    return DataPipeline(run)
+    files = DataPipeline(lambda: iter(list(filenames)))  # interleaved as tf.data reads them (AUTOTUNE: None)
+    return files.interleave(read, cycle_length=None if num_parallel_reads == -1 else max(num_parallel_reads or 1, 1))
 '''
 
 _TEXT_LINES = '''
@@ -137,7 +116,7 @@ def text_line_dataset(filenames, compression_type=None, num_parallel_reads=None)
     As TensorFlow reads them: a line ends at "\\n", every "\\r" is dropped (so "\\r\\n" ends a line too), an
     empty line is kept but nothing after the last "\\n" unless it holds a character other than "\\r".
     compression_type "GZIP" / "ZLIB" reads compressed files; num_parallel_reads > 1 interleaves the files
-    (that many open at a time, one line from each in turn; -1, AUTOTUNE: as many as the machine has cores).\"\"\"
+    (that many open at a time, one line from each in turn; -1, AUTOTUNE: as many as the schedulable cores).\"\"\"
     import gzip
     import io
     import os
@@ -159,29 +138,8 @@ def text_line_dataset(filenames, compression_type=None, num_parallel_reads=None)
                 if ended or line:
                     yield line.decode("utf-8")
 
-    def run():
-        files = list(filenames)
-        cycle = num_parallel_reads if num_parallel_reads and num_parallel_reads > 0 else (
-            os.cpu_count() or 1) if num_parallel_reads == -1 else 1
-        if cycle <= 1:
-            for path in files:
-                yield from read(path)
-            return
-        pending, active = iter(files), []
-        for path in pending:
-            active.append(read(path))
-            if len(active) == cycle:
-                break
-        while active:
-            for i in range(len(active)):  # a file that ends gives its turn to the next file in its place
-                line = next(active[i], None)
-                if line is None:
-                    path = next(pending, None)
-                    active[i] = None if path is None else read(path)
-                else:
-                    yield line
-            active = [reader for reader in active if reader is not None]
-    return DataPipeline(run)
+    files = DataPipeline(lambda: iter(list(filenames)))  # interleaved as tf.data reads them (AUTOTUNE: None)
+    return files.interleave(read, cycle_length=None if num_parallel_reads == -1 else max(num_parallel_reads or 1, 1))
 '''
 
 _LIST_FILES = '''
@@ -412,31 +370,15 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
     generator = torch.Generator()
     generator.manual_seed(shuffle_seed if shuffle_seed is not None else int(torch.randint(2 ** 62, ())))
 
-    def run():
-        paths = [files[i] for i in torch.randperm(len(files), generator=generator)] if shuffle else files
-        cycle = num_parallel_reads if num_parallel_reads and num_parallel_reads > 0 else (
-            os.cpu_count() or 1) if num_parallel_reads == -1 else 1
-        pending, active = iter(paths), []
-        for path in pending:
-            active.append(read(path))
-            if len(active) == cycle:
-                break
-        while active:
-            for i in range(len(active)):  # a file that ends gives its turn to the next file in its place
-                value = next(active[i], None)
-                while value is None and active[i] is not None:
-                    path = next(pending, None)
-                    active[i] = None if path is None else read(path)
-                    value = None if active[i] is None else next(active[i], None)
-                if value is not None:
-                    yield value
-            active = [reader for reader in active if reader is not None]
+    def paths():  # in a new order each pass when shuffled
+        return iter([files[i] for i in torch.randperm(len(files), generator=generator)] if shuffle else files)
 
     def organize(*values):
         features = collections.OrderedDict(zip(names, values))
         return features if label_name is None else (features, features.pop(label_name))
 
-    rows = DataPipeline(run)
+    rows = DataPipeline(paths).interleave(  # as tf.data interleaves the files (AUTOTUNE: None)
+        read, cycle_length=None if num_parallel_reads == -1 else max(num_parallel_reads or 1, 1))
     if shuffle:
         rows = rows.shuffle(shuffle_buffer_size, seed=shuffle_seed)
     if num_epochs != 1:

@@ -166,6 +166,25 @@ def run_name_scopes(module: cst.Module, ctx) -> cst.Module:
     return module
 
 
+class _DataframeFlows(cst.CSTVisitor):
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "flow_from_dataframe":
+            self.ctx.report("error", "unsupported-construct",
+                            "ImageDataGenerator.flow_from_dataframe is not translated (the written ImageDataGenerator "
+                            "raises NotImplementedError there): list the frame's file paths and labels and load each "
+                            "image in a torch Dataset's __getitem__ (PIL.Image.open(path).convert('RGB').resize(size)), "
+                            "or move the files into class folders for flow_from_directory", node)
+
+
+def run_dataframe_flows(module: cst.Module, ctx) -> cst.Module:
+    """Planner (read-only): ``datagen.flow_from_dataframe(...)`` is an error saying what to write."""
+    scan(module, _DataframeFlows(ctx))
+    return module
+
+
 @call_transform("list-devices")
 def list_devices(m, ctx):
     """``tf.config.list_physical_devices("GPU")`` → ``[torch.device("cuda", i) for i in

@@ -55,6 +55,8 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("testcase", Trigger(r"\b(?:TestCase|Benchmark)\b", "TestCase", "Benchmark"), testcase.run),
     # with tf.name_scope(...): → with contextlib.nullcontext(): (utilities.py)
     Planner("name_scopes", Trigger(r"\bname_scope\b", "name_scope"), utilities.run_name_scopes),
+    # (read-only) ImageDataGenerator.flow_from_dataframe: an error saying what to write (utilities.py)
+    Planner("dataframe_flows", fast(r"\.\s*flow_from_dataframe\s*\("), utilities.run_dataframe_flows),
     # @tf.function removed (or torch.compile)
     Planner("decorators", Trigger(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b", "@", "function",
                                   "do_not_convert"), decorators.run),
