@@ -1193,6 +1193,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if em.functional is not None:
             a.functional = em.functional
             a.out = None
+            if record_penalty is not None:
+                record_penalty.refuse()
             return em
         if len(em.modules) == 1:
             a.out = em.modules[0]
@@ -1204,7 +1206,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         a.bound = em.layout_bound
         a.keeps_rank = em.out_shape is None or len(em.out_shape) + 1 == em.layout_bound
         if record_penalty is not None:
-            record_penalty(weight_target)
+            record_penalty(weight_target, emitted=em.modules[em.weight_module])
         if len(ctx.layers) > n_records:  # translate_layer records the index; here the attribute path counts
             rec = ctx.layers[-1]
             rec.target = weight_target
