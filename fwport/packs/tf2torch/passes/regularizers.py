@@ -61,6 +61,9 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     if rule.id not in _RULES or init_fn is None:
         return call, None
     constrained: list[tuple[str, str, str]] = []  # (torch weight, KerasConstraint's arguments, the written argument)
+    # one constraint fwport cannot read: all stay, errors of the layer's rule (the layer is left as written)
+    readable = all(constraint_args(a.value, resolve) is not None for a in call.args
+                   if a.keyword is not None and a.keyword.value in CONSTRAINT_ARGS)
     params = {p.name.value for p in (*init_fn.params.params, *init_fn.params.kwonly_params)}
     reassigned = _assigned_names(init_fn)
     constants = _literal_locals(init_fn, params)
@@ -70,11 +73,9 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     kept: list[cst.Arg] = []
     for a in call.args:
         kw = a.keyword.value if a.keyword is not None else None
-        if kw in CONSTRAINT_ARGS and rule.id in _CONSTRAINED and not cls.startswith(MODULE):
+        if kw in CONSTRAINT_ARGS and rule.id in _CONSTRAINED and not cls.startswith(MODULE) and readable:
             c = constraint_args(a.value, resolve)
-            if c is None:
-                kept.append(a)  # the rule says why
-            elif c != "none":
+            if c != "none":
                 constrained.append((CONSTRAINT_ARGS[kw], f"{c[0]}{c[1]}", f"{kw}={code(a.value)}"))
             continue
         if kw not in _ARGS:
