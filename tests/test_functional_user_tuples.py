@@ -101,7 +101,7 @@ def test_a_layer_s_own_tf_variable_has_a_weight_record_verify_moves(tmp_path):
     writes: layer_scale.gamma")."""
     r = _tx(LAYER_SCALE)
     assert not _errors(r), _errors(r)
-    assert "self.gamma = nn.Parameter(" in r.output
+    assert "self.gamma = nn.Parameter(" in r.output and ", requires_grad=False)" in r.output  # Keras 3: untrained
     assert sorted((w.scope, w.source, w.target) for w in r.layers if w.rule == "variable") == [
         ("LayerScale", "gamma", "gamma"), ("build", "layers[2].gamma", "layer_scale.gamma")]
     pytest.importorskip("torch")
@@ -112,6 +112,54 @@ def test_a_layer_s_own_tf_variable_has_a_weight_record_verify_moves(tmp_path):
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
                           checks=("forward", "grad"), device="cpu", keras=3))
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def _step(tmp_path, src: str, out: str, keras: int):
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    return verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
+                          checks=("forward", "grad", "step"), device="cpu", keras=keras))
+
+
+def test_keras_3_does_not_train_a_layer_s_own_tf_variable(tmp_path):
+    """Keras 3 tracks only its own variables (add_weight, keras.Variable): a raw ``tf.Variable`` attribute of a
+    Layer is not in ``model.trainable_variables`` (nor trainable_weights, so fit leaves it alone): the translation's
+    nn.Parameter gets requires_grad=False and one SGD step over the trainable variables (verify's step check, which
+    updates Keras's ``model.trainable_variables``) moves the same weights on both sides (was: gamma trained by torch
+    only, "step: layer_scale.gamma"). The same check fails on a translation that trains gamma."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    r = _tx(LAYER_SCALE)
+    assert any("Keras 3 tracks only its own variables" in f.message for f in r.findings)
+    cert = _step(tmp_path, LAYER_SCALE, r.output, 3)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    trained = r.output.replace(", requires_grad=False)", ")")
+    assert trained != r.output
+    cert = _step(tmp_path, LAYER_SCALE, trained, 3)
+    assert cert["verdict"] != "pass" and "gamma" in str(cert.get("problems") or cert.get("first_diverging")), cert
+
+
+LAYER_SCALE_2 = LAYER_SCALE.replace("import keras\nfrom keras import layers\n",
+                                    "import tf_keras as keras\nfrom tf_keras import layers\n")
+
+
+def test_keras_2_trains_a_layer_s_own_tf_variable(tmp_path):
+    """tf_keras (Keras 2) tracks a tf.Variable attribute as a weight of the layer (trainable per its flag, and fit
+    trains it): the translation keeps the trainable nn.Parameter, and one step moves gamma as Keras 2 does."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tf_keras")
+    assert LAYER_SCALE_2 != LAYER_SCALE
+    r = translate_source(LAYER_SCALE_2, "m.py", "tf2torch", {"keras": 2})
+    assert not _errors(r), _errors(r)
+    gamma = [line for line in r.output.splitlines() if "self.gamma = " in line]
+    assert gamma and "requires_grad=False" not in gamma[0], gamma
+    assert not any("Keras 3 tracks only its own variables" in f.message for f in r.findings)
+    cert = _step(tmp_path, LAYER_SCALE_2, r.output, 2)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    frozen = r.output.replace(gamma[0], gamma[0][:-1] + ", requires_grad=False)")
+    cert = _step(tmp_path, LAYER_SCALE_2, frozen, 2)
+    assert cert["verdict"] != "pass", cert
 
 
 MHA_SCORES = '''

@@ -327,11 +327,10 @@ ELSEWHERE = {
     **{(r, None): ("test_kerashub.py", "test_translations_verify_against_the_stand_in") for r in (
         "kerashub-token-and-position-embedding", "kerashub-transformer-encoder", "kerashub-transformer-decoder",
         "kerashub-fnet-encoder", "kerashub-position-embedding")},
-    # a layer class's own tf.Variable (cait's LayerScale.gamma): verified forward and gradients there; the
-    # training step differs (verify: "step: layer_scale.gamma") — an open gap named in the session note (whether
-    # Keras 3 trains a raw tf.Variable attribute as the translation's nn.Parameter is trained)
-    ("variable", None): ("test_functional_user_tuples.py", "test_a_layer_s_own_tf_variable_has_a_weight_record_verify_moves",
-                         'checks=("forward", "grad")'),
+    # a layer class's own tf.Variable (cait's LayerScale.gamma): verified forward, gradients and one SGD step
+    # there, under Keras 3 (which does not train it: requires_grad=False) and Keras 2 (which does)
+    ("variable", None): ("test_functional_user_tuples.py", "test_keras_3_does_not_train_a_layer_s_own_tf_variable",
+                         'checks=("forward", "grad", "step")'),
 }
 
 

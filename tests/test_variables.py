@@ -64,7 +64,7 @@ def test_unknown_variable_method_is_an_error_and_left_in_place():
 
 
 def test_variable_in_a_layer_is_a_parameter():
-    out, errors = _translate("""
+    out, errors = _translate(src := """
         import tensorflow as tf
 
         class Scale(tf.keras.layers.Layer):
@@ -78,16 +78,23 @@ def test_variable_in_a_layer_is_a_parameter():
                 return x * self.w * self.c
         """)
     assert not errors
-    assert "self.w = nn.Parameter(torch.ones([4]))" in out
+    # Keras 3 (tf.keras in TensorFlow 2.16+) does not track a raw tf.Variable attribute: not trained
+    assert "self.w = nn.Parameter(torch.ones([4]), requires_grad=False)" in out
     assert "self.c = nn.Parameter(torch.tensor(2.0), requires_grad=False)" in out
     assert "self.c.data.add_(1.0)" in out
+    out2, errors2 = _translate("# fwport: keras=2\n" + textwrap.dedent(src))  # Keras 2 trains it
+    assert not errors2
+    assert "self.w = nn.Parameter(torch.ones([4]))" in out2
+    assert "self.c = nn.Parameter(torch.tensor(2.0), requires_grad=False)" in out2
 
 
 def test_the_guide_layer_initialised_by_an_initializer_object_trains():
     """TensorFlow's guide to custom layers: tf.Variable(initial_value=w_init(shape=..., dtype="float32"),
     trainable=True). A dtype named by a string had been read as not floating: the parameters came out frozen
-    (requires_grad=False), with no finding, and the layer could not train."""
+    (requires_grad=False), with no finding, and the layer could not train. (Keras 2, which the guide was written
+    for: Keras 3 does not train a raw tf.Variable attribute, test_functional_user_tuples.py.)"""
     out, errors = _translate("""
+        # fwport: keras=2
         import tensorflow as tf
 
         class Linear(tf.keras.layers.Layer):

@@ -35,6 +35,13 @@ else:
 tf.config.experimental.enable_tensor_float_32_execution(False)
 
 
+def _trained(var) -> bool:
+    """Whether the model trains a trainable variable: Keras 3 tracks only its own variables (add_weight,
+    keras.Variable), so a raw tf.Variable a layer holds as an attribute is not in model.trainable_variables and
+    neither fit nor an optimizer over them updates it (Keras 2 tracks it)."""
+    return LEGACY or isinstance(var, keras.Variable)
+
+
 def versions() -> dict:
     return {"tensorflow": tf.__version__, "keras": keras.__version__, "keras_major": 2 if LEGACY else 3}
 
@@ -371,7 +378,7 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
             raise UserError(f"{m['layer']} ({type(layer).__name__}) has no variable {m['var']!r} "
                             f"(rule {m['rule']}): the rule's weight map names a variable the layer lacks")
         variables[m["key"]] = var
-        if var.trainable:
+        if var.trainable and _trained(var):
             trainable.append(m["key"])
     # variables the model creates itself under names no record can know (add_weight(name="kernel%d" % i)
     # in a loop): offered by name; the parent moves each to the torch parameter of that name and shape

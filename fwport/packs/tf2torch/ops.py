@@ -1161,6 +1161,9 @@ def cumsum_flat(m, ctx):
 _FLOAT_DTYPES = {"float16", "float32", "float64", "bfloat16", "half", "float", "double", "complex64", "complex128"}
 #: the ids of the tf.Variable calls passes/variables.py found inside nn.Module classes (→ nn.Parameter)
 IN_MODULE = "variables_in_modules"
+#: the ids of those inside a Keras 3 Layer / Model class (not a tf.Module): Keras 3 does not track a raw tf.Variable
+#: attribute (it is not in trainable_weights: fit and model.trainable_variables leave it untrained) → no grad
+UNTRACKED = "variables_keras3_untracked"
 
 
 def _floating(value, dtype: cst.BaseExpression | None, translated: cst.BaseExpression) -> bool | None:
@@ -1226,6 +1229,13 @@ def variable(m, ctx):
     else:
         base = f"{_spell(ctx, 'torch.as_tensor')}({_code(value)}{d}).detach().clone()"
         done = False
+    if in_module and grad and id(m.node) in ctx.analyses.get(UNTRACKED, ()):
+        grad = False
+        ctx.report("info", "idiom-replaced", "tf.Variable(...) held by a Keras 3 layer or model class → "
+                   "nn.Parameter(..., requires_grad=False): Keras 3 tracks only its own variables (add_weight, "
+                   "keras.Variable), so a raw tf.Variable attribute is not in trainable_weights and neither fit nor "
+                   "an optimizer over model.trainable_variables trains it (Keras 2 / tf_keras does: there it is "
+                   "trainable); use add_weight to train it", m.node, m.rule)
     if in_module:
         frozen = "" if grad else ", requires_grad=False"
         return _e(f"{_spell(ctx, 'torch.nn.Parameter')}({base}{frozen})")

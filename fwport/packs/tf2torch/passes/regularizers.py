@@ -60,6 +60,10 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     ``cls`` names another class where the caller knows the class's name only later (the functional pass)."""
     if rule.id not in _RULES or init_fn is None:
         return call, None
+    constrained: list[tuple[str, str, str]] = []  # (torch weight, KerasConstraint's arguments, the written argument)
+    # one constraint fwport cannot read: all stay, errors of the layer's rule (the layer is left as written)
+    readable = all(constraint_args(a.value, resolve) is not None for a in call.args
+                   if a.keyword is not None and a.keyword.value in CONSTRAINT_ARGS)
     params = {p.name.value for p in (*init_fn.params.params, *init_fn.params.kwonly_params)}
     reassigned = _assigned_names(init_fn)
     constants = _literal_locals(init_fn, params)
@@ -69,6 +73,11 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     kept: list[cst.Arg] = []
     for a in call.args:
         kw = a.keyword.value if a.keyword is not None else None
+        if kw in CONSTRAINT_ARGS and rule.id in _CONSTRAINED and not cls.startswith(MODULE) and readable:
+            c = constraint_args(a.value, resolve)
+            if c != "none":
+                constrained.append((CONSTRAINT_ARGS[kw], f"{c[0]}{c[1]}", f"{kw}={code(a.value)}"))
+            continue
         if kw not in _ARGS:
             kept.append(a)
             continue
@@ -85,10 +94,14 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         kept[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
     new_call = call.with_changes(args=kept)
 
-    def record(target: str, cls: str = cls) -> None:
-        entry = ctx.analyses.setdefault(KEY, {}).setdefault(cls, {"terms": [], "store": []})
+    def record(target: str, cls: str = cls, emitted: cst.BaseExpression | None = None) -> None:
         module = "self." + ".".join(f"{p}" for p in target.split(".") if not p.isdigit())
         module += "".join(f"[{p}]" for p in target.split(".") if p.isdigit())
+        if constrained:
+            _record_constraints(module, emitted, cls)
+        if not taken:
+            return
+        entry = ctx.analyses.setdefault(KEY, {}).setdefault(cls, {"terms": [], "store": []})
         for param, kind, factor, names, _ in taken:
             entry["terms"].append((f"{factor}", kind, f"{module}.{param}", attr if guarded else None))
             entry["store"] += [n for n in sorted(names) if n not in entry["store"]]
@@ -107,6 +120,33 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
                        "term only while its weight's requires_grad is set (trainable = False became "
                        "requires_grad_(False))", call)
 
+    def _record_constraints(module: str, emitted, cls: str) -> None:
+        from fwport.packs.tf2torch import helpers
+
+        classes, to_keras, back = _CONSTRAINED[rule.id]
+        func = emitted.func if isinstance(emitted, cst.Call) else None
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        said = ", ".join(w for _, _, w in constrained)
+        if name not in classes:
+            ctx.report(Severity.ERROR, "unsupported-argument", f"{said}: the layer did not become a plain "
+                       f"{classes[0]} here, whose weight layout apply_constraints() knows: project the weight by hand "
+                       "under torch.no_grad() after each optimizer.step()", call)
+            return
+        helper = helpers.use(ctx, "KerasConstraint")
+        is_lazy = ctx.spell_text("torch.nn.parameter.is_lazy")
+        for param, args, _ in constrained:
+            weight = f"{module}.{param}"
+            conds = [f"{module}.{param} is not None", f"not {is_lazy}({weight})", f"{weight}.requires_grad"]
+            if param == "weight":
+                value = f"{helper}({args})({weight}{to_keras}){back}"
+            else:
+                value = f"{helper}({args})({weight})"
+            ctx.analyses.setdefault(CONSTRAINTS, {}).setdefault(cls, []).append((weight, value, conds, True))
+        ctx.report(Severity.INFO, "idiom-replaced", f"{said} → {cls}.apply_constraints() projects the layer's "
+                   "weights as Keras does (in Keras's kernel layout), after each optimizer.step() of the loop fwport "
+                   "writes (torch layers have no constraints); call it in a loop of your own", call)
+
+    record.refuse = lambda: constrained and _record_constraints("", None, cls)  # no plain module: an error
     return new_call, record
 
 
@@ -320,6 +360,49 @@ def _assigned_names(fn: cst.FunctionDef) -> set[str]:
     return out
 
 
+# built-in layers' kernel_constraint= / bias_constraint=: rule → (the torch module classes it must have become, the
+# torch weight → Keras's kernel layout, and back): Keras reduces a constraint's axes of its own layout (Dense
+# (in, out), ConvND (*kernel, in, out)), torch holds (out, in) / (out, in, *kernel)
+_CONSTRAINED = {"dense": (("Linear", "LazyLinear"), ".T", ".T"),
+                "conv1d": (("Conv1d", "LazyConv1d"), ".permute(2, 1, 0)", ".permute(2, 1, 0)"),
+                "conv2d": (("Conv2d", "LazyConv2d"), ".permute(2, 3, 1, 0)", ".permute(3, 2, 0, 1)"),
+                "conv3d": (("Conv3d", "LazyConv3d"), ".permute(2, 3, 4, 1, 0)", ".permute(4, 3, 0, 1, 2)")}
+CONSTRAINT_ARGS = {"kernel_constraint": "weight", "bias_constraint": "bias"}
+# keras.constraints constructors → (KerasConstraint's class name, their positional parameters)
+_CONSTRAINT_CLASSES = {
+    **{f"keras.constraints.{n}": ("MaxNorm", ("max_value", "axis")) for n in ("max_norm", "MaxNorm", "maxnorm")},
+    **{f"keras.constraints.{n}": ("MinMaxNorm", ("min_value", "max_value", "rate", "axis"))
+       for n in ("min_max_norm", "MinMaxNorm")},
+    **{f"keras.constraints.{n}": ("NonNeg", ()) for n in ("non_neg", "NonNeg", "nonneg")},
+    **{f"keras.constraints.{n}": ("UnitNorm", ("axis",)) for n in ("unit_norm", "UnitNorm", "unitnorm")}}
+_CONSTRAINT_NAMES = {"max_norm", "MaxNorm", "min_max_norm", "MinMaxNorm", "non_neg", "NonNeg", "unit_norm", "UnitNorm"}
+
+
+def constraint_args(value: cst.BaseExpression, resolve) -> tuple[str, str] | str | None:
+    """A built-in layer's constraint argument fwport translates: ("NonNeg", ", ...config") for a literal name or
+    a keras.constraints constructor called with literal arguments; "none" for None; None for anything else."""
+    lit = literal_value(value, NOT_LITERAL)
+    if lit is None:
+        return "none"
+    if isinstance(lit, str):
+        return (f"{lit!r}".replace("'", '"'), "") if lit in _CONSTRAINT_NAMES else None
+    if not isinstance(value, cst.Call):
+        return None
+    known = _CONSTRAINT_CLASSES.get(resolve(value.func) or "")
+    if known is None:
+        return None
+    name, positional = known
+    config = []
+    for i, a in enumerate(value.args):
+        if a.star or literal_value(a.value, NOT_LITERAL) is NOT_LITERAL:
+            return None
+        key = a.keyword.value if a.keyword is not None else (positional[i] if i < len(positional) else None)
+        if key not in positional:
+            return None
+        config.append(f", {key}={code(a.value)}")
+    return f'"{name}"', "".join(config)
+
+
 _PENALTY = {"l2": "{w}.square().sum()", "l1": "{w}.abs().sum()"}
 
 
@@ -352,11 +435,12 @@ def _with_constraints(cls: cst.ClassDef, entries: list, ctx: FileContext) -> cst
              '    """Keras\'s weight constraints of this module\'s own weights: Keras\'s optimizer assigns',
              '        constraint(w) to each trainable weight after its update; call after each optimizer.step()."""',
              f"    with {no_grad}():"]
-    for weight, constraint, conds in entries:
+    for weight, constraint, conds, *whole in entries:
+        value = constraint if whole else f"{constraint}({weight})"  # whole: the projected value, written out
         if conds:
-            lines += [f"        if {' and '.join(conds)}:", f"            {weight}.copy_({constraint}({weight}))"]
+            lines += [f"        if {' and '.join(conds)}:", f"            {weight}.copy_({value})"]
         else:
-            lines.append(f"        {weight}.copy_({constraint}({weight}))")
+            lines.append(f"        {weight}.copy_({value})")
     method = cst.parse_statement("\n".join(lines) + "\n").with_changes(leading_lines=[cst.EmptyLine(indent=False)])
     return cls.with_changes(body=cls.body.with_changes(body=[*cls.body.body, method]))
 

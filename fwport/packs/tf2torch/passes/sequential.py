@@ -451,7 +451,9 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 em = translate_layer(call, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
                                                                    mask_in, mask_out), el)
                 if record_penalty is not None and not em.failed and em.functional is None:
-                    record_penalty(f"{home[1]}.{index + em.weight_module}")
+                    record_penalty(f"{home[1]}.{index + em.weight_module}", emitted=em.modules[em.weight_module])
+                elif record_penalty is not None and not em.failed:
+                    record_penalty.refuse()
             if em.flatten_of is not None and not em.failed and _features_leave(layers[k + 1:]):
                 # nothing after it takes Keras's weights in torch's order (no Dense): flattened in Keras's order
                 em = self._flatten_channels_last(el, rule, em)

@@ -55,7 +55,7 @@ from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
 from fwport.packs.tf2torch.passes.fitloop import ADDED_LOSSES, TRAIN_STEP_MODULE, kept_add_losses
-from fwport.packs.tf2torch.passes import data_format, regularizers
+from fwport.packs.tf2torch.passes import data_format, regularizers, variables
 from fwport.packs.tf2torch.passes.sequential import LOCAL_NCHW, NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer", "tensorflow.Module")
@@ -290,6 +290,17 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                         changed = True
                         break
         self.relevant |= {where[id(c)] for c in classes if id(c) in self.translated_ids}
+        keras = self.ctx.analyses.setdefault(variables.KERAS_CLASSES, set())
+        changed = True
+        while changed:  # the classes deriving from keras.Model / keras.layers.Layer (not tf.Module), for variables.py
+            changed = False
+            for c in classes:
+                if id(c) in self.translated_ids and c.name.value not in keras and any(
+                        b.keyword is None and (self.ctx.imports.resolve(b.value) in BASES[:2]
+                                               or isinstance(b.value, cst.Name) and b.value.value in keras)
+                        for b in c.bases):
+                    keras.add(c.name.value)
+                    changed = True
         self.functional_scopes.append(_has_functional(node.body, self))
         # data_format=<a constructor parameter>: the value each class is built with in this file
         self.formats = data_format.resolve(self.translated, node, self.ctx)
@@ -1182,6 +1193,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if em.functional is not None:
             a.functional = em.functional
             a.out = None
+            if record_penalty is not None:
+                record_penalty.refuse()
             return em
         if len(em.modules) == 1:
             a.out = em.modules[0]
@@ -1193,7 +1206,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         a.bound = em.layout_bound
         a.keeps_rank = em.out_shape is None or len(em.out_shape) + 1 == em.layout_bound
         if record_penalty is not None:
-            record_penalty(weight_target)
+            record_penalty(weight_target, emitted=em.modules[em.weight_module])
         if len(ctx.layers) > n_records:  # translate_layer records the index; here the attribute path counts
             rec = ctx.layers[-1]
             rec.target = weight_target

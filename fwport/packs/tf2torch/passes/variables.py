@@ -43,10 +43,13 @@ from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, find_all, param_names, scan
 from fwport.core.position import render
-from fwport.packs.tf2torch.ops import IN_MODULE
+from fwport.packs.tf2torch.ops import IN_MODULE, UNTRACKED
 from fwport.packs.tf2torch.passes.model_api import plan_attribute
 
 VARIABLE = "tensorflow.Variable"
+#: ctx.analyses: the names of the file's classes the subclass pass translated from a Keras Layer / Model (directly
+#: or through a class of the file), not from tf.Module (tf.Module tracks its tf.Variable attributes; Keras 3 does not)
+KERAS_CLASSES = "tf2torch-keras-classes"
 #: variable methods → (the torch method chain on the receiver, what it means); None: the receiver itself copied
 METHODS = {
     "assign": ".data.copy_",
@@ -81,12 +84,18 @@ class _Bindings(ScopedResolver, cst.CSTVisitor):
         self.other_names: set[str] = set()
         self.other_attrs: set[str] = set()
         self.in_module: set[int] = set()
+        self.untracked: set[int] = set()  # in_module, in a Keras 3 layer / model class (ops.UNTRACKED)
+        self.keras_classes: list[bool] = []  # per enclosing class: was it a Keras Layer / Model (subclass pass)
+        self._keras = ctx.analyses.get(KERAS_CLASSES, set()) if ctx.version != 2 else set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.classes.append(any(render(b.value) in self.module_spellings for b in node.bases))
+        self.classes.append(any(render(b.value) in self.module_spellings for b in node.bases)
+                            or node.name.value in self._keras)
+        self.keras_classes.append(node.name.value in self._keras)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.classes.pop()
+        self.keras_classes.pop()
 
     def _is_variable(self, value: cst.BaseExpression) -> bool:
         return isinstance(value, cst.Call) and self.qualname(value.func) == VARIABLE
@@ -94,6 +103,8 @@ class _Bindings(ScopedResolver, cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if self.classes and self.classes[-1] and self.qualname(node.func) == VARIABLE:
             self.in_module.add(id(node))
+            if self.keras_classes[-1]:
+                self.untracked.add(id(node))
 
     def _bind(self, target: cst.BaseExpression, is_var: bool) -> None:
         if isinstance(target, cst.Name):
@@ -359,6 +370,8 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     scan(module, b)
     if b.in_module:
         ctx.analyses[IN_MODULE] = b.in_module
+    if b.untracked:
+        ctx.analyses[UNTRACKED] = b.untracked
     methods = _Methods(ctx, b)
     methods.module = module
     scan(module, methods)  # the trigger saw a Variable, an x.numpy(), an x.assign(...) or a Keras-only attribute
