@@ -116,3 +116,89 @@ def test_tensor_shape_uses_torch_size_differs_on_are_errors():
     assert sum("the TensorShape x is read by a TensorShape attribute" in e for e in errs) == 1
     assert sum(e.startswith("no-rule: tensorflow.TensorShape") for e in errs) == 6
     assert "torch.Size" not in code_lines(r)
+
+
+_SIGNATURES = '''
+import tensorflow as tf
+
+
+def gen():
+    for i in range(5):
+        yield [i, i + 0.5], i % 3
+
+
+def dgen():
+    for i in range(4):
+        yield {"x": [i, 2 * i], "y": i}
+
+
+ds = tf.data.Dataset.from_generator(gen, output_signature=(tf.TensorSpec(shape=(2,), dtype=tf.float64),
+                                                           tf.TensorSpec((), tf.int64))).batch(2)
+sig = {"x": tf.TensorSpec([2]), "y": tf.TensorSpec(shape=(), dtype="int32")}
+dd = tf.data.Dataset.from_generator(dgen, output_signature=sig).batch(3)
+
+
+def double(x):
+    return x * 2.0 + 1.0
+
+
+g = tf.function(double, input_signature=[tf.TensorSpec(shape=[None, 3], dtype=tf.float32)])
+
+
+@tf.function(input_signature=[tf.TensorSpec(shape=[None], dtype=tf.float32)])
+def half(x):
+    return x / 2.0
+
+
+y = g(tf.constant([[1.0, 2.0, 3.0]]))
+z = half(tf.constant([3.0, 5.0]))
+'''
+
+_SIGNATURES_DRIVER = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import model as m
+
+
+def arr(t):
+    a = np.asarray(t)
+    return [a.tolist(), str(a.dtype)]
+
+
+out = {"ds": [[arr(v) for v in b] for b in m.ds], "dd": [{k: arr(v) for k, v in b.items()} for b in m.dd],
+       "y": arr(m.y), "z": arr(m.z)}
+print("RESULT " + json.dumps(out))
+'''
+
+
+@needs("tensorflow", "torch")
+def test_tensor_spec_signatures_give_their_dtypes_and_input_signatures_drop(tmp_path):
+    """from_generator's output_signature of TensorSpecs (written in the call, or a name read only there) →
+    output_types of their dtypes: the same elements and dtypes as TensorFlow's; a tf.function's input_signature,
+    as a decorator or in tf.function(fn, input_signature=...), drops with it (nothing computed from it, no error
+    for the TensorSpec inside)."""
+    r = tr(_SIGNATURES)
+    assert not errors(r), errors(r)
+    out = r.output
+    assert "tensorflow" not in out and "TensorSpec" not in out
+    assert 'sig = {"x": torch.float32, "y": torch.int32}' in out
+    assert "output_types=sig" in out and "g = double" in out
+    k, t = keras_and_torch(tmp_path, textwrap.dedent(_SIGNATURES), out, _SIGNATURES_DRIVER)
+    assert t == k
+
+
+def test_tensor_spec_signatures_fwport_cannot_follow_are_refused():
+    """A signature name read elsewhere too, or a spec with an argument TensorSpec does not take: the call keeps an
+    error (no output_types made of objects DataPipeline cannot convert to)."""
+    r = tr('''
+        import tensorflow as tf
+
+        sig = (tf.TensorSpec([2], tf.float32),)
+        ds = tf.data.Dataset.from_generator(gen, output_signature=sig)
+        print(sig)
+        other = tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec([2], tf.float32, "x", 1))
+    ''')
+    errs = errors(r)
+    assert sum(e.startswith("unsupported-argument: output_signature=") for e in errs) == 2, errs
+    assert "DataPipeline.from_generator" not in code_lines(r)
