@@ -152,6 +152,17 @@ def half(x):
 
 y = g(tf.constant([[1.0, 2.0, 3.0]]))
 z = half(tf.constant([3.0, 5.0]))
+
+
+@tf.function
+def power(a, b):
+    return a ** b
+
+
+square = power.get_concrete_function(a=tf.TensorSpec(None, tf.float32), b=2)
+sq = square(tf.constant([10.0, 3.0]))
+conc = half.get_concrete_function(tf.TensorSpec([None], tf.float32))
+hz = conc(tf.constant([4.0]))
 '''
 
 _SIGNATURES_DRIVER = '''
@@ -167,7 +178,7 @@ def arr(t):
 
 
 out = {"ds": [[arr(v) for v in b] for b in m.ds], "dd": [{k: arr(v) for k, v in b.items()} for b in m.dd],
-       "y": arr(m.y), "z": arr(m.z)}
+       "y": arr(m.y), "z": arr(m.z), "sq": arr(m.sq), "hz": arr(m.hz)}
 print("RESULT " + json.dumps(out))
 '''
 
@@ -177,13 +188,14 @@ def test_tensor_spec_signatures_give_their_dtypes_and_input_signatures_drop(tmp_
     """from_generator's output_signature of TensorSpecs (written in the call, or a name read only there) →
     output_types of their dtypes: the same elements and dtypes as TensorFlow's; a tf.function's input_signature,
     as a decorator or in tf.function(fn, input_signature=...), drops with it (nothing computed from it, no error
-    for the TensorSpec inside)."""
+    for the TensorSpec inside); f.get_concrete_function(specs) → f (functools.partial for the values it fixes)."""
     r = tr(_SIGNATURES)
     assert not errors(r), errors(r)
     out = r.output
     assert "tensorflow" not in out and "TensorSpec" not in out
     assert 'sig = {"x": torch.float32, "y": torch.int32}' in out
     assert "output_types=sig" in out and "g = double" in out
+    assert "square = functools.partial(power, b=2)" in out and "conc = half" in out
     k, t = keras_and_torch(tmp_path, textwrap.dedent(_SIGNATURES), out, _SIGNATURES_DRIVER)
     assert t == k
 

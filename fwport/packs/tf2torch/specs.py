@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import scan
 from fwport.packs.tf2torch.rngs import _Generators
@@ -56,6 +57,7 @@ class _Specs(_Generators):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.direct: list[cst.BaseExpression] = []  # the output_signature values written in the calls
+        self.concrete: list[cst.Call] = []  # the x.get_concrete_function(...) calls with arguments
 
     def _leaves(self, node: cst.BaseExpression) -> list[cst.Call] | None:
         """The TensorSpec calls of a signature structure, or None when it is not one."""
@@ -72,7 +74,10 @@ class _Specs(_Generators):
         return [c for p in parts for c in p]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._resolve(node.func) != FROM_GENERATOR:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "get_concrete_function" and node.args:
+            self.concrete.append(node)
+        if self._resolve(func) != FROM_GENERATOR:
             return
         for i, a in enumerate(node.args):
             key = a.keyword.value if a.keyword is not None else (_GENERATOR[i] if i < len(_GENERATOR) else None)
@@ -86,6 +91,8 @@ class _Specs(_Generators):
                 self.direct.append(a.value)
 
     def plan(self) -> None:
+        for call in self.concrete:
+            self._plan_concrete(call)
         for value in self.direct:
             leaves = self._leaves(value)
             if leaves is not None:
@@ -108,6 +115,43 @@ class _Specs(_Generators):
                         made.add(id(out))
                         return out
                     self.ctx.plans.add(n, keep, descend=False, by="tensor_specs")
+
+    def _plan_concrete(self, call: cst.Call) -> None:
+        """``f.get_concrete_function(tf.TensorSpec(...), ...)`` → ``f`` (or ``functools.partial(f, b=2)`` for the
+        keyword arguments that are no specs): the traced function of f for those inputs is f run eagerly."""
+        specs, fixed = [], []
+        for a in call.args:
+            if a.star:
+                return
+            if isinstance(a.value, cst.Call) and self._resolve(a.value.func) == TENSOR_SPEC:
+                if _spec_dtype(a.value) is NOT_LITERAL:
+                    return
+                specs.append(a.value)
+            elif a.keyword is None:
+                return  # a positional value fixed in the trace: its place among the specs is not kept by partial
+            else:
+                fixed.append(a)
+        if not specs:
+            return
+        for spec in specs:
+            self.ctx.plans.add(spec, lambda orig, upd: orig, descend=False, by="tensor_specs")
+        partial = self.ctx.spell_text("functools.partial") if fixed else ""
+        keys = [a.keyword.value for a in fixed]  # type: ignore[union-attr]
+        receiver = code(call.func.value)  # type: ignore[union-attr]
+        text = f"{partial}({receiver}, {', '.join(f'{k}=...' for k in keys)})" if fixed else receiver
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(call)} → {text}: a concrete function is the function traced for inputs of those specs; "
+                        "torch runs the function itself eagerly (on inputs of any shape: the specs' checks are "
+                        "dropped)", call)
+
+        def apply(orig, upd, keys=tuple(keys), partial=partial):
+            fn = upd.func.value
+            if not keys:
+                return fn
+            kept = [a for a in upd.args if a.keyword is not None and a.keyword.value in keys]
+            return cst.Call(cst.parse_expression(partial), [cst.Arg(fn), *[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                                          for a in kept]])
+        self.ctx.plans.add(call, apply, by="tensor_specs")
 
     def _plan_spec(self, call: cst.Call) -> None:
         made = self.ctx.analyses.setdefault(SIGNATURES, set())
