@@ -214,3 +214,29 @@ def test_tensor_spec_signatures_fwport_cannot_follow_are_refused():
     errs = errors(r)
     assert sum(e.startswith("unsupported-argument: output_signature=") for e in errs) == 2, errs
     assert "DataPipeline.from_generator" not in code_lines(r)
+
+
+def test_shapes_and_specs_inside_dropped_signatures_are_left_to_the_drop():
+    """A TensorShape inside a TensorSpec of a dropped input_signature (decorator or tf.function call) or of a spec
+    made a dtype: nothing planned there (no crash from an edit the rule pass never reaches), nothing reported."""
+    r = tr('''
+        import tensorflow as tf
+
+
+        def f(x):
+            return x
+
+
+        g = tf.function(f, input_signature=[tf.TensorSpec(shape=tf.TensorShape([2, 3]))])
+
+
+        @tf.function(input_signature=[tf.TensorSpec(shape=tf.TensorShape([2, 3]))])
+        def h(x):
+            return x
+
+
+        ds = tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec(tf.TensorShape([2]), tf.int64))
+    ''')
+    assert r.status.name != "FAILED" and not errors(r), errors(r)
+    assert not [f for f in r.findings if f.severity == Severity.WARNING]
+    assert "output_types=torch.int64" in r.output and "g = f" in r.output

@@ -149,6 +149,8 @@ class _Shapes(_Generators):
     # --- the plan -------------------------------------------------------------------------------------
     def plan(self) -> None:
         resolve = self._resolve
+        sealed = self.ctx.plans.sealed()  # inside an edit another planner made whole (a dropped decorator)
+        self.calls = [c for c in self.calls if id(c) not in sealed]
         done: set[int] = set()  # ids of the calls a shape name's decision covers
         bound: set[int] = set()  # ids of every call that is the value of a binding of a name
         for scope in self.scopes.values():
@@ -159,6 +161,8 @@ class _Shapes(_Generators):
                 calls = scope.values[name]
                 done.update(id(c) for c in calls)
                 uses = self.uses.get((id(scope), name), [])
+                if any(id(c) in sealed for c in calls) or any(id(n) in sealed for _, n in uses):
+                    continue
                 refused = [(n, kind) for kind, n in uses if kind in ("compare", "truth", "other-attribute")]
                 unknown = [why for why in (_dims(c)[1] for c in calls) if why]
                 if refused or unknown:

@@ -91,11 +91,13 @@ class _Specs(_Generators):
                 self.direct.append(a.value)
 
     def plan(self) -> None:
+        sealed = self.ctx.plans.sealed()  # inside an edit another planner made whole (a dropped decorator)
         for call in self.concrete:
-            self._plan_concrete(call)
+            if id(call) not in sealed:
+                self._plan_concrete(call)
         for value in self.direct:
             leaves = self._leaves(value)
-            if leaves is not None:
+            if leaves is not None and id(value) not in sealed:
                 for c in leaves:
                     self._plan_spec(c)
         for scope in self.scopes.values():
@@ -103,7 +105,8 @@ class _Specs(_Generators):
                 leaves = [self._leaves(v) if v is not None else None for v in values]
                 uses = self.uses.get((id(scope), name), [])
                 if not values or any(v is None for v in leaves) or not uses or any(
-                        kind != "signature" for kind, _ in uses):
+                        kind != "signature" or id(n) in sealed for kind, n in uses) or any(
+                        id(v) in sealed for v in values):
                     continue
                 for part in leaves:
                     for c in part:
@@ -153,29 +156,35 @@ class _Specs(_Generators):
                                                                           for a in kept]])
         self.ctx.plans.add(call, apply, by="tensor_specs")
 
-    def _plan_spec(self, call: cst.Call) -> None:
-        made = self.ctx.analyses.setdefault(SIGNATURES, set())
+    def _torch_dtype(self, call: cst.Call) -> str | None:
+        """The torch dtype (its spelled text) of a TensorSpec call: float32 where it gives none, a TensorFlow dtype or
+        its name through the pack's dtype constant rules; None for any other expression."""
         dtype = _spec_dtype(call)
-        default = self.ctx.spell("torch.float32") if dtype is None else None
-        self.ctx.report(Severity.INFO, "idiom-replaced",
-                        "a tf.TensorSpec of from_generator's output_signature → its dtype (the elements are converted "
-                        "to it, as TensorFlow converts them; the shape, which TensorFlow only checks, is dropped)",
-                        call)
+        if dtype is None:
+            return self.ctx.spell_text("torch.float32")
+        lit = literal_value(dtype, NOT_LITERAL)
+        q = f"tensorflow.{lit}" if isinstance(lit, str) else self._resolve(dtype)
+        rule = self.ctx.pack.by_name.get(q) if q else None
+        if rule is None or rule.kind != "constant":
+            return None
+        return self.ctx.spell_text(rule.emit["target"])
 
-        def apply(orig, upd, made=made, default=default):
-            out = default
-            if out is None:
-                args = list(upd.args)
-                out = next((a.value for a in args if a.keyword is not None and a.keyword.value == "dtype"), None)
-                if out is None:
-                    out = args[1].value
-                lit = literal_value(out, NOT_LITERAL)
-                if isinstance(lit, str):  # "float32": the dtype constant's rule
-                    rule = self.ctx.pack.by_name.get(f"tensorflow.{lit}")
-                    out = self.ctx.spell(rule.emit["target"])
+    def _plan_spec(self, call: cst.Call) -> None:
+        """The spec → its torch dtype, planned whole (its shape, which is dropped, is not translated)."""
+        made = self.ctx.analyses.setdefault(SIGNATURES, set())
+        text = self._torch_dtype(call)
+        if text is None:
+            return  # the signature is then not all dtypes: the rule's transform refuses it
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"a tf.TensorSpec of from_generator's output_signature → its dtype {text} (the elements are "
+                        "converted to it, as TensorFlow converts them; the shape, which TensorFlow only checks, is "
+                        "dropped)", call)
+
+        def apply(orig, upd, made=made, text=text):
+            out = cst.parse_expression(text)
             made.add(id(out))
             return out
-        self.ctx.plans.add(call, apply, by="tensor_specs")
+        self.ctx.plans.add(call, apply, descend=False, by="tensor_specs")
 
 
 def _spec_dtype(call: cst.Call):
