@@ -16,7 +16,8 @@ A shape name is a name every binding of which in its scope is a ``tf.TensorShape
 reads are those of rngs.py's walker). A torch.Size is a tuple, where a TensorShape is not: it compares unequal to a
 list (``TensorShape([2, 3]) == [2, 3]`` is True), a scalar shape is false (``bool(TensorShape([]))`` is True), and
 it has none of TensorShape's other methods (``dims``, ``merge_with``, ``concatenate``, ...). So a shape name
-compared (``==``, ``!=``, ``is``), tested for truth, or read by another attribute is an error where it is used,
+compared (``==``, ``!=``, ``is``), tested for truth, or read by another attribute is an error where it is used
+(a call compared or tested where it is made, ``bool(tf.TensorShape([]))``, keeps its error),
 and its calls keep their no-rule error; a shape with an unknown dimension (``None`` written in the literal) or
 an unknown rank (``TensorShape(None)``) has no torch.Size and keeps it too. A ``tf.TensorShape(...)`` the code
 hands on without a name (returned, passed, in a list) becomes ``torch.Size(...)`` with a warning naming those
@@ -88,6 +89,9 @@ class _Shapes(_Generators):
 
     # --- the reads of a name --------------------------------------------------------------------------
     def _mark(self, node: cst.BaseExpression, kind: str, at: cst.CSTNode) -> None:
+        if kind in ("compare", "truth") and isinstance(node, cst.Call) and self._resolve(node.func) == TENSOR_SHAPE:
+            self.refused.add(id(node))  # bool(tf.TensorShape([])) is True, bool(torch.Size([])) False: kept
+            return
         if isinstance(node, cst.Name) and id(node) not in self.seen:
             self.seen.add(id(node))
             self._use(node, kind, at)
