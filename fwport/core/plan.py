@@ -58,6 +58,18 @@ class Plans:
     def __len__(self) -> int:
         return len(self._edits)
 
+    def sealed(self) -> set[int]:
+        """The ids of the nodes inside the edits made with ``descend=False`` (the rule pass does not walk them, so
+        an edit planned there would never be applied): a later planner plans nothing among them."""
+        out: set[int] = set()
+        stack = [e.node for e in self._edits.values() if not e.descend]
+        while stack:
+            node = stack.pop()
+            if id(node) not in out:
+                out.add(id(node))
+                stack.extend(node.children)
+        return out
+
     def check_applied(self) -> None:
         lost = [e for e in self._edits.values() if not e.applied]
         if lost:

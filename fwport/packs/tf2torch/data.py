@@ -34,6 +34,24 @@ def helper(m, ctx):
     return out
 
 
+@call_transform("from-generator")
+def from_generator(m, ctx):
+    """tf.data.Dataset.from_generator → ``DataPipeline.from_generator`` (the helper); an output_signature of
+    tf.TensorSpec objects, which the tensor_specs planner (specs.py) made the structure of their dtypes, is given as
+    output_types (the elements converted to them, as TensorFlow converts them); any other signature is refused."""
+    from fwport.packs.tf2torch.specs import approved
+    sig = m.kwargs.pop("output_signature", None)
+    if sig is not None:
+        if "output_types" in m.kwargs or not approved(sig, ctx):
+            m.fail(ctx, "unsupported-argument", f"output_signature={m.written('output_signature')}: only "
+                   "tf.TensorSpec objects (or a tuple / list / dict of them) written in the call, or bound to a name "
+                   "read only as output_signature, are translated (to their dtypes): give the element dtypes as "
+                   "output_types=(tf.float32, tf.int64)")
+            return None
+        m.kwargs["output_types"] = sig
+    return helper(m, ctx)
+
+
 @call_transform("numpy-function")
 def numpy_function(m, ctx):
     """tf.numpy_function → the ``numpy_function`` helper. A Tout list (or tuple) of ONE dtype gives one tensor

@@ -50,9 +50,10 @@ class _Scope:
         self.is_class = is_class
         self.values: dict[str, list] = {}  # name → the value of each binding (None: not `name = value`)
 
-    def generators(self, resolve) -> set[str]:
+    def generators(self, resolve, qualname: str = FROM_SEED) -> set[str]:
+        """The names every binding of which here is a call of ``qualname`` (shapes.py asks for tf.TensorShape)."""
         return {n for n, vs in self.values.items()
-                if vs and all(isinstance(v, cst.Call) and resolve(v.func) == FROM_SEED for v in vs)}
+                if vs and all(isinstance(v, cst.Call) and resolve(v.func) == qualname for v in vs)}
 
 
 class _Generators(cst.CSTVisitor):

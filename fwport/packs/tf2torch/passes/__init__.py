@@ -8,7 +8,7 @@ over the tree costs as much as parsing it).
 from __future__ import annotations
 
 from fwport.core.direction import Planner, Trigger, fast
-from fwport.packs.tf2torch import data, helpers, rngs, strings, testcase, utilities
+from fwport.packs.tf2torch import data, helpers, rngs, shapes, specs, strings, testcase, utilities
 from fwport.packs.tf2torch.passes import (datasets, decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
                                           sequential, subclass, training, training_arg, valuekinds,
                                           variables)
@@ -93,6 +93,13 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) g = tf.random.Generator.from_seed(s) → torch.Generator().manual_seed(s), its g.normal / g.uniform
     # → torch.randn / torch.rand / torch.randint(..., generator=g) (rngs.py)
     Planner("rng_generators", Trigger(r"\bfrom_seed\b", "from_seed"), rngs.run),
+    # (read-only) Dataset.from_generator's output_signature of tf.TensorSpec objects → their dtypes (the rule's
+    # from-generator transform gives them as output_types), f.get_concrete_function(specs) → f (specs.py; before
+    # tensor_shapes, which leaves alone what it planned whole)
+    Planner("tensor_specs", fast(r"\bTensorSpec\b"), specs.run),
+    # (read-only) tf.TensorShape(dims) of known dims → torch.Size(dims), its as_list() / rank / is_fully_defined() /
+    # num_elements() where a name bound to it is followed, or chained on the call (shapes.py)
+    Planner("tensor_shapes", fast(r"\bTensorShape\b"), shapes.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth..., tfds.disable_progress_bar, a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and

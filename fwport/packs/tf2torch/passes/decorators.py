@@ -104,6 +104,11 @@ class _Decorators(ScopedResolver, cst.CSTVisitor):
         i = positional[0]
         dropped = " (its other arguments were dropped)" if len(node.args) > 1 else ""
         ctx = self.ctx
+        for j, a in enumerate(node.args):
+            # the dropped arguments (input_signature=[tf.TensorSpec(...)], jit_compile=...) leave with the call:
+            # the rule pass does not translate (or report) what they hold
+            if j != i and ctx.plans.get(a.value) is None:
+                ctx.plans.add(a.value, lambda orig, upd: orig, descend=False, by="decorators")
         if self.compile:
             ctx.report(Severity.INFO, "decorator-removed",
                        f"tf.function(...) replaced by torch.compile(...){dropped}", node)
