@@ -408,8 +408,9 @@ def test_a_sequential_layer_by_index_is_its_torch_entry(tmp_path):
     assert "data_augmentation[0].adapt(x_train)" in r.output
     weightless = tr(ADAPT_IN_SEQUENTIAL.replace("data_augmentation.layers[0].adapt(x_train)",
                                                 "flip = data_augmentation.layers[1]"))
-    assert [f.line for f in weightless.findings if f.severity is Severity.ERROR and "layers is a Keras model attribute"
-            in f.message] == [line_of(weightless, "flip = data_augmentation.layers[1]")]
+    # a layer without weights: its entry too (the sequential pass's spans of each layer, test_model_layers_list.py)
+    assert not [f for f in weightless.findings if f.severity is Severity.ERROR]
+    assert "\nflip = data_augmentation[1]\n" in weightless.output
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
     import json

@@ -115,6 +115,10 @@ ATTRIBUTES: dict[str, tuple[str | None, str]] = {
                "merges folded into forward), so an index into model.layers has no counterpart"),
 }
 _ATTRIBUTE_NAMES = "|".join(ATTRIBUTES)
+#: model.layers (or one of them) of a Sequential the translation made channels-first (model_api._plan_layers)
+_NCHW_LAYERS = ("{} is a Keras model attribute, and {} is translated channels-first: a layer taken out of it and "
+                "called would see its input's axes in another order than Keras's; freeze or read its modules by hand "
+                "(model[i], list(model)), or call the model")
 #: what get_layer(...) on a translated model may be used by (model_api._ModelApiPass._plan_get_layer)
 _LAYER_USES = {"requires_grad_", "get_weights", "set_weights"}
 #: a layer's variables read as values through get_layer(...) (``.kernel`` / ``.bias``), and the calls that write one
@@ -700,6 +704,7 @@ class _ModelApiPass(cst.CSTTransformer):
         self.saved: dict[int, cst.BaseExpression] = {}  # id(Expr) → its save / load translated (SAVING)
         self.functions: list[cst.FunctionDef] = []  # the functions around the node visited
         self._indexed: set[int] = set()  # id(seq.layers) of a seq.layers[k] visit_Subscript planned
+        self._called: set[int] = set()  # id(x[k]) of a call x[k](...)
         self.module: cst.Module | None = None
         self._left_calls: set[int] | None = None  # functional.left_model_calls, asked once a receiver may be one
         # id(model.get_layer(...)) → (how it is used: "requires_grad_" | "get_weights" | "set_weights", the call
@@ -777,6 +782,8 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> bool:
         func = node.func
+        if isinstance(func, cst.Subscript):
+            self._called.add(id(func))  # seq.layers[k](x): the whole layer, its activation too (visit_Subscript)
         if (isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and isinstance(func.value, cst.Call)
                 and isinstance(func.value.func, cst.Attribute) and func.value.func.attr.value == "get_layer"):
             self._layer_uses[id(func.value)] = (func.attr.value, node)
@@ -802,28 +809,55 @@ class _ModelApiPass(cst.CSTTransformer):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """``seq.layers[0]`` on a module-level Sequential: its torch entry (``seq[0]``) where the layer has weights
         (its LayerRecord, which the sequential pass writes later: looked up when the edit is applied), else
-        the error of ``.layers``. keras-io's ``data_augmentation.layers[0].adapt(x_train)``."""
+        the error of ``.layers``. keras-io's ``data_augmentation.layers[0].adapt(x_train)``. Elsewhere (read in a
+        function, a negative index, a layer without weights), on a Sequential known by its name (_sequential_name):
+        the entry or slice of entries that layer became (SPANS, as _plan_layers); so too where it is called
+        (``seq.layers[0](x)``: the activation a Dense became beside its nn.Linear applies too)."""
         value = node.value
         if not (isinstance(value, cst.Attribute) and value.attr.value == "layers" and isinstance(value.value, cst.Name)
                 and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
-                and isinstance(node.slice[0].slice.value, cst.Integer)
-                and self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
                 and not self.ctx.is_settled(node) and self.ctx.plans.get(node) is None):
             return
-        name, k = value.value.value, int(node.slice[0].slice.value.value)
+        index = node.slice[0].slice.value
+        negative = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus)
+        if not isinstance(index.expression if negative else index, cst.Integer):  # type: ignore[attr-defined]
+            return
+        k = -int(index.expression.value) if negative else int(index.value)  # type: ignore[attr-defined]
+        recorded = k >= 0 and self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
+        sequential = self._sequential_name(value.value)
+        if not (recorded or sequential):
+            return
+        name = value.value.value
         self._indexed.add(id(value))
         ctx = self.ctx
+        from fwport.packs.tf2torch.passes.sequential import SPANS
+
+        # called, the layer is all the modules it became (a Dense and its activation), not its weights' module
+        called = id(node) in self._called and sequential is not None
 
         def apply(orig: cst.Subscript, upd: cst.Subscript) -> cst.BaseExpression:
-            target = next((r.target for r in ctx.layers if r.scope == name and r.source == f"layers[{k}]"), None)
-            if target is None:
+            target = next((r.target for r in ctx.layers if r.scope == name and r.source == f"layers[{k}]"),
+                          None) if recorded and not called else None
+            if target is not None:
+                out = f"{name}[{target}]" if target.isdigit() else f"{name}.{target}"
+                ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers[{k}] → {out}: the module that layer "
+                           "became", orig)
+                return cst.parse_expression(out)
+            spans, nchw = (ctx.analyses.get(SPANS, {}).get(name) if sequential else None) or (None, False)
+            if nchw:
+                ctx.report(Severity.ERROR, "unsupported-construct", _NCHW_LAYERS.format(f"{name}.layers[{k}]", name),
+                           orig)
+                return orig
+            if spans is None or not -len(spans) <= k < len(spans):
                 ctx.report(Severity.ERROR, "unsupported-construct",
                            f"{name}.layers is a Keras model attribute; the translated model is an nn.Module, which "
                            f"has none: {ATTRIBUTES['layers'][1]}", orig.value)
                 return orig
-            out = f"{name}[{target}]" if target.isdigit() else f"{name}.{target}"
-            ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers[{k}] → {out}: the module that layer became",
-                       orig)
+            a, b = spans[k]
+            out = f"{name}[{a}]" if b == a + 1 else f"{name}[{a}:{b}]"
+            ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers[{k}] → {out}: the module{'' if b == a + 1 else 's'} "
+                       "that layer became (a slice of an nn.Sequential is an nn.Sequential of the same modules); its "
+                       "Keras attributes (name, kernel, output) are not the module's", orig)
             return cst.parse_expression(out)
         self.ctx.plans.add(node, apply, descend=False, by="model_api")
 
@@ -843,7 +877,57 @@ class _ModelApiPass(cst.CSTTransformer):
         if self._left(node.value):
             self._left_error(node, f"{code(node.value)}.{attr} is a Keras model attribute")
             return
+        if attr == "layers" and self._sequential_name(node.value) is not None:
+            self._plan_layers(node, node.value.value)  # type: ignore[attr-defined]
+            return
         plan_attribute(self.ctx, node, by="model_api", descend=False)
+
+    def _sequential_name(self, receiver: cst.BaseExpression) -> str | None:
+        """``receiver``'s name where it is a module-level name bound once, by ``name = keras.Sequential(...)``, and
+        declared global by no function (the one Sequential the sequential pass translates under that name)."""
+        if not (isinstance(receiver, cst.Name) and self.chain):
+            return None
+        name, top = receiver.value, self.chain[0]
+        if next((s for s in reversed(self.chain) if name in s.bound), None) is not top:
+            return None
+        values = top.assigned.get(name) or []
+        if not (len(values) == 1 and isinstance(values[0], cst.Call)
+                and self.models.qualname(values[0].func, set(top.shadow)) == "keras.Sequential"):
+            return None
+        if self.module is not None and re.search(rf"\bglobal\b[^\n]*\b{re.escape(name)}\b", _text(self.module, self.ctx)):
+            return None
+        return name
+
+    def _plan_layers(self, node: cst.Attribute, name: str) -> None:
+        """``seq.layers`` of a module-level Sequential (_sequential_name) → ``list(seq)`` where each of Keras's
+        layers became one entry of the nn.Sequential (the sequential pass's SPANS, read when the edit is applied),
+        else the list of each layer's entry or slice of entries (``[seq[0:2], seq[2]]``: a Dense and its activation;
+        a slice of an nn.Sequential is an nn.Sequential of the same modules). Keras's list leaves out the input
+        (keras.Input / InputLayer), as the translation does. A Sequential not translated whole keeps the error."""
+        ctx = self.ctx
+        from fwport.packs.tf2torch.passes.sequential import SPANS
+
+        def apply(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
+            spans, nchw = ctx.analyses.get(SPANS, {}).get(name) or (None, False)
+            if nchw:
+                ctx.report(Severity.ERROR, "unsupported-construct", _NCHW_LAYERS.format(f"{name}.layers", name), orig)
+                return orig
+            if spans is None:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{name}.layers is a Keras model attribute; the "
+                           f"translated model is an nn.Module, which has none: {ATTRIBUTES['layers'][1]}", orig)
+                return orig
+            if all(end == start + 1 for start, end in spans) and [s for s, _ in spans] == list(range(len(spans))):
+                out = f"list({name})"
+                why = "the modules of the nn.Sequential, one per Keras layer, in order"
+            else:
+                out = "[" + ", ".join(f"{name}[{a}]" if b == a + 1 else f"{name}[{a}:{b}]" for a, b in spans) + "]"
+                why = ("each Keras layer's module, or the slice of the modules it became (a layer with its activation), "
+                       "an nn.Sequential of the same modules, in order")
+            ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers → {out}: {why} (Keras's list leaves out the "
+                       "input, as the translation does); a layer's Keras attributes (name, kernel, output) are not "
+                       "the module's", orig)
+            return cst.parse_expression(out)
+        ctx.plans.add(node, apply, descend=False, by="model_api")
 
     def _said_attribute(self, node: cst.Attribute) -> bool:
         """This attribute's statement carries the `# fwport:` comment an earlier translation left on it (see

@@ -391,7 +391,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         producer: tuple[LayerRecord, tuple] | None = None  # the Dense that computed the current features
         index = 0  # position in the nn.Sequential
         masked = mask_live = False  # Keras's mask: packed for the next layer / left on an unpacked sequence
+        # the nn.Sequential entries [start, end) of each Keras layer (SPANS); None once a layer is not translated
+        spans: list[tuple[int, int]] | None = [] if not prefix and not chain.repeated else None
         for k, (el, rule) in enumerate(layers):
+            if spans is not None and len(spans) != k:
+                spans = None  # (the layer before took another path than a translation's)
             if id(el) in chain.repeated and ctx.is_settled(el):  # an earlier pass of its loop reported it
                 shape, flatten_of, producer = None, None, None
                 index += 1
@@ -482,6 +486,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 index += 1
                 continue
             chain.out[id(el)] = em.modules
+            if spans is not None:
+                spans.append((index, index + len(em.modules)))
             if rule.weights and not prefix and id(el) not in chain.repeated:
                 remember_layer(ctx, scope, k, str(index + em.weight_module), rule.id, em.variant, el)
             if rule.weights:
@@ -495,6 +501,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             index += len(em.modules)
             carried = flatten_of if rule.id in _CARRIES_FLATTEN else None  # a Dropout keeps the order
             shape, flatten_of = em.out_shape, em.flatten_of or carried
+        if spans is not None and len(spans) != len(layers):
+            spans = None
+        if not prefix:  # (two Sequentials of one scope: neither is known by its name)
+            known = ctx.analyses.setdefault(SPANS, {})
+            known[scope] = (spans, nchw) if scope not in known and spans is not None else None
         out_layout = "nchw" if nchw and (shape is None or len(shape) > 1) else "same"
         if in_layout == "same" and out_layout == "nchw":
             ctx.report(Severity.INFO, "layout-changed", "this Sequential model's feature maps are channels-first "
@@ -973,6 +984,10 @@ def _features_leave(after: list) -> bool:
 WHOLE_LAYERS = "layers.weights"
 #: (ctx.analyses) (model scope, the Keras name given as name="...") → "layers[k]"
 LAYER_NAMES = "layers.names"
+#: (ctx.analyses) model scope of a Sequential translated from a list or .add calls → the nn.Sequential entries
+#: [start, end) of each of Keras's ``model.layers`` in order, and whether it was made channels-first; None where a
+#: layer was not translated (or two Sequentials share the scope): model_api writes ``model.layers`` by it
+SPANS = "layers.spans"
 
 
 def remember_layer(ctx: FileContext, scope: str, k: int, target: str, rule_id: str, variant, call) -> None:
