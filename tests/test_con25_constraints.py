@@ -95,7 +95,7 @@ class Proj(keras.layers.Layer):
 class Net(keras.Model):
     def __init__(self):
         super().__init__()
-        self.d1 = Proj(8, kernel_constraint=keras.constraints.max_norm(2))
+        self.d1 = Proj(8, kernel_constraint=keras.constraints.max_norm(1))
         self.d2 = Proj(1, bias_constraint="non_neg")
 
     def call(self, x):
@@ -103,7 +103,7 @@ class Net(keras.Model):
 
 
 model = Net()
-model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.02), loss="mse")
 
 
 def train(x, y):
@@ -146,14 +146,17 @@ def test_a_constrained_model_trains_as_keras(tmp_path):
     out = trans.output
     assert "self.kernel_constraint = KerasConstraint(kernel_constraint)" in out
     assert '"kernel_constraint": KerasConstraint.serialize(self.kernel_constraint)' in out
-    assert 'Proj(8, kernel_constraint=KerasConstraint("MaxNorm", max_value=2))' in out
+    assert 'Proj(8, kernel_constraint=KerasConstraint("MaxNorm", max_value=1))' in out
     assert "self.kernel.copy_(KerasConstraint(self.kernel_constraint)(self.kernel))" in out
     assert "m.apply_constraints()" in out
     keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(MODEL), out, DRIVER)
-    compare_fit(keras_out, torch_out, ["loss"], atol=1e-4)  # each epoch's loss, evaluate, every weight
+    # each epoch's loss, evaluate, every weight. The problem is kept well conditioned (SGD at lr 0.02, max-norm 1):
+    # at lr 0.1 and max-norm 2, Keras itself moved its final weights by 8e-4 when its initial weights moved by
+    # 3e-7 relative, so float32 rounding alone could fail the comparison on another machine
+    compare_fit(keras_out, torch_out, ["loss"], atol=1e-4)
     k1 = np.array(keras_out["kernels"][0])
     norms = np.sqrt((k1 ** 2).sum(0))
-    assert norms.max() <= 2 + 1e-5 and np.isclose(norms.max(), 2, atol=1e-4)  # the constraint was active
+    assert norms.max() <= 1 + 1e-5  # within the max-norm (that it was active: the next test)
     assert min(keras_out["kernels"][3]) >= 0  # d2's bias: non_neg
 
 
@@ -162,6 +165,7 @@ def test_without_the_constraints_the_weights_differ(tmp_path):
     out = tx(MODEL).output.replace("m.apply_constraints()", "pass")
     keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(MODEL), out, DRIVER)
     assert not np.allclose(keras_out["kernels"][0], torch_out["kernels"][0], atol=1e-3)
+    assert np.sqrt((np.array(torch_out["kernels"][0]) ** 2).sum(0)).max() > 1.05  # unconstrained, a column grows past 1
 
 
 def test_constraints_without_a_written_loop_are_reported():
