@@ -362,3 +362,64 @@ class Net(nn.Module):
         r = t2j(src)
         assert not errors(r), r.findings
         assert "Net is translated as a batched module" in str(r.findings)
+
+
+#: a ViT attention (vit-pytorch's): a Softmax module over the last axis, the output projection chosen by a condition
+#: (`nn.Sequential(Linear, Dropout) if project_out else nn.Identity()`), q, k, v by .chunk; the batch mean makes it
+#: batched
+VIT_ATTENTION = '''
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class Attention(nn.Module):
+    def __init__(self, dim=8, heads=2, dim_head=4, dropout=0.1):
+        super().__init__()
+        inner = heads * dim_head
+        project_out = not (heads == 1 and dim_head == dim)
+        self.heads = heads
+        self.norm = nn.LayerNorm(dim)
+        self.attend = nn.Softmax(dim=-1)
+        self.to_qkv = nn.Linear(dim, inner * 3, bias=False)
+        self.to_out = nn.Sequential(nn.Linear(inner, dim), nn.Dropout(dropout)) if project_out else nn.Identity()
+
+    def forward(self, x):
+        x = self.norm(x)
+        qkv = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=self.heads), qkv)
+        dots = torch.matmul(q, k.transpose(-1, -2)) * 0.5
+        attn = self.attend(dots)
+        out = rearrange(torch.matmul(attn, v), 'b h n d -> b n (h d)')
+        out = out - out.mean(dim=0, keepdim=True)
+        return self.to_out(out)
+'''
+
+
+def test_a_softmax_module_a_conditional_sequential_and_chunk_are_kept_in_a_batched_module():
+    r = t2j(VIT_ATTENTION)
+    assert not errors(r), r.findings
+    assert "Attention is translated as a batched module" in str(r.findings)
+    text = r.output
+    assert 'qkv = jnp.split(jnp.vectorize(self.to_qkv, signature="(n)->(m)")(x), 3, axis=-1)' in text
+    assert "jax.nn.softmax(x, axis=-1)" in text and "attn = self.attend(dots)" in text
+    # the Sequential is mapped over the batch with a key per example; its Linear takes any rank (PerVector)
+    assert "eqx.nn.Sequential([PerVector(eqx.nn.Linear(inner, dim, key=key2)), eqx.nn.Dropout(dropout)]) if " \
+           "project_out else eqx.nn.Identity()" in text
+    assert ('return jax.vmap(lambda _w0: self.to_out(_w0, key=None if key is None else jax.random.fold_in(key, '
+            'jax.lax.axis_index("batch"))), axis_name="batch")(out)') in text
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_vit_attention_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, VIT_ATTENTION, "Attention", [f"float64[{n},5,8]"])
+    assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
+
+
+@pytest.mark.parametrize("softmax", ["nn.Softmax(dim=1)", "nn.Softmax()", "nn.Softmax(dim=self.heads)"])
+def test_a_softmax_over_a_dimension_counted_from_the_front_is_not_batched(softmax):
+    # its translation shifts a positive dim for one example (dim 1 → axis 0): on the whole batch it would be wrong
+    r = t2j(VIT_ATTENTION.replace("nn.Softmax(dim=-1)", softmax))
+    assert any(f.code == "batch-axis" for f in errors(r)), r.findings
+    assert "batched module" not in str(r.findings)

@@ -1907,6 +1907,11 @@ class Forward(cst.CSTTransformer):
         func = original.func
         if self.batch_whole and isinstance(func, cst.Attribute) and self.batch_method_refused(original):
             return updated
+        if self.batch_whole and isinstance(func, cst.Attribute) and func.attr.value == "chunk" \
+                and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            # (PyTorch's layout: the dim as written) x.chunk(3, dim=-1) → jnp.split(x, 3, axis=-1)
+            a, _ = _args(updated, ("chunks", "dim"))
+            return self.split("chunk", original, updated, updated.func.value, axis=a.get("dim", cst.Integer("0")))
         if self.batch_whole and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                 and func.value.value == "self" and func.attr.value in self.examples:
             out = self.batch_module(original, updated, func.attr.value in self.keyed)
