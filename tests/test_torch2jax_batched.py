@@ -423,3 +423,92 @@ def test_a_softmax_over_a_dimension_counted_from_the_front_is_not_batched(softma
     r = t2j(VIT_ATTENTION.replace("nn.Softmax(dim=-1)", softmax))
     assert any(f.code == "batch-axis" for f in errors(r)), r.findings
     assert "batched module" not in str(r.findings)
+
+
+#: a transformer (vit-pytorch's): a ModuleList of [a batched module, a per-example feed-forward with dropout] unpacked
+#: by a loop; the batched one makes the transformer batched
+MODULE_LIST = '''
+import torch
+import torch.nn as nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden, dropout=0.1):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout),
+                                 nn.Linear(hidden, dim), nn.Dropout(dropout))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Mix(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.proj = nn.Linear(dim, dim)
+        self.attend = nn.Softmax(dim=-1)
+
+    def forward(self, x):
+        x = self.norm(x)
+        w = self.attend(torch.matmul(x, x.transpose(-1, -2)))
+        h = self.proj(torch.matmul(w, x))
+        return h - h.mean(dim=0, keepdim=True)
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim=8, depth=2, hidden=16):
+        super().__init__()
+        self.layers = nn.ModuleList([])
+        for _ in range(depth):
+            self.layers.append(nn.ModuleList([Mix(dim), FeedForward(dim, hidden)]))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        for mix, ff in self.layers:
+            x = mix(x) + x
+            x = ff(x) + x
+        return self.norm(x)
+'''
+
+
+def test_a_module_list_unpacked_by_a_loop_is_kept_in_a_batched_module():
+    r = t2j(MODULE_LIST)
+    assert not errors(r), r.findings
+    assert "Transformer is translated as a batched module: its forward holds batched modules (Mix)" in str(r.findings)
+    text = r.output
+    assert "x = mix(x) + x" in text  # (batched: the whole batch)
+    # the per-example one mapped over the batch, a key per example drawn outside the mapped function, and per layer
+    assert "key, draw_key = jax.random.split(key) if key is not None else (None, None)" in text
+    assert ("x = jax.vmap(lambda _w0, _k: ff(_w0, key=_k))(x, None if key is None else jax.random.split(draw_key, "
+            "num=x.shape[0])) + x") in text
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_module_list_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, MODULE_LIST, "Transformer", [f"float64[{n},8]"])
+    assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
+
+
+@needs_frameworks
+def test_a_batched_module_list_draws_a_dropout_mask_per_example(tmp_path):
+    r = t2j(MODULE_LIST)
+    (tmp_path / "m.py").write_text(r.output)
+    driver = SIDE_HEAD + """
+import jax
+import jax.numpy as jnp
+m = ns["Transformer"](key=jax.random.key(1))
+x = jnp.tile(jnp.arange(8.0), (3, 1))
+y = m(x, key=jax.random.key(2))
+print(json.dumps([bool(jnp.any(y[0] != y[1])), list(y.shape)]))
+"""
+    # identical examples: the same output but for their dropout masks, which differ (a key per example)
+    assert printed_json(driver, "jax", tmp_path / "m.py") == [True, [3, 8]]
+
+
+@pytest.mark.parametrize("line", ["        x = self.layers[0][1](x) + x", "        n = len(self.layers)"])
+def test_a_module_list_read_otherwise_than_by_the_loop_is_not_batched(line):
+    r = t2j(MODULE_LIST.replace("        return self.norm(x)", f"{line}\n        return self.norm(x)"))
+    assert any(f.code == "batch-axis" for f in errors(r)), r.findings
+    assert "Transformer is translated as a batched module" not in str(r.findings)
