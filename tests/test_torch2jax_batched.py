@@ -362,3 +362,153 @@ class Net(nn.Module):
         r = t2j(src)
         assert not errors(r), r.findings
         assert "Net is translated as a batched module" in str(r.findings)
+
+
+#: a ViT attention (vit-pytorch's): a Softmax module over the last axis, the output projection chosen by a condition
+#: (`nn.Sequential(Linear, Dropout) if project_out else nn.Identity()`), q, k, v by .chunk; the batch mean makes it
+#: batched
+VIT_ATTENTION = '''
+import torch
+import torch.nn as nn
+from einops import rearrange
+
+
+class Attention(nn.Module):
+    def __init__(self, dim=8, heads=2, dim_head=4, dropout=0.1):
+        super().__init__()
+        inner = heads * dim_head
+        project_out = not (heads == 1 and dim_head == dim)
+        self.heads = heads
+        self.norm = nn.LayerNorm(dim)
+        self.attend = nn.Softmax(dim=-1)
+        self.to_qkv = nn.Linear(dim, inner * 3, bias=False)
+        self.to_out = nn.Sequential(nn.Linear(inner, dim), nn.Dropout(dropout)) if project_out else nn.Identity()
+
+    def forward(self, x):
+        x = self.norm(x)
+        qkv = self.to_qkv(x).chunk(3, dim=-1)
+        q, k, v = map(lambda t: rearrange(t, 'b n (h d) -> b h n d', h=self.heads), qkv)
+        dots = torch.matmul(q, k.transpose(-1, -2)) * 0.5
+        attn = self.attend(dots)
+        out = rearrange(torch.matmul(attn, v), 'b h n d -> b n (h d)')
+        out = out - out.mean(dim=0, keepdim=True)
+        return self.to_out(out)
+'''
+
+
+def test_a_softmax_module_a_conditional_sequential_and_chunk_are_kept_in_a_batched_module():
+    r = t2j(VIT_ATTENTION)
+    assert not errors(r), r.findings
+    assert "Attention is translated as a batched module" in str(r.findings)
+    text = r.output
+    assert 'qkv = jnp.split(jnp.vectorize(self.to_qkv, signature="(n)->(m)")(x), 3, axis=-1)' in text
+    assert "jax.nn.softmax(x, axis=-1)" in text and "attn = self.attend(dots)" in text
+    # the Sequential is mapped over the batch with a key per example; its Linear takes any rank (PerVector)
+    assert "eqx.nn.Sequential([PerVector(eqx.nn.Linear(inner, dim, key=key2)), eqx.nn.Dropout(dropout)]) if " \
+           "project_out else eqx.nn.Identity()" in text
+    assert ('return jax.vmap(lambda _w0: self.to_out(_w0, key=None if key is None else jax.random.fold_in(key, '
+            'jax.lax.axis_index("batch"))), axis_name="batch")(out)') in text
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_vit_attention_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, VIT_ATTENTION, "Attention", [f"float64[{n},5,8]"])
+    assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
+
+
+@pytest.mark.parametrize("softmax", ["nn.Softmax(dim=1)", "nn.Softmax()", "nn.Softmax(dim=self.heads)"])
+def test_a_softmax_over_a_dimension_counted_from_the_front_is_not_batched(softmax):
+    # its translation shifts a positive dim for one example (dim 1 → axis 0): on the whole batch it would be wrong
+    r = t2j(VIT_ATTENTION.replace("nn.Softmax(dim=-1)", softmax))
+    assert any(f.code == "batch-axis" for f in errors(r)), r.findings
+    assert "batched module" not in str(r.findings)
+
+
+#: a transformer (vit-pytorch's): a ModuleList of [a batched module, a per-example feed-forward with dropout] unpacked
+#: by a loop; the batched one makes the transformer batched
+MODULE_LIST = '''
+import torch
+import torch.nn as nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim, hidden, dropout=0.1):
+        super().__init__()
+        self.net = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout),
+                                 nn.Linear(hidden, dim), nn.Dropout(dropout))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Mix(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.proj = nn.Linear(dim, dim)
+        self.attend = nn.Softmax(dim=-1)
+
+    def forward(self, x):
+        x = self.norm(x)
+        w = self.attend(torch.matmul(x, x.transpose(-1, -2)))
+        h = self.proj(torch.matmul(w, x))
+        return h - h.mean(dim=0, keepdim=True)
+
+
+class Transformer(nn.Module):
+    def __init__(self, dim=8, depth=2, hidden=16):
+        super().__init__()
+        self.layers = nn.ModuleList([])
+        for _ in range(depth):
+            self.layers.append(nn.ModuleList([Mix(dim), FeedForward(dim, hidden)]))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        for mix, ff in self.layers:
+            x = mix(x) + x
+            x = ff(x) + x
+        return self.norm(x)
+'''
+
+
+def test_a_module_list_unpacked_by_a_loop_is_kept_in_a_batched_module():
+    r = t2j(MODULE_LIST)
+    assert not errors(r), r.findings
+    assert "Transformer is translated as a batched module: its forward holds batched modules (Mix)" in str(r.findings)
+    text = r.output
+    assert "x = mix(x) + x" in text  # (batched: the whole batch)
+    # the per-example one mapped over the batch, a key per example drawn outside the mapped function, and per layer
+    assert "key, draw_key = jax.random.split(key) if key is not None else (None, None)" in text
+    assert ("x = jax.vmap(lambda _w0, _k: ff(_w0, key=_k))(x, None if key is None else jax.random.split(draw_key, "
+            "num=x.shape[0])) + x") in text
+
+
+@needs_frameworks
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_batched_module_list_computes_what_pytorch_computes(tmp_path, n):
+    cert = verify_model(tmp_path, MODULE_LIST, "Transformer", [f"float64[{n},8]"])
+    assert cert["verdict"] == "pass" and cert["batch_axis"]["axis"] is None
+
+
+@needs_frameworks
+def test_a_batched_module_list_draws_a_dropout_mask_per_example(tmp_path):
+    r = t2j(MODULE_LIST)
+    (tmp_path / "m.py").write_text(r.output)
+    driver = SIDE_HEAD + """
+import jax
+import jax.numpy as jnp
+m = ns["Transformer"](key=jax.random.key(1))
+x = jnp.tile(jnp.arange(8.0), (3, 1))
+y = m(x, key=jax.random.key(2))
+print(json.dumps([bool(jnp.any(y[0] != y[1])), list(y.shape)]))
+"""
+    # identical examples: the same output but for their dropout masks, which differ (a key per example)
+    assert printed_json(driver, "jax", tmp_path / "m.py") == [True, [3, 8]]
+
+
+@pytest.mark.parametrize("line", ["        x = self.layers[0][1](x) + x", "        n = len(self.layers)"])
+def test_a_module_list_read_otherwise_than_by_the_loop_is_not_batched(line):
+    r = t2j(MODULE_LIST.replace("        return self.norm(x)", f"{line}\n        return self.norm(x)"))
+    assert any(f.code == "batch-axis" for f in errors(r)), r.findings
+    assert "Transformer is translated as a batched module" not in str(r.findings)

@@ -637,6 +637,11 @@ class Forward(cst.CSTTransformer):
         # through jax.vmap over the batch
         self.batch_whole = False
         self.examples: set[str] = set()
+        # ... its ModuleLists a loop unpacks (modules._looped_lists: attribute → the classes of one element), the
+        # batched classes among them (called whole), and the loop names bound to them (→ class)
+        self.loop_lists: dict[str, tuple[str, ...]] = {}
+        self.whole_classes: set[str] = set()
+        self.loop_names: dict[str, str] = {}
         self.vector_sequences: set[str] = set()  # ... those Sequentials among them whose Linear takes one vector
 
     # --- what holds a batched tensor ---------------------------------------------------------------
@@ -964,6 +969,11 @@ class Forward(cst.CSTTransformer):
         A loop over a batched tensor (``for row in h``, ``zip(h, ...)``) is refused: it iterates over the examples."""
         self.over_examples(node.iter)
         it = dotted_text(node.iter) or ""
+        if self.batch_whole and it.startswith("self.") and it[5:] in self.loop_lists:
+            kinds = self.loop_lists[it[5:]]
+            names = [node.target] if isinstance(node.target, cst.Name) else [e.value for e in node.target.elements]
+            self.loop_names.update({n.value: k for n, k in zip(names, kinds)})
+            return
         kinds = self.file.containers.get(it[5:]) if self.file is not None and it.startswith("self.") else None
         if kinds is None and self.file is not None and _dict_entry(node.iter) is not None:  # self.d["h"]
             kinds = self.file.containers.get(_dict_entry(node.iter))
@@ -1219,6 +1229,51 @@ class Forward(cst.CSTTransformer):
         if any(shared):
             kw["in_axes"] = cst.Tuple([cst.Element(cst.Name("None") if x else cst.Integer("0")) for x in shared])
         return _call(_call(vmap, [fn], **kw), [a.value for a in updated.args])
+
+    def batch_loop(self, original: cst.Call, updated: cst.Call, cls: str) -> cst.BaseExpression:
+        """In a batched module, ``ff(x)`` of a loop name over a ModuleList (``for attn, ff in self.layers``): a
+        batched module of the file as written (``key=key`` where it takes one); a per-example one mapped over the
+        batch, ``jax.vmap(lambda _w0, _k: ff(_w0, key=_k))(x, None if key is None else jax.random.split(key,
+        num=x.shape[0]))`` where it takes a key: the keys drawn outside the mapped function, so that the loop gives each
+        layer its own (modules._LoopKeys splits the key per iteration) and each example its own."""
+        keyed = cls in self.keyed_classes
+        key_arg = cst.Arg(cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)
+        if cls in self.whole_classes:
+            if not keyed or any(a.keyword is not None and a.keyword.value == "key" for a in updated.args):
+                return updated
+            site = updated.with_changes(args=[*_commas(updated.args), key_arg])
+            self.key_sites.append(site)
+            return site
+        if any(a.star or a.keyword is not None for a in updated.args) or not updated.args:
+            self.error(original, f"{code(original)}: a per-example module called from a batched module is mapped over "
+                       "the batch axis of its positional arguments; write them so (no keyword, no star)",
+                       "unsupported-construct")
+            return updated
+        shared = [_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL for a in updated.args]
+        if all(shared):
+            self.error(original, f"{code(original)}: a per-example module called from a batched module with no "
+                       "tensor argument to map over the batch axis", "unsupported-construct")
+            return updated
+        vmap = self.ctx.spell("jax.vmap")
+        if not keyed and not any(shared):
+            return updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]))
+        params = [f"_w{i}" for i in range(len(updated.args))]
+        args = [a.with_changes(value=cst.Name(p)) for a, p in zip(updated.args, params)]
+        values = [a.value for a in updated.args]
+        axes = [cst.Name("None") if x else cst.Integer("0") for x in shared]
+        if keyed:
+            params.append("_k")
+            args.append(cst.Arg(cst.Name("_k"), keyword=cst.Name("key"), equal=_EQ))
+            first = values[shared.index(False)]
+            values.append(expr(f"None if key is None else {self.ctx.spell_text('jax.random.split')}(key, "
+                               f"num={_atom_code(first)}.shape[0])"))
+            axes.append(cst.Integer("0"))
+        fn = cst.Lambda(cst.Parameters([cst.Param(cst.Name(p)) for p in params]), updated.with_changes(args=_commas(args)))
+        kw = {"in_axes": cst.Tuple([cst.Element(x) for x in axes])} if any(shared) else {}
+        out = _call(_call(vmap, [fn], **kw), values)
+        if keyed:
+            self.key_sites.append(out)
+        return out
 
     def functional_dropout(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """``F.dropout(x, p, training=self.training)`` → ``eqx.nn.Dropout(p, inference=self.inference)(x, key=key)``
@@ -1907,6 +1962,13 @@ class Forward(cst.CSTTransformer):
         func = original.func
         if self.batch_whole and isinstance(func, cst.Attribute) and self.batch_method_refused(original):
             return updated
+        if self.batch_whole and isinstance(func, cst.Name) and func.value in self.loop_names:
+            return self.batch_loop(original, updated, self.loop_names[func.value])
+        if self.batch_whole and isinstance(func, cst.Attribute) and func.attr.value == "chunk" \
+                and not (isinstance(func.value, cst.Name) and func.value.value == "self"):
+            # (PyTorch's layout: the dim as written) x.chunk(3, dim=-1) → jnp.split(x, 3, axis=-1)
+            a, _ = _args(updated, ("chunks", "dim"))
+            return self.split("chunk", original, updated, updated.func.value, axis=a.get("dim", cst.Integer("0")))
         if self.batch_whole and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
                 and func.value.value == "self" and func.attr.value in self.examples:
             out = self.batch_module(original, updated, func.attr.value in self.keyed)

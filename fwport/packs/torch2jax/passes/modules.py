@@ -136,6 +136,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     outside["ranks"] = table
     outside["batched"] = _batched_classes(module, ctx, classes, whole, table)
     wraps = ctx.analyses[ranks.WRAPPED] = {id(c): blind for t in table.values() for c, blind in t.wraps()}
+    wraps.update({id(c): False for c in _batched_sequence_layers(module, ctx, outside["batched"])})
     if wraps:
         module = rewrite(module, _PerVector(ctx, wraps))
     builders = _builders(module, ctx)
@@ -1953,6 +1954,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                    "one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
     keyed |= {n for n, c in own.items() if plans[c].get("key_sites")}  # a module of the file taking a key
+    if cls.name.value in outside.get("batched", ()):  # `nn.Sequential(..., nn.Dropout(p)) if c else nn.Identity()`
+        keyed |= {n for n, q in _sequence_or_identity(methods.get("__init__"), ctx).items() if q in RANDOM | SEQUENTIALS
+                  and q.endswith("+random")}
     if outside.get("state") and "forward" in methods and "__init__" in methods:
         _given_modules(methods["__init__"], methods["forward"], ctx, callers, plans, stateful,
                        outside.get("indirect", {}).get(cls.name.value, []))
@@ -2088,8 +2092,13 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             fwd.keyed_sequences = dropout_sequences
             if plan["batched"]:
                 fwd.batch_whole = True
+                info = outside.get("ranks", {}).get(cls.name.value)
+                fwd.loop_lists = {a: info.containers[a] for a in _looped_lists(cls.name.value, methods,
+                                                                                subs, outside.get("ranks", {}))}
+                fwd.whole_classes = {n for n, p in plans.items() if p.get("whole")}
                 fwd.examples = {n for n, c in own.items() if not plans[c].get("whole")} \
-                    | {n for n, q in subs.items() if q in SEQUENTIALS}
+                    | {n for n, q in {**subs, **_sequence_or_identity(methods.get("__init__"), ctx)}.items()
+                       if q in SEQUENTIALS}
                 # Sequentials holding a Linear / LayerNorm that takes one vector (not ranks.py's PerVector)
                 fwd.vector_sequences = {(dotted_text(a.targets[0].target) or "")[5:] for a in find_all(
                     methods["__init__"], cst.Assign) if len(a.targets) == 1 and isinstance(a.value, cst.Call)
@@ -2200,7 +2209,8 @@ def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict,
     batch), or it holds a module of this file that does. Its ``__call__`` then keeps every axis (no dim is
     shifted) and its callers call it without ``jax.vmap``. A batched module (_batched_classes) is one too."""
     if batched:
-        inner = sorted(n for n in _class_attributes(forward and cls, plans) if plans[n].get("batched"))
+        listed = _listed(cls.name.value, ctx.analyses.get(OUTSIDE, {}).get("ranks", {}))
+        inner = sorted({n for n in [*_class_attributes(forward and cls, plans), *listed] if plans.get(n, {}).get("batched")})
         ctx.report(Severity.INFO, "batch-axis", f"{cls.name.value} is translated as a batched module: its forward "
                    + (f"holds batched modules ({', '.join(inner)})" if inner else "needs the batch axis itself (a "
                       "dimension, size or statistic of the batch)")
@@ -2221,7 +2231,8 @@ def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict,
 BATCHED_MARK = "# batched module: takes the whole batch in PyTorch's layout; call it without jax.vmap"
 #: the submodules a batched module may hold (_batched_classes): per-example layers it calls through jax.vmap (or
 #: jnp.vectorize), elementwise ones it calls as they are, parameters; another (a sequence layer, BatchNorm, a
-#: container) keeps the per-example translation and its batch-axis errors
+#: container other than a ModuleList a loop unpacks: _looped_lists) keeps the per-example translation and its
+#: batch-axis errors
 BATCHED_HOLDS = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding", "torch.nn.Conv1d",
                            "torch.nn.Conv2d", "torch.nn.Conv3d", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh",
                            "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU", "torch.nn.Identity",
@@ -2229,6 +2240,87 @@ BATCHED_HOLDS = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Em
 
 #: an ``nn.Sequential`` attribute (of BATCHED_HOLDS layers, or this file's modules): per example, mapped as one
 SEQUENTIALS = frozenset({"torch.nn.Sequential", "torch.nn.Sequential+random"})
+
+
+def _listed(name: str, table: dict) -> set[str]:
+    """The classes of this file held in the ModuleLists of class ``name`` (ranks.py's containers)."""
+    t = table.get(name)
+    return {c for kinds in (t.containers.values() if t is not None else ()) for c in kinds}
+
+
+def _looped_lists(name: str, methods: dict, subs: dict, table: dict) -> set[str]:
+    """The ModuleList attributes of class ``name`` holding this file's modules (ranks.py's containers: ``self.layers
+    = nn.ModuleList([])`` appended ``nn.ModuleList([Attention(...), FeedForward(...)])``) that forward reads only as
+    the iterable of a loop unpacking one name per module (``for attn, ff in self.layers:``), where a batched module
+    calls each loop name whole (a batched one) or mapped over the batch (batch.Forward.batch_loop). None where another
+    ModuleList attribute is read otherwise (indexed, its length): empty."""
+    t = table.get(name)
+    lists = {a for a, q in subs.items() if q == "torch.nn.ModuleList"}
+    if t is None or not lists or any(a not in t.containers for a in lists):
+        return set()
+    fwd = methods["forward"]
+    loops = [f for f in find_all(fwd, cst.For) if (dotted_text(f.iter) or "")[5:] in lists]
+    for f in loops:
+        kinds = t.containers[(dotted_text(f.iter) or "")[5:]]
+        names = [f.target] if isinstance(f.target, cst.Name) else [e.value for e in f.target.elements] \
+            if isinstance(f.target, (cst.Tuple, cst.List)) else []
+        if len(names) != len(kinds) or not all(isinstance(n, cst.Name) for n in names):
+            return set()
+    reads = [a for a in find_all(fwd, cst.Attribute) if dotted_text(a) in {f"self.{x}" for x in lists}]
+    return lists if len(reads) == len(loops) else set()
+
+
+def _last_axes(call: cst.Call, ctx) -> bool:
+    """``nn.Softmax(dim=-1)``: a layer over axes counted from the end (a literal negative dim), which its
+    translation (softmax-module.toml) keeps as written, so it acts on the same axis of the whole batch as of one
+    example; a batched module may hold it. Another dim (positive: shifted for one example; none) may not."""
+    if ctx.imports.resolve(call.func) != "torch.nn.Softmax" or len(call.args) != 1:
+        return False
+    a = call.args[0]
+    if a.star or a.keyword is not None and a.keyword.value != "dim":
+        return False
+    v = a.value
+    return isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus) and isinstance(v.expression, cst.Integer)
+
+
+def _sequence_or_identity(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
+    """``self.to_out = nn.Sequential(...) if project_out else nn.Identity()`` (either order) in ``__init__``: the
+    attribute → the Sequential's kind (SEQUENTIALS). A batched module calls it through jax.vmap as it does a
+    Sequential attribute; the Identity, mapped over the batch, is still the identity."""
+    out: dict[str, str] = {}
+    for stmt in init.body.body if init is not None else ():
+        for s in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.value, cst.IfExp)):
+                continue
+            t = dotted_text(s.targets[0].target) or ""
+            calls = [v for v in (s.value.body, s.value.orelse) if isinstance(v, cst.Call)]
+            qs = sorted(ctx.imports.resolve(c.func) or "" for c in calls)
+            if t.startswith("self.") and t.count(".") == 1 and qs == ["torch.nn.Identity", "torch.nn.Sequential"]:
+                seq = next(c for c in calls if ctx.imports.resolve(c.func) == "torch.nn.Sequential")
+                random = any(isinstance(a.value, cst.Call) and ctx.imports.resolve(a.value.func) in RANDOM
+                             for a in seq.args)
+                out[t[5:]] = "torch.nn.Sequential+random" if random else "torch.nn.Sequential"
+    return out
+
+
+def _batched_sequence_layers(module: cst.Module, ctx, batched: set[str]) -> list[cst.Call]:
+    """In the batched classes, the per-vector layers (Linear, a LayerNorm over the last axis) of a Sequential chosen
+    by a condition (_sequence_or_identity): the batched module maps the Sequential over the batch axis, and what one
+    example holds there (a vector, tokens) is not followed, so each is wrapped PerVector (exact at any rank)."""
+    out = []
+    for cls in module.body:
+        if not (isinstance(cls, cst.ClassDef) and cls.name.value in batched):
+            continue
+        init = next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+        names = _sequence_or_identity(init, ctx)
+        for a in find_all(init, cst.Assign) if init is not None and names else ():
+            if len(a.targets) == 1 and (dotted_text(a.targets[0].target) or "")[5:] in names \
+                    and isinstance(a.value, cst.IfExp):
+                seq = next(v for v in (a.value.body, a.value.orelse) if isinstance(v, cst.Call)
+                           and ctx.imports.resolve(v.func) == "torch.nn.Sequential")
+                out += [x.value for x in seq.args if isinstance(x.value, cst.Call)
+                        and ranks.per_vector(ctx.imports.resolve(x.value.func), x.value)]
+    return out
 
 
 class _Refusals(ranks._Probe):
@@ -2248,9 +2340,11 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
     """The module classes translated as *batched* modules: a forward that needs the batch axis itself (batch.Forward,
     probed per example, reports a ``batch-axis`` error: ``torch.cat`` on dimension 0, a batch statistic, the batch
     size used as a value) keeps every axis as PyTorch writes them, calls its per-example layers through jax.vmap,
-    and is called without jax.vmap (the whole-graph mode, plan["whole"]). Each holds only layers of BATCHED_HOLDS and
-    this file's modules; a class holding one is batched too (its call of it takes the batch), so each class building
-    a batched one must hold it as an attribute (``self.enc = Encoder(...)``, not in a container) and qualify itself,
+    and is called without jax.vmap (the whole-graph mode, plan["whole"]). Each holds only layers of BATCHED_HOLDS (a
+    Softmax too where its dim is a literal negative one: _last_axes; a Sequential chosen by a condition:
+    _sequence_or_identity) and this file's modules (attributes, or in ModuleLists read by a loop: _looped_lists); a
+    class holding one is batched too (its call of it takes the batch), so each class building
+    a batched one must hold it as an attribute (``self.enc = Encoder(...)``) or in such a ModuleList and qualify itself,
     else the per-example translation and its errors stay."""
     defs = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes}
     needing, eligible = set(), set()
@@ -2264,6 +2358,7 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         built = [c for c in (_calls(init) if init is not None else [])
                  if ctx.imports.resolve(c.func) is not None and (ctx.imports.resolve(c.func) or "").startswith("torch.nn.")
                  and (ctx.imports.resolve(c.func) or "")[9:10].isupper()]
+        subs = {**subs, **_sequence_or_identity(init, ctx)}
         held = {(dotted_text(a.targets[0].target) or "")[5:] for st in (init.body.body if init is not None else [])
                 if isinstance(st, cst.SimpleStatementLine) for a in st.body
                 if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.value, cst.Call)
@@ -2272,8 +2367,11 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         # method: not followed, so not batched)
         called = {(dotted_text(c.func) or "").split(".")[1] for c in _calls(methods["forward"])
                   if (dotted_text(c.func) or "").startswith("self.")}
-        if any(q not in BATCHED_HOLDS | SEQUENTIALS for q in subs.values()) \
-                or any(ctx.imports.resolve(c.func) not in BATCHED_HOLDS | SEQUENTIALS for c in built) \
+        lists = _looped_lists(name, methods, subs, table)
+        if any(q not in BATCHED_HOLDS | SEQUENTIALS | {"torch.nn.Softmax"} and a not in lists
+               for a, q in subs.items()) \
+                or any(ctx.imports.resolve(c.func) not in BATCHED_HOLDS | SEQUENTIALS and not _last_axes(c, ctx)
+                       and not (ctx.imports.resolve(c.func) == "torch.nn.ModuleList" and lists) for c in built) \
                 or len(_reached(methods, "forward") - {"forward"}) > 0 or called - set(subs) - held \
                 or name in bases or any(isinstance(c.func, cst.Name) and c.func.value == "super"
                                         for c in _calls(methods["forward"])):
@@ -2291,7 +2389,7 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         if probe.refused:
             needing.add(name)
     for name in list(eligible):  # its modules of the file get the batch axis first (jax.vmap over axis 0)
-        held = _class_attributes(defs[name], {n: {} for n in defs})
+        held = _class_attributes(defs[name], {n: {} for n in defs}) + list(_listed(name, table))
         if any(table.get(c) is not None and (any(a != 0 for a in table[c].axes.values())
                                              or table[c].out_axes not in (None, 0)) for c in held):
             eligible.discard(name)
@@ -2309,7 +2407,8 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
     while True:
         grown = closure(needing)
         bad = {n for n in grown if n not in eligible and n not in whole
-               or any(n not in _class_attributes(defs[b], {n: {}}) for b in builders[n])}
+               or any(n not in _class_attributes(defs[b], {n: {}}) and n not in _listed(b, table)
+                      for b in builders[n])}
         if not bad:
             return grown - whole
         needing = {n for n in needing if not closure({n}) & bad}
@@ -3017,7 +3116,8 @@ class _LoopKeys(cst.CSTTransformer):
         func = dotted_text(updated.func) or ""
         first = updated.args[0] if updated.args else None
         if first is not None and first.keyword is None and self._key(first.value) and func.startswith(self.random) \
-                and func != self.split:
+                and (func != self.split or any(a.keyword is not None and a.keyword.value == "num" for a in updated.args)):
+            # (a split with num=: the keys of the examples a batched module maps a module over, batch.batch_loop)
             loop[2].add(first.value.value)
             return updated.with_changes(args=[first.with_changes(value=cst.Name(f"draw_{first.value.value}")),
                                               *updated.args[1:]])
