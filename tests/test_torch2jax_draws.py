@@ -173,11 +173,14 @@ def test_other_draws_take_the_same_path_and_an_in_place_fill_is_an_error():
     assert ("    def noise(self, h, *, key):\n        key1, key2, key3 = jax.random.split(key, 3)\n"
             "        return h + jax.random.uniform(key1, 4) + jax.random.randint(key2, (4,), 0, 5) + "
             "jax.random.permutation(key3, 4)\n") in r.output, r.output
-    assert "        h = self.noise(self.fc(x), key=key)\n" in r.output
+    assert "        h = self.noise(self.fc(x), key=key1)\n" in r.output
+    # a fill of a fresh tensor is the draw building it (fills.py: tests/test_torch2jax_fresh_fills.py)
+    assert "        e = jax.random.normal(key2, 4)\n" in r.output and not errors(r), r.findings
+    # a fill of a tensor a name holds: an error
+    r = t2j(OTHER_DRAWS.replace("e = torch.empty(4).normal_()", "e = torch.empty(4)\n        e.normal_()"))
     errs = errors(r)
-    assert [(f.line, f.code) for f in errs] == [(15, "unsupported-construct")], r.findings
+    assert [(f.line, f.code) for f in errs] == [(16, "unsupported-construct")], r.findings
     assert ".normal_() fills a tensor in place" in errs[0].message
-    assert not errors(t2j(OTHER_DRAWS.replace("torch.empty(4).normal_()", "torch.randn(4)")))
 
 
 NESTED = '''\

@@ -403,7 +403,11 @@ def random(m, ctx):
     if not _key_added(m, ctx):
         return None
     shape = shape_args(m, ctx).args[0].value
-    return cst.Call(ctx.spell(m.rule.emit["target"]), [cst.Arg(cst.Name("key")), cst.Arg(shape)])
+    args = [cst.Arg(cst.Name("key")), cst.Arg(shape)]
+    if m.kwargs.get("dtype") is not None:  # torch.rand(n, dtype=torch.float64) → jax.random.uniform(key, (n,), dtype=jnp.float64)
+        args.append(cst.Arg(m.kwargs["dtype"], keyword=cst.Name("dtype"), equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))))
+    return cst.Call(ctx.spell(m.rule.emit["target"]), args)
 
 
 @call_transform("loss-module")

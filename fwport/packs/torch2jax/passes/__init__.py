@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fwport.core.direction import Planner, fast
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import backends, clashes, nograd, data, distributed, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
+from fwport.packs.torch2jax import backends, clashes, fills, nograd, data, distributed, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -19,6 +19,9 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("unroll", fast(r"Sequential\(\s*\*"), unroll.run),
     # class M(nn.Transformer) with its own forward → an nn.Module building nn.Transformer's encoder (before modules)
     Planner("transformer-subclass", fast(r"\bTransformer\s*\)"), layers.transformer_subclasses),
+    # a random fill of a fresh tensor (torch.empty(n).uniform_(a, b)) → the draw building it (torch.rand(n) * (b - a)
+    # + a; fills.py), which the random rules and keys.py translate: before the passes that read draws and fills
+    Planner("fresh-fills", fills.TRIGGER, fills.plan),
     # in-place updates of a model's parameters outside the classes (`for p in model.parameters(): p.data.clamp_(..)`,
     # `model.fc.weight.data.mul_(2)`) → the model rebuilt (jax.tree_util.tree_map / eqx.tree_at; params.py)
     Planner("parameter-updates", params.TRIGGER, params.run),
