@@ -102,3 +102,16 @@ def test_fills_draw_pytorch_s_distributions(translated, tmp_path):
         assert jx[k][0] == tr[k][0]  # the shapes PyTorch builds
     assert jx["z"][:2] == tr["z"][:2] == [[40000, 3], "float64"]
     assert jx["z"][3] == pytest.approx(tr["z"][3], rel=0.03)
+
+
+def test_fills_it_cannot_rewrite_exactly_stay_errors():
+    # a generator, a keyword the draw does not take, a fill of a name: each left to the tensor-method error
+    for line in ("u = torch.empty(3).uniform_(0, 1, generator=g)",
+                 "u = torch.empty(3, memory_format=torch.contiguous_format).uniform_()",
+                 "u = torch.zeros(3, dtype=torch.float64).float().uniform_()",
+                 "u = t.uniform_()"):
+        r = translate_source(f"import torch\n\n\ndef f(t, g):\n    {line}\n    return u\n", "m.py", "torch2jax")
+        assert [f.code for f in errors(r)] == ["unsupported-construct"] and "uniform_" in r.output, (line, r.findings)
+    # torch.Tensor(x) with x data or a size: the draw takes the shape of the tensor it builds
+    r = translate_source("import torch\n\n\ndef f(x):\n    return torch.Tensor(x).uniform_(2, 3)\n", "m.py", "torch2jax")
+    assert "jax.random.uniform(key, (" in r.output and ".shape) + 2\n" in r.output, r.output
