@@ -277,3 +277,16 @@ def test_a_definition_written_without_asking_is_an_error_at_the_files_binding():
     assert "`fit`" in ctx.findings[0].message
     assert new[0].leading_lines[-1].comment.value.startswith("# fwport: unsupported-construct:")
     assert all(ln.comment is None for ln in new[1].leading_lines)
+
+
+def test_a_parameter_of_the_files_is_no_error_for_a_module_level_definition():
+    """vivit.py's make_box_for_grid(image_widget, fit) beside the fit function a compile writes: fit is the
+    parameter only inside that function; conlleval's `from conlleval import evaluate` beside a written evaluate is."""
+    ctx = _ctx('''
+        from conlleval import evaluate
+
+        def make_box_for_grid(image_widget, fit):
+            return fit
+        ''')
+    written.check(ctx, cst.parse_module("def fit(x):\n    return x\n\n\ndef evaluate(x):\n    return x\n").body)
+    assert [(f.line, "`evaluate`" in f.message) for f in ctx.findings] == [(1, True)]

@@ -40,15 +40,23 @@ class _Bound(BindingWalker):
         super().__init__(lambdas=True)
         self.is_source = is_source
         self.names: set[str] = set()
-        self.first: dict[str, cst.CSTNode] = {}  # name → the node of its first binding (a finding's place)
+        self.first: dict[str, cst.CSTNode] = {}  # a module-level name → the node of its first binding there
         self.star: cst.CSTNode | None = None
+        self.depth = 0  # the functions, classes and lambdas around the walk
 
     def add(self, name: str, node: cst.CSTNode) -> None:
         self.names.add(name)
-        self.first.setdefault(name, node)
+        if not self.depth:
+            self.first.setdefault(name, node)
 
     def enter_scope(self, node) -> bool:
+        self.depth += 1
         return True
+
+    def leave_FunctionDef(self, original_node) -> None:
+        self.depth -= 1
+
+    leave_ClassDef = leave_Lambda = leave_FunctionDef  # type: ignore[assignment]
 
     def bound(self, target, how, value) -> None:
         if not isinstance(target, cst.Name):
@@ -107,6 +115,12 @@ def clash(ctx, name: str) -> bool:
     if not re.search(rf"(?<![\w.]){re.escape(name)}\b", source) and not re.search(r"\bimport\s*\*", source):
         return False  # (the common case: the source never writes the name, and nothing imports *)
     return name in _bound(ctx)
+
+
+def module_names(ctx) -> set[str]:
+    """The names the file binds at module level (by anything but an import of the source framework): a step that
+    names its definitions itself (the fit functions of a compile) keeps clear of them."""
+    return set(_walk(ctx).first)
 
 
 def name(ctx, helper: str) -> str:
@@ -186,7 +200,7 @@ def defined(statements) -> list[tuple[str, cst.CSTNode]]:
 
 def check(ctx, statements) -> list[cst.BaseStatement]:
     """``statements`` (definitions a finishing step writes into the output), each that defines a name the file
-    binds with an error finding at the file's binding and its ``# fwport:`` comment above the definition: a
+    binds at module level (an import of another package, a definition, an assignment) with an error finding at the file's binding and its ``# fwport:`` comment above the definition: a
     definition written without asking :func:`name` (a pack's step that names its definitions itself) must
     not take the file's name silently."""
     from fwport.core.engine import comment_text
@@ -196,10 +210,11 @@ def check(ctx, statements) -> list[cst.BaseStatement]:
     out = list(statements)
     for i, st in enumerate(out):
         for n, _ in defined([st]):
-            if not clash(ctx, n):
-                continue
+            if not clash(ctx, n) or n not in _walk(ctx).first:
+                continue  # (a parameter or local of a function: the written definition is module-level, where
+                # the file's calls of it stand)
             tree, _ = _source(ctx)
-            node = _walk(ctx).first.get(n)
+            node = _walk(ctx).first[n]
             line, col = node_positions(tree, [node], ctx.analyses.get("layout")).get(id(node), (0, 0)) \
                 if tree is not None and node is not None else (0, 0)
             f = Finding(Severity.ERROR, "unsupported-construct",
