@@ -290,3 +290,23 @@ def test_a_parameter_of_the_files_is_no_error_for_a_module_level_definition():
         ''')
     written.check(ctx, cst.parse_module("def fit(x):\n    return x\n\n\ndef evaluate(x):\n    return x\n").body)
     assert [(f.line, "`evaluate`" in f.message) for f in ctx.findings] == [(1, True)]
+
+
+def test_a_compiles_fit_functions_keep_clear_of_an_imported_name():
+    """ner_transformers.py: `from conlleval import evaluate` beside a compiled model: the written evaluate function is
+    named after the model, the file's evaluate stays conlleval's."""
+    r = _t2t('''
+        import numpy as np
+        import keras
+        from keras import layers
+        from conlleval import evaluate
+
+        model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="mse")
+        model.fit(np.zeros((8, 4)), np.zeros((8, 2)), epochs=1)
+        print(model.evaluate(np.zeros((8, 4)), np.zeros((8, 2))))
+        evaluate([1], [1])
+        ''')
+    assert not error_findings(r), r.findings
+    assert "from conlleval import evaluate" in r.output and "\ndef evaluate(" not in r.output
+    assert "\ndef model_evaluate(" in r.output and "evaluate([1], [1])" in r.output
