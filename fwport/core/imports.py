@@ -555,8 +555,9 @@ def insert_after_imports(module: cst.Module, text: str | Sequence[str], ctx: Fil
     (string statements between them, as notebooks have, included), and never above the place where
     the import pass writes the target's imports the definitions use (the first source import).
     ``text`` may be given as its pieces (one per helper): the module is the same as for their
-    concatenation, each piece parsed once per process however the files combine them."""
-    return insert_at(module, text, insertion_index(module, ctx))
+    concatenation, each piece parsed once per process however the files combine them. A helper written under
+    another name than its own (the file binds its name: fwport/core/written.py) is renamed in the definitions."""
+    return insert_at(module, text, insertion_index(module, ctx), ctx)
 
 
 def insertion_index(module: cst.Module, ctx: FileContext) -> int:
@@ -574,10 +575,14 @@ def insertion_index(module: cst.Module, ctx: FileContext) -> int:
     return at
 
 
-def insert_at(module: cst.Module, text: str | Sequence[str], at: int) -> cst.Module:
+def insert_at(module: cst.Module, text: str | Sequence[str], at: int, ctx: FileContext | None = None) -> cst.Module:
     """``text`` (or its pieces) written as statements before ``module.body[at]``, two blank lines above
-    the first of them and above the statement after them."""
+    the first of them and above the statement after them (given ``ctx``: the helpers written under another
+    name than their own renamed, written.rename)."""
     new = list(parsed_definitions((text,) if isinstance(text, str) else tuple(text)))
+    if ctx is not None:
+        from fwport.core import written
+        new = written.check(ctx, written.rename(new, written.renamed(ctx)))
     body = list(module.body)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     if at < len(body):  # the statement after keeps two blank lines above it

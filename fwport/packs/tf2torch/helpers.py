@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fwport.core import written
 from fwport.core.context import FileContext
 from fwport.core.imports import insert_after_imports, insert_at, insertion_index
 from fwport.core.names import scan
@@ -1373,9 +1374,10 @@ DATA_DEPS.update(SAVING_DEPS)
 
 
 def use(ctx: FileContext, name: str) -> str:
-    """Ask for helper ``name`` in this file; returns the name to call."""
+    """Ask for helper ``name`` in this file; returns the name to call (its own, or another where the file binds
+    that name: fwport/core/written.py)."""
     ctx.analyses.setdefault(_KEY, set()).add(name)
-    return name
+    return written.name(ctx, name)
 
 
 class _Refs(cst.CSTVisitor):
@@ -1493,13 +1495,13 @@ def _data_helpers_first(module: cst.Module, todo: list[str], ctx: FileContext) -
     local = [n for n in todo if n in LOCAL_HELPERS]
     if local:
         at = insertion_index(module, ctx)
-        refs = _Refs(set(local))
+        refs = _Refs({written.name(ctx, n) for n in local})
         for i, st in enumerate(module.body[:at]):
             scan(st, refs)
             if refs.called:
                 at = i
                 break
-        module = insert_at(module, [_spelled(HELPERS[n], ctx) for n in local], at)
+        module = insert_at(module, [_spelled(HELPERS[n], ctx) for n in local], at, ctx)
     return module, [n for n in todo if n not in LOCAL_HELPERS]
 
 
@@ -1508,11 +1510,14 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     wanted = ctx.analyses.get(_KEY)
     if not wanted:
         return module
-    refs = _Refs(set(wanted))
+    as_written = {n: written.name(ctx, n) for n in wanted}  # (a helper the file's names leave free: its own)
+    refs = _Refs(set(as_written.values()))
     scan(module, refs)
-    todo = refs.called - refs.defined
+    called = {n for n, w in as_written.items() if w in refs.called}
+    defined = {n for n, w in as_written.items() if w in refs.defined}
+    todo = called - defined
     for name in list(todo):
-        todo |= {dep for dep in DATA_DEPS.get(name, ()) if dep not in refs.defined}
+        todo |= {dep for dep in DATA_DEPS.get(name, ()) if written.name(ctx, dep) not in refs.defined}
     todo = _dependencies_first(sorted(todo))
     if not todo:
         return module

@@ -23,6 +23,7 @@ import functools
 
 import libcst as cst
 
+from fwport.core import written
 from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, scan
 from fwport.core.parse import parse_module
@@ -137,28 +138,32 @@ DEPS = {"NumpyLoader": ("ArrayDataset",), **vision.DEPS}  # NumpyLoader tests is
 
 
 class _Refs(cst.CSTVisitor):
-    def __init__(self):
+    """The helpers the output names and defines, by the names they are written under (``helper``: written name →
+    helper; fwport/core/written.py)."""
+
+    def __init__(self, helper: dict[str, str]):
+        self.helper = helper
         self.names: set[str] = set()
         self.defined: set[str] = set()
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in TEXTS:
-            self.names.add(node.value)
+        if node.value in self.helper:
+            self.names.add(self.helper[node.value])
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if node.name.value in TEXTS:
-            self.defined.add(node.name.value)
+        if node.name.value in self.helper:
+            self.defined.add(self.helper[node.name.value])
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node.name.value in TEXTS:
-            self.defined.add(node.name.value)
+        if node.name.value in self.helper:
+            self.defined.add(self.helper[node.name.value])
 
 
 def finish(module: cst.Module, ctx) -> cst.Module:
     """The helpers the output uses and does not define, after the imports at the top of the file."""
     if not ctx.analyses.get(HELPERS):
         return module
-    refs = _Refs()
+    refs = _Refs({written.name(ctx, n): n for n in TEXTS})  # (a helper the file's names leave free: its own)
     scan(module, refs)
     todo = {n for n in refs.names - refs.defined}
     todo |= {d for n in todo for d in DEPS.get(n, ()) if d not in refs.defined}
@@ -170,7 +175,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     spelled = {k: ctx.spell_text(v) if "{" + k + "}" in used else "" for k, v in prefixes}
     # numpy through a name the file does not bind (`np = 3` would be read by the helpers): clashes.py
     spelled["np"] = clashes.numpy_name(ctx) + "." if "{np}" in used else ""
-    new = list(_helper_statements("\n\n".join(TEXTS[n].strip("\n").format(**spelled) for n in order) + "\n"))
+    new = written.check(ctx, written.rename(_helper_statements("\n\n".join(TEXTS[n].strip("\n").format(**spelled) for n in order) + "\n"),
+                         written.renamed(ctx)))
     body = list(module.body)
     at = 0
     while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) and all(

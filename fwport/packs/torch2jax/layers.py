@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fwport.core import written
 from fwport.core.bind import bind_call
 from fwport.core.engine import build_call, code, expr, literal_value, statement
 from fwport.core.finding import Severity
@@ -656,9 +657,10 @@ _IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.ze
 
 
 def use(ctx, name: str) -> str:
-    """Ask for helper ``name`` in this file; returns the name to call."""
+    """Ask for helper ``name`` in this file; returns the name to call (its own, or another where the file binds
+    that name: fwport/core/written.py)."""
     ctx.analyses.setdefault(_KEY, set()).add(name)
-    return name
+    return written.name(ctx, name)
 
 
 class _Refs(cst.CSTVisitor):
@@ -686,10 +688,13 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     from fwport.core.imports import insert_after_imports
 
     names = set(wanted) | {d for n in wanted for d in DEPS.get(n, ())}
-    refs = _Refs(names)
+    as_written = {n: written.name(ctx, n) for n in names}  # (a helper the file's names leave free: its own)
+    refs = _Refs(set(as_written.values()))
     scan(module, refs)
-    todo = [n for n in HELPERS if n in refs.called and n not in refs.defined]
-    todo = list(dict.fromkeys([*todo, *(d for n in todo for d in DEPS.get(n, ()) if d not in refs.defined)]))
+    called = {n for n, w in as_written.items() if w in refs.called}
+    defined = {n for n, w in as_written.items() if w in refs.defined}
+    todo = [n for n in HELPERS if n in called and n not in defined]
+    todo = list(dict.fromkeys([*todo, *(d for n in todo for d in DEPS.get(n, ()) if d not in defined)]))
     if not todo:
         return module
     needed = {d for n in todo for d in DEPS.get(n, ())}  # written before the helpers using them

@@ -953,8 +953,10 @@ def data_helper(m, ctx):
     ``emit.options.warning`` a warning (what the helper does not do, and what happens then)."""
     from fwport.core.finding import Severity
 
-    name = m.rule.emit["target"]
-    ctx.analyses.setdefault(HELPERS, set()).add(name)
+    from fwport.core import written
+
+    ctx.analyses.setdefault(HELPERS, set()).add(m.rule.emit["target"])
+    name = written.name(ctx, m.rule.emit["target"])  # (another name where the file binds the helper's)
     opts = _options(m)
     if opts.get("note"):
         ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)

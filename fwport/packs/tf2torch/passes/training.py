@@ -46,6 +46,7 @@ from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, comment_error, map_call
 from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
+from fwport.core import written
 from fwport.core.imports import insert_after_imports
 from fwport.core.plan import Plans
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, scan
@@ -4150,7 +4151,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
                           "bound elsewhere, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
-    taken = set(plan.bound_at)
+    taken = set(plan.bound_at) | written.module_names(ctx)  # (an import too: `from conlleval import evaluate`)
 
     def free(name: str, owned: bool = False) -> str:
         """``name``, or ``<model>_name`` where the file binds it (or, ``owned``: another model's compile has it)."""

@@ -26,6 +26,7 @@ from collections import Counter
 
 import libcst as cst
 
+from fwport.core import written
 from fwport.core.engine import code, literal_value, statement
 from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
@@ -3276,7 +3277,8 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, se
         if f.startswith(("jnp.", "jax.")):
             return ctx.spell_text("jax.Array")
         if isinstance(value.func, cst.Name) and (value.func.value in ctx.analyses.get(PLANS, {})
-                                                 or value.func.value in layers.HELPERS):
+                                                 or value.func.value in layers.HELPERS
+                                                 or written.back(ctx).get(value.func.value) in layers.HELPERS):
             return value.func.value  # a translated module of this file, or a helper layer written into it
         if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(OUTSIDE + ".returns", {}):
             return ctx.analyses[OUTSIDE + ".returns"][value.func.value]  # a builder function's layer

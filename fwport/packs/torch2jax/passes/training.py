@@ -28,6 +28,7 @@ import re
 
 import libcst as cst
 
+from fwport.core import written
 from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code, expr
 from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
@@ -1178,7 +1179,7 @@ class _Pass(cst.CSTTransformer):
                         f"dict), {keys} into the pytrees given as their like, the other values unpickled; not a PyTorch "
                         "checkpoint", stmt)
         entries = ", ".join(f"{code(k)}: {tree}" for k, tree in like.values())
-        return a.with_changes(value=parsed_expression(f"load_checkpoint({code(a.value.args[0].value)}, {{{entries}}})"))
+        return a.with_changes(value=parsed_expression(f"{written.name(self.ctx, 'load_checkpoint')}({code(a.value.args[0].value)}, {{{entries}}})"))
 
     def write_checkpoint_edit(self, edit: tuple, updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
         """A statement planned by plan_checkpoint_saves or load_checkpoint, written."""
@@ -1203,7 +1204,7 @@ class _Pass(cst.CSTTransformer):
                         "the other values pickled, in one file that load_checkpoint reads back; not a PyTorch checkpoint",
                         updated)
         names = f"({', '.join(keys)},)" if len(keys) == 1 else f"({', '.join(keys)})"
-        call = cst.Call(cst.Name("save_checkpoint"), [
+        call = cst.Call(cst.Name(written.name(self.ctx, "save_checkpoint")), [
             cst.Arg(path, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
             cst.Arg(with_trees(obj) if edit[2] else obj, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
             cst.Arg(parsed_expression(names), keyword=cst.Name("trees"),
@@ -1229,7 +1230,7 @@ class _Pass(cst.CSTTransformer):
                         f"torch.load of numpy data ({name} is only read through torch.from_numpy) → load_pickled_arrays, "
                         "written into this file: it reads torch.save's archive without PyTorch and fails if the file "
                         "holds a tensor; better, convert the file once (np.save) and read it with np.load", stmt)
-        return a.with_changes(value=cst.Call(cst.Name("load_pickled_arrays"), [call.args[0].with_changes(
+        return a.with_changes(value=cst.Call(cst.Name(written.name(self.ctx, "load_pickled_arrays")), [call.args[0].with_changes(
             comma=cst.MaybeSentinel.DEFAULT)]))
 
     def load_model(self, stmt) -> cst.BaseSmallStatement | None:
