@@ -20,6 +20,7 @@ from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.packs.tf2torch.masks import HELPER_OF
 from fwport.core.engine import (LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call,
                                  translate_layer)
+from fwport.core.direction import fast
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.tf2torch.registry import call_transform, shape, value_transform
@@ -809,6 +810,14 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
         em.modules = [expr(f"{helpers.use(ctx, 'ReverseSteps')}()"), *em.modules]
         em.weight_module += 1
         return em
+    rec = m.extras.get("recurrent_dropout")
+    if rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0) and not _file_trains(ctx):
+        m.extras = {k: v for k, v in m.extras.items() if k != "recurrent_dropout"}
+        ctx.report(Severity.WARNING, "approximate", f"recurrent_dropout={code(rec)} dropped: Keras applies it only in "
+                   "training (one mask of the recurrent state per sequence, which torch's RNNs do not draw), and this "
+                   "file never trains a model (no fit, train_on_batch, train_step, GradientTape, nor a call with "
+                   "training=): the translation computes Keras's inference exactly; training it would differ (write "
+                   "the cell by hand to train it)", m.node, m.rule)
     node = m.extras.get("dropout")
     rec = m.extras.get("recurrent_dropout")
     if merge_mode is not None and node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
@@ -832,6 +841,19 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     em.modules = [drop, *em.modules]
     em.weight_module += 1
     return em
+
+
+#: what trains a model, or calls a layer in training, in a file's text (a training= other than a literal False
+#: too: Keras applies the layer's training-only behaviour where a call passes training=True on)
+_TRAINS = fast(r"\.\s*(?:fit|fit_generator|train_on_batch|minimize)\s*\(|\bGradientTape\b|\bapply_gradients\b|"
+               r"\bdef\s+train_step\b|\btraining\s*=(?!=|\s*False\b)|\blearning_phase\b")
+
+
+def _file_trains(ctx) -> bool:
+    """Whether the file may train a model or call its layers in training (:data:`_TRAINS` in its text; True
+    where the text is not known)."""
+    parsed = ctx.analyses.get("parsed")
+    return parsed is None or _TRAINS.search(parsed[1]) is not None
 
 
 _KERAS2_UNFUSED = ("dropout={}: Keras 2's layer draws one mask per step on its fused path and one per sequence on its "

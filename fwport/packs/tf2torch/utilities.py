@@ -179,6 +179,56 @@ class _DataframeFlows(cst.CSTVisitor):
                             "or move the files into class folders for flow_from_directory", node)
 
 
+_TORCH_DTYPES = ("float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64")
+
+
+class _PlaceholderInputs(cst.CSTVisitor):
+    """``keras.Input(shape=(10,), batch_size=4, dtype=...)`` left by the functional pass (no functional model of the
+    file starts there): a symbolic tensor of a fully known shape, given to a model or layer call (a test reading
+    the output's shape, a model built by a first call). An error that says which tensor to give instead."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_Call(self, node: cst.Call) -> None:
+        from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
+
+        q = self.ctx.imports.resolve(node.func)
+        if q is None or self.ctx.imports.names.canonical(q) not in ("keras.Input", "keras.layers.Input") \
+                or self.ctx.is_settled(node):
+            return
+        shape = literal_value(call_argument(node, "shape", 0), NOT_LITERAL)
+        given = call_argument(node, "batch_size", 1)
+        batch = literal_value(given, NOT_LITERAL) if given is not None else None
+        if batch is NOT_LITERAL and isinstance(given, cst.Name):
+            batch = given.value  # (a name: written as it is)
+        if not (isinstance(shape, tuple) and all(type(d) is int for d in shape) and type(batch) in (int, str)):
+            return
+        dtype = call_argument(node, "dtype")  # (keyword only: Keras 2 and 3 put it at different positions)
+        kind = None
+        if dtype is not None:
+            dq = self.ctx.imports.resolve(dtype) if not isinstance(dtype, cst.SimpleString) else None
+            kind = (dq.rsplit(".", 1)[-1] if dq else literal_value(dtype, None))
+        dims = ", ".join(map(str, (batch, *shape)))
+        torch_dtype = "" if kind in (None, "float32") else f", dtype=torch.{kind}" if kind in _TORCH_DTYPES else \
+            f", dtype=<torch's {kind}>"
+        self.ctx.report("error", "unsupported-construct",
+                        f"keras.Input(shape={shape}, batch_size={batch}) outside a functional model fwport translates: "
+                        "a symbolic tensor of a known shape, given here to a model or layer call (for its output's "
+                        "shape, or to build it); torch has no symbolic tensors, a module is called on real ones: give "
+                        f"torch.zeros(({dims}){torch_dtype}) and call the module under torch.no_grad() in eval() "
+                        "(Keras's symbolic call trains nothing: a call in train() would move BatchNorm statistics and "
+                        "draw dropout); the output's .shape is then Keras's", node)
+        self.ctx.settle(node)
+
+
+def run_placeholder_inputs(module: cst.Module, ctx) -> cst.Module:
+    """Planner (read-only): a ``keras.Input`` of a known batch and shape left outside a functional model is an error
+    saying which tensor to give instead (:class:`_PlaceholderInputs`)."""
+    scan(module, _PlaceholderInputs(ctx))
+    return module
+
+
 def run_dataframe_flows(module: cst.Module, ctx) -> cst.Module:
     """Planner (read-only): ``datagen.flow_from_dataframe(...)`` is an error saying what to write."""
     scan(module, _DataframeFlows(ctx))

@@ -48,6 +48,10 @@ PLANNERS: tuple[Planner, ...] = (
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
     Planner("subclass", Trigger(r"\b(?:Model|Layer|Module)\b|\badd_(?:weight|variable)\b", "Model", "Layer", "Module",
                                 "add_"), subclass.run),
+    # (read-only) keras.Input(shape=..., batch_size=...) of a known shape left by the passes above (no functional
+    # model starts there): an error naming the torch.zeros(...) to give instead (utilities.py)
+    Planner("placeholder_inputs", Trigger(r"\bbatch_size\s*=", "batch_size", also=r"\bInput\s*\("),
+            utilities.run_placeholder_inputs),
     # keras.utils.Sequence subclasses: what a torch Dataset does not do (on_epoch_end)
     Planner("sequences", Trigger(r"\b(?:Sequence|PyDataset)\b", "Sequence", "PyDataset"), data.run_sequences),
     # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py),

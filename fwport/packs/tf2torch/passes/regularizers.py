@@ -144,7 +144,8 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
             ctx.analyses.setdefault(CONSTRAINTS, {}).setdefault(cls, []).append((weight, value, conds, True))
         ctx.report(Severity.INFO, "idiom-replaced", f"{said} → {cls}.apply_constraints() projects the layer's "
                    "weights as Keras does (in Keras's kernel layout), after each optimizer.step() of the loop fwport "
-                   "writes (torch layers have no constraints); call it in a loop of your own", call)
+                   "writes and of the GradientTape steps it translates (torch layers have no constraints); call it "
+                   "in a loop of your own", call)
 
     record.refuse = lambda: constrained and _record_constraints("", None, cls)  # no plain module: an error
     return new_call, record

@@ -1631,6 +1631,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 ctx.report(Severity.INFO, "idiom-replaced", f"{said}: the fit fwport writes calls it after each "
                            "optimizer.step()", node)
                 continue
+            if ctx.options.get("_constrained_steps"):  # GradientTape steps (a train_step's) translated here
+                ctx.report(Severity.INFO, "idiom-replaced", f"{said}: the GradientTape steps fwport translates call "
+                           "the apply_constraints() of the models they update after each optimizer.step()", node)
+                continue
             # no loop written here: the reader's loop must call it; an error for a constraint the layer always
             # has (a literal name), a warning for a value given to the layer (None by default: nothing to do)
             ctx.report(Severity.ERROR if isinstance(lit, str) else Severity.WARNING, "unsupported-argument",

@@ -57,6 +57,9 @@ from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
 
 MARK = "__fwport_line__"
+# after a tape step's opt.step(): the models' apply_constraints() loop (as MARK's text), kept by finish where the
+# file's modules have constraints (recorded by the passes after this one), dropped elsewhere
+_CONSTRAINED_STEP = "__fwport_constrained_step__"
 TAPE = "tensorflow.GradientTape"
 CALLBACK = "keras.callbacks.Callback"
 SCHEDULE = "keras.optimizers.schedules.LearningRateSchedule"
@@ -3180,6 +3183,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     cst.Expr(parsed_expression(f"{self._scheduler_name(opt)}.step()"))]
         else:
             out.append(cst.Expr(step))
+        owners = list(dict.fromkeys(_OWNER.findall(params or "")))
+        if owners:  # the weights' constraints of the models it updates (finish: where the file's modules have some)
+            m = next(n for n in ("m", "module", "fwport_module") if n not in taken)
+            modules = f"{owners[0]}.modules()" if len(owners) == 1 else \
+                "[" + ", ".join(f"*{o}.modules()" for o in owners) + "]"
+            text = (f"for {m} in {modules}:  # the weights' constraints: Keras's optimizer applies them after each "
+                    f"update\n    if hasattr({m}, \"apply_constraints\"):\n        {m}.apply_constraints()\n")
+            out.append(cst.Expr(cst.Call(cst.Name(_CONSTRAINED_STEP), [cst.Arg(cst.SimpleString(repr(text)))])))
+            self.ctx.options["_constrained_steps"] = True
         if len(out) > 1:
             self.ctx.options["_split_lines"] = True
         return out
@@ -4931,6 +4943,30 @@ class _Split(cst.CSTTransformer):
         return updated_node.with_changes(body=self._split(updated_node.body))
 
 
+class _ConstrainedSteps(cst.CSTTransformer):
+    """The apply_constraints() loop after a tape step's ``opt.step()`` (:meth:`_Training._step`): a statement of its
+    own where the file's modules have Keras constraints (Keras's apply_gradients projects each updated variable
+    with its constraint), removed where they have none."""
+
+    def __init__(self, keep: bool):
+        super().__init__()
+        self.keep = keep
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        body = []
+        for small in updated_node.body:
+            if (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                    and isinstance(small.value.func, cst.Name) and small.value.func.value == _CONSTRAINED_STEP):
+                if self.keep:
+                    body.append(small.with_changes(value=small.value.with_changes(func=cst.Name(MARK))))
+                continue
+            body.append(small)
+        if len(body) == len(updated_node.body) and not self.keep:
+            return updated_node
+        body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(body=body)
+
+
 def _marked(small) -> bool:
     return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
             and isinstance(small.value.func, cst.Name) and small.value.func.value == MARK)
@@ -4986,6 +5022,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     frozen = ctx.options.pop(_FROZEN_NAMES, None)
     if frozen:
         module = _lazy_frozen(module, frozen)
+    if ctx.options.pop("_constrained_steps", False):
+        module = rewrite(module, _ConstrainedSteps(bool(ctx.analyses.get(regularizers.CONSTRAINTS))))
+        ctx.options["_split_lines"] = True
     if ctx.options.pop("_split_lines", False):
         module = rewrite(module, _Split())
     texts = []
