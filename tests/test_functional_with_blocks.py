@@ -46,6 +46,24 @@ with tf.device("/CPU:0"):
     print("built")
 '''
 
+TWO = '''
+import tensorflow as tf
+import keras
+from keras import layers
+
+with tf.device("/CPU:0"):
+    enc_in = keras.Input(shape=(4,))
+    z = layers.Dense(3)(enc_in)
+    encoder = keras.Model(enc_in, z)
+    dec_in = keras.Input(shape=(3,))
+    y = layers.Dense(4, activation="sigmoid")(dec_in)
+    decoder = keras.Model(dec_in, y)
+
+inputs = keras.Input(shape=(4,))
+outputs = decoder(encoder(inputs))
+ae = keras.Model(inputs, outputs)
+'''
+
 LEFT = '''
 import tensorflow as tf
 import keras
@@ -100,15 +118,24 @@ def test_a_model_left_as_written_stays_in_its_block_with_its_errors_at_their_lin
     assert {f.line for f in errors} == {8, 10}, errors  # (x = foo.Thing()(inputs), model = keras.Model(...))
 
 
-@pytest.mark.parametrize("src, shape", [(STRATEGY, "float32[3,4]"), (DEVICE, "float32[3,6]")],
-                         ids=["strategy-scope", "tf-device"])
-def test_the_model_in_the_block_computes_what_keras_computes(session, tmp_path, src, shape):
+def test_two_models_in_a_block_are_layers_of_a_model_below_it():
+    out, _ = _translate(TWO)
+    assert '\nwith torch.device("cpu"):\n    class Encoder(nn.Module):\n' in out, out
+    assert "\n    encoder = Encoder()\n\n\n    class Decoder(nn.Module):\n" in out, out
+    assert "\n    decoder = Decoder()\n\n\nclass Ae(nn.Module):\n" in out, out
+    assert out.rstrip().endswith("\nae = Ae()"), out
+
+
+@pytest.mark.parametrize("src, model, shape", [(STRATEGY, "model", "float32[3,4]"), (DEVICE, "model", "float32[3,6]"),
+                                               (TWO, "ae", "float32[3,4]")],
+                         ids=["strategy-scope", "tf-device", "two-in-a-block"])
+def test_the_model_in_the_block_computes_what_keras_computes(session, tmp_path, src, model, shape):
     pytest.importorskip("tensorflow")
     from fwport.verify import Options, verify
 
     src = textwrap.dedent(src).lstrip("\n")
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(_translate(src)[0])
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "model", inputs=[shape],
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
                           checks=("forward", "grad"), device="cpu"), session)
     assert cert["verdict"] == "pass", cert.get("problems")
