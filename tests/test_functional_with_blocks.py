@@ -139,3 +139,37 @@ def test_the_model_in_the_block_computes_what_keras_computes(session, tmp_path, 
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
                           checks=("forward", "grad"), device="cpu"), session)
     assert cert["verdict"] == "pass", cert.get("problems")
+
+
+LINES = '''
+import tensorflow as tf
+import keras
+from keras import layers
+import foo
+
+loss = tf.keras.losses.MeanSquaredError(
+    reduction="none"
+)
+
+with tf.device("/CPU:0"):
+    tf.config.set_visible_devices([], "GPU")
+    inputs = keras.Input(shape=(4,))
+    x = foo.Thing()(inputs)
+    outputs = layers.Dense(2)(x)
+    model = keras.Model(inputs, outputs)
+
+tf.config.set_visible_devices([], "GPU")
+'''
+
+
+def test_later_passes_findings_in_and_after_the_block_keep_their_source_lines():
+    """The rule pass's findings on the block's statements (at the top level in its input tree) and on the
+    statements below, where a statement above (three lines → one) moved the lines: Layout.source_lines pairs the
+    block's statements with the lines they had in the block."""
+    out, errors = _translate(LINES, errors=True)
+    lines = {(f.line, f.code) for f in errors}
+    assert lines == {(11, "no-rule"), (13, "unsupported-construct"), (15, "unsupported-construct"),
+                     (17, "no-rule")}, errors
+    block = out.split('with torch.device("cpu"):\n', 1)[1].split("\n\n", 1)[0].splitlines()
+    assert block[0].startswith("    # fwport: no-rule: tensorflow.config.set_visible_devices"), out
+    assert block[1] == '    tf.config.set_visible_devices([], "GPU")', out
