@@ -313,9 +313,36 @@ class Layout:
         a, b = self._parts(original), self._parts(tree)
         old, old_firsts, new, new_firsts = a.stmts, a.firsts, b.stmts, b.firsts
         where = {id(r.node): j for j, r in enumerate(old)}
+        # a block's statements a pass put at the top level (the functional pass's _flatten_withs: a model built in
+        # a module-level `with` block, its header left in place as `with ...: pass`, the block's statements after
+        # it, which later passes rebuild one for one): found by one of them that is still the very node of the
+        # block of a top-level statement of ``original``, each line of each of them is that statement's line from
+        # where its node stands in the block
+        kept = {id(r.node) for r in new}
+        nested: dict[int, tuple[int, int]] = {}
+        for j, r in enumerate(old):
+            body = getattr(r.node, "body", None)
+            if id(r.node) not in kept and isinstance(body, cst.IndentedBlock):
+                for m, child in enumerate(body.body):
+                    nested[id(child)] = (j, m)
+        inner: dict[int, int] = {}  # a new statement's index → the line of original its first line is
+        anchor_of: dict[int, int] = {i: where[id(r.node)] for i, r in enumerate(new) if id(r.node) in where}
+        for i, r in enumerate(new):
+            if id(r.node) not in nested or i in inner:
+                continue
+            j, m = nested[id(r.node)]
+            children = old[j].node.body.body
+            h = i - m - 1
+            if h < 0 or h + len(children) >= len(new) or type(new[h].node) is not type(old[j].node) \
+                    or any(k in anchor_of for k in range(h, h + len(children) + 1)):
+                continue
+            anchor_of[h] = j
+            for m, child in enumerate(children):
+                line = old_firsts[j] + old[j].position(id(child))[0] - 1
+                inner[h + 1 + m] = line - len(getattr(child, "leading_lines", ()))
+                anchor_of[h + 1 + m] = j
         pairs: list[int | None] = [None] * len(new)
-        anchors = [(-1, -1)] + [(i, where[id(r.node)]) for i, r in enumerate(new) if id(r.node) in where] \
-            + [(len(new), len(old))]
+        anchors = [(-1, -1)] + sorted(anchor_of.items()) + [(len(new), len(old))]
         for (pi, pj), (ni, nj) in zip(anchors, anchors[1:]):
             if ni < len(new):
                 pairs[ni] = nj
@@ -346,6 +373,8 @@ class Layout:
             i = bisect_right(new_firsts, line) - 1
             if i < 0:
                 return line
+            if i in inner:
+                return inner[i] + line - new_firsts[i]
             j = pairs[i]
             if j is None:  # a statement a pass added: the line of the statement before it
                 k = next((k for k in range(i - 1, -1, -1) if pairs[k] is not None), None)

@@ -436,7 +436,62 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         _memo = outer
 
 
+def _flatten_withs(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """A module-level ``with`` block that builds a functional model (``with strategy.scope():`` / ``with
+    tf.device(...):`` around the keras.Input and keras.Model calls, a notebook's cell) spliced into the module: its
+    header stays in place with a body of ``pass`` on its line (its items translated by their own rules: a strategy's scope
+    becomes contextlib.nullcontext()), its statements follow it at module level, where the pass follows them as any
+    module-level model's; :func:`finish` (:func:`_rewrap_withs`) puts what comes of them back into the block, so the
+    class and ``model = Model()`` are built inside it, as Keras built the model. Recorded by the header's place and
+    the number of statements (``ctx.analyses["functional_withs"]``). Only a block of plain statements (no def or
+    class, no nested ``with``)."""
+    withs: dict[int, tuple[int, cst.IndentedBlock]] = {}
+    flat: list = []
+    for stmt in module.body:
+        inner = stmt.body.body if isinstance(stmt, cst.With) and isinstance(stmt.body, cst.IndentedBlock) else None
+        if inner and not any(isinstance(s, (cst.FunctionDef, cst.ClassDef, cst.With)) for s in inner) \
+                and _model_calls(list(inner), ctx) \
+                and any(ctx.imports.resolve(c.func) == INPUT for s in inner for c in _calls(s)):
+            withs[len(flat)] = (len(inner), stmt.body)
+            # (`with ...: pass` on the header's line: the statements below keep their lines, which the findings'
+            # comments are placed by)
+            flat.append(stmt.with_changes(body=cst.SimpleStatementSuite([cst.Pass()])))
+            flat.extend(inner)
+        else:
+            flat.append(stmt)
+    ctx.analyses["functional_withs"] = withs
+    return module.with_changes(body=flat) if withs else module
+
+
+def _rewrap_withs(out: list, origin: list[int], ctx: FileContext) -> list:
+    """``out`` (statements, each from the place ``origin`` gives in the flattened module) with the statements that
+    came from a ``with`` block's statements (:func:`_flatten_withs`) back in its body (``pass`` where none is left)."""
+    withs = ctx.analyses.get("functional_withs") or {}
+    if not withs:
+        return out
+    result = []
+    k = 0
+    while k < len(out):
+        head = origin[k]
+        if head in withs and isinstance(out[k], cst.With) and not any(origin[j] == head for j in range(k + 1, len(out))):
+            n, block = withs[head]
+            j = k + 1
+            while j < len(out) and head < origin[j] <= head + n:
+                j += 1
+            inner = [s.with_changes(leading_lines=[ln if ln.comment is not None else cst.EmptyLine(indent=False)
+                                                   for ln in s.leading_lines]) for s in out[k + 1:j]]
+            inner = inner or [cst.SimpleStatementLine([cst.Pass()])]
+            inner[0] = inner[0].with_changes(leading_lines=_strip_blank(inner[0].leading_lines))
+            result.append(out[k].with_changes(body=block.with_changes(body=inner)))
+            k = j
+            continue
+        result.append(out[k])
+        k += 1
+    return result
+
+
 def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    module = _flatten_withs(module, ctx)
     body = list(module.body)
     regularizers.note_functions(module, ctx)  # (a regularizer a function of the file returns)
     changed = False
@@ -6098,6 +6153,9 @@ def _layer_order(outputs: list[_Node], inputs: list[_Op]) -> list[_Op]:
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     plans = ctx.analyses.get("functional")
     if not plans:
+        if ctx.analyses.get("functional_withs"):  # (a model refused in a with block: its statements back in it)
+            body = list(module.body)
+            return module.with_changes(body=_rewrap_withs(body, list(range(len(body))), ctx))
         return module
     for plan in plans:  # layers of this file's classes: their records, below the model's path
         for cls, source, attr in plan.user_layers:
@@ -6137,14 +6195,17 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             builders[i] = classes if stmt.name.value in replaced else [*classes, stmt.with_changes(
                 leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
     tops = [p for p in plans if not p.path]
+    origin: list[int] = []
     if tops:
-        body = _build_module(tops, body, ctx, builders)
+        body = _build_module(tops, body, ctx, builders, origin)
     else:
         out = []
         for i, s in enumerate(body):
-            out += builders.get(i, [s])
+            got = builders.get(i, [s])
+            out += got
+            origin += [i] * len(got)
         body = out
-    return module.with_changes(body=body)
+    return module.with_changes(body=_rewrap_withs(body, origin, ctx))
 
 
 def _clean(stmt):
@@ -6266,7 +6327,9 @@ def _model_statement(stmt, plan: _Plan, new_call: str):
     return new.with_changes(leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace)
 
 
-def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: dict[int, list]) -> list:
+def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: dict[int, list],
+                  origin: list[int]) -> list:
+    """(``origin`` gets the place in ``body`` each statement returned comes from.)"""
     classes = {}
     for plan in plans:
         init, forward = _parts(plan, body)
@@ -6274,6 +6337,7 @@ def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: di
     out = []
     placed: set[int] = set()
     for i, stmt in enumerate(body):
+        origin += [i - 1] * (len(out) - len(origin))  # (what the statement before gave)
         plan = next((p for p in plans if p.roles.get(i, "keep") != "keep"), None)
         role = plan.roles[i] if plan is not None else "keep"
         if role in ("input", "layer", "forward", "unrolled"):
@@ -6294,6 +6358,7 @@ def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: di
             out.append(plan.adapts[i])
             continue
         out += builders.get(i, [_clean(stmt)])
+    origin += [len(body) - 1] * (len(out) - len(origin))
     return out
 
 
