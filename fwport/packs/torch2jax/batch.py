@@ -1200,20 +1200,29 @@ class Forward(cst.CSTTransformer):
                    "(x.reshape(...), jnp.tile, jnp.split at indices, ...)", "unsupported-construct")
         return True
 
+    def _mapped_args(self, original: cst.Call, updated: cst.Call) -> list[bool] | None:
+        """For a per-example module called from a batched module (``batch_module``, ``batch_loop``): which positional
+        arguments the examples share (a number or a literal: ``in_axes=None``), the rest mapped over the batch axis;
+        None, with an error, where the call cannot be mapped (a keyword, a star, no argument, no tensor argument)."""
+        if any(a.star or a.keyword is not None for a in updated.args) or not updated.args:
+            self.error(original, f"{code(original)}: a per-example module called from a batched module is mapped over "
+                       "the batch axis of its positional arguments; write them so (no keyword, no star)",
+                       "unsupported-construct")
+            return None
+        shared = [_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL for a in updated.args]
+        if all(shared):
+            self.error(original, f"{code(original)}: a per-example module called from a batched module with no "
+                       "tensor argument to map over the batch axis", "unsupported-construct")
+            return None
+        return shared
+
     def batch_module(self, original: cst.Call, updated: cst.Call, keyed: bool) -> cst.BaseExpression:
         """In a batched module, ``self.block(x, n)`` of a per-example module of the file → ``jax.vmap(self.block)(x)``
         over the batch axis, or ``jax.vmap(lambda _w0, _w1: self.block(_w0, _w1, key=...), in_axes=(0, None),
         axis_name="batch")(x, n)``: a number or a literal shared by the examples, and where the module takes a key one
         per example, ``jax.random.fold_in(key, jax.lax.axis_index("batch"))`` (each its own dropout, as PyTorch's)."""
-        if any(a.star or a.keyword is not None for a in updated.args) or not updated.args:
-            self.error(original, f"{code(original)}: a per-example module called from a batched module is mapped over "
-                       "the batch axis of its positional arguments; write them so (no keyword, no star)",
-                       "unsupported-construct")
-            return updated
-        shared = [_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL for a in updated.args]
-        if all(shared):
-            self.error(original, f"{code(original)}: a per-example module called from a batched module with no "
-                       "tensor argument to map over the batch axis", "unsupported-construct")
+        shared = self._mapped_args(original, updated)
+        if shared is None:
             return updated
         vmap = self.ctx.spell("jax.vmap")
         if not keyed and not any(shared):
@@ -1244,15 +1253,8 @@ class Forward(cst.CSTTransformer):
             site = updated.with_changes(args=[*_commas(updated.args), key_arg])
             self.key_sites.append(site)
             return site
-        if any(a.star or a.keyword is not None for a in updated.args) or not updated.args:
-            self.error(original, f"{code(original)}: a per-example module called from a batched module is mapped over "
-                       "the batch axis of its positional arguments; write them so (no keyword, no star)",
-                       "unsupported-construct")
-            return updated
-        shared = [_scalar(a.value) or literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL for a in updated.args]
-        if all(shared):
-            self.error(original, f"{code(original)}: a per-example module called from a batched module with no "
-                       "tensor argument to map over the batch axis", "unsupported-construct")
+        shared = self._mapped_args(original, updated)
+        if shared is None:
             return updated
         vmap = self.ctx.spell("jax.vmap")
         if not keyed and not any(shared):
