@@ -135,6 +135,26 @@ def saved_arrays(driver: str, side: str, program: Path, out: Path, *args) -> lis
         return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
 
 
+def both_sides(tmp_path, src: str, body: str) -> tuple[list, list]:
+    """The arrays ``body`` (SIDE_HEAD's driver: ``side``, ``ns``, ``conv`` an array of the side) saves on the
+    original and on its translation (which has no error)."""
+    src = textwrap.dedent(src).lstrip("\n")
+    r = t2j(src, "f.py")
+    assert not error_findings(r), r.findings
+    (tmp_path / "orig.py").write_text(src)
+    (tmp_path / "jax.py").write_text(r.output)
+    driver = SIDE_HEAD + textwrap.dedent("""
+    if side == "torch":
+        import torch
+        conv = torch.from_numpy
+    else:
+        import jax.numpy as jnp
+        conv = jnp.asarray
+    """) + textwrap.dedent(body)
+    return [saved_arrays(driver, side, tmp_path / p, tmp_path / f"{side}.npz")
+            for side, p in (("torch", "orig.py"), ("jax", "jax.py"))]
+
+
 def verify_torch2jax(original: Path, translated: Path, model: str, inputs: list[str], **options) -> dict:
     """The certificate of ``fwport verify`` of ``translated`` against ``original`` (torch2jax on the CPU, forward and
     gradients in float64 unless ``options`` say otherwise; ``options`` are verify's Options)."""

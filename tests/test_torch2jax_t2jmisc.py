@@ -11,7 +11,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from helpers import per_example
-from runners import SIDE_HEAD, saved_arrays, verify_model
+from runners import both_sides, verify_model
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -23,26 +23,6 @@ def t2j(src: str):
 
 def errors(r):
     return [f for f in r.findings if f.severity is Severity.ERROR]
-
-
-def both_sides(tmp_path, src: str, body: str) -> tuple[list, list]:
-    """The arrays ``body`` (SIDE_HEAD's driver: ``side``, ``ns``, ``conv`` an array of the side) saves on the
-    original and on its translation (which has no error)."""
-    src = textwrap.dedent(src).lstrip("\n")
-    r = translate_source(src, "f.py", "torch2jax")
-    assert not errors(r), r.findings
-    (tmp_path / "orig.py").write_text(src)
-    (tmp_path / "jax.py").write_text(r.output)
-    driver = SIDE_HEAD + textwrap.dedent("""
-    if side == "torch":
-        import torch
-        conv = torch.from_numpy
-    else:
-        import jax.numpy as jnp
-        conv = jnp.asarray
-    """) + textwrap.dedent(body)
-    return [saved_arrays(driver, side, tmp_path / p, tmp_path / f"{side}.npz")
-            for side, p in (("torch", "orig.py"), ("jax", "jax.py"))]
 
 
 UNBIND = '''
