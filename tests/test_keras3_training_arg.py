@@ -160,7 +160,10 @@ def test_keras_3_fit_runs_the_layers_as_in_inference_where_tf_keras_and_the_tran
                         "        return self.out(self.drop(self.norm(x, training=training), training=training))")
     assert fixed != SRC and _warnings(fixed) == []
     keras3_fixed = run_side(tmp_path / "keras3_fixed", "keras", fixed, DRIVER, "keras")
-    assert keras3_fixed["loss"] < 0.5 * keras3_fixed["inference"], keras3_fixed
+    # (as above, only "not the inference loss": how far depends on the unseeded Dense weights; a ratio of 0.5 failed
+    # once in CI at 0.71, and over 20000 simulated draws of the weights and the dropout mask the relative difference
+    # was never under 0.10)
+    assert abs(keras3_fixed["loss"] - keras3_fixed["inference"]) > 0.05 * keras3_fixed["inference"], keras3_fixed
     assert 0.01 < keras3_fixed["mean"] < 0.05, keras3_fixed
 
 
