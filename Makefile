@@ -38,9 +38,10 @@ demo: install
 
 # The suite runs on every core (pytest-xdist), each test file whole on one worker (--dist loadfile), so a
 # file's module fixtures (a translation its tests share) are built once. `make test JOBS=0`: one process.
+# --durations: the slowest tests close every run's log (the CI budget is 90 minutes; watch them there).
 JOBS ?= auto
 test: install
-	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile --durations=30 $(PYTEST_ARGS)
 
 bench: install
 	$(PY) bench/bench_translate.py
