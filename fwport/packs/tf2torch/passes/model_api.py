@@ -704,6 +704,9 @@ class _ModelApiPass(cst.CSTTransformer):
         self.saved: dict[int, cst.BaseExpression] = {}  # id(Expr) → its save / load translated (SAVING)
         self.functions: list[cst.FunctionDef] = []  # the functions around the node visited
         self._indexed: set[int] = set()  # id(seq.layers) of a seq.layers[k] visit_Subscript planned
+        # id(model.layers) iterated by a loop that only sets each layer's trainable flag (visit_For)
+        self._freezing: set[int] = set()
+        self._sliced: set[int] = set()  # (of those, the ones sliced: model.layers[:-1])
         self._called: set[int] = set()  # id(x[k]) of a call x[k](...)
         self.module: cst.Module | None = None
         self._left_calls: set[int] | None = None  # functional.left_model_calls, asked once a receiver may be one
@@ -878,7 +881,9 @@ class _ModelApiPass(cst.CSTTransformer):
             self._left_error(node, f"{code(node.value)}.{attr} is a Keras model attribute")
             return
         if attr == "layers" and self._sequential_name(node.value) is not None:
-            self._plan_layers(node, node.value.value)  # type: ignore[attr-defined]
+            self._plan_layers(node, node.value.value, freezing=id(node) in self._freezing)  # type: ignore[attr-defined]
+            return
+        if attr == "layers" and id(node) in self._freezing and self._plan_frozen(node):
             return
         plan_attribute(self.ctx, node, by="model_api", descend=False)
 
@@ -898,7 +903,67 @@ class _ModelApiPass(cst.CSTTransformer):
             return None
         return name
 
-    def _plan_layers(self, node: cst.Attribute, name: str) -> None:
+    def visit_For(self, node: cst.For) -> None:
+        """``for layer in model.layers: layer.trainable = flag`` (or ``model.layers[a:b]``), a loop whose body only
+        sets the loop variable's trainable flag (the training pass makes each ``layer.requires_grad_(flag)``): the
+        layers are only frozen or unfrozen, never called, so a Sequential made channels-first lists its modules too
+        (_plan_layers), and another translated model's whole list is its child modules (_plan_frozen)."""
+        it = node.iter
+        if isinstance(it, cst.Subscript) and len(it.slice) == 1 and isinstance(it.slice[0].slice, cst.Slice):
+            it = it.value
+        if not (isinstance(it, cst.Attribute) and it.attr.value == "layers" and isinstance(it.value, cst.Name)
+                and isinstance(node.target, cst.Name) and node.orelse is None and node.asynchronous is None
+                and isinstance(node.body, cst.IndentedBlock) and node.body.body):
+            return
+        var = node.target.value
+        for stmt in node.body.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target, flag = small.targets[0].target, small.value
+                ok = isinstance(target, cst.Attribute) and target.attr.value == "trainable"
+            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and len(small.value.args) == 1:
+                # (the training pass, before this one, made it layer.requires_grad_(flag))
+                target, flag = small.value.func, small.value.args[0].value
+                ok = (isinstance(target, cst.Attribute) and target.attr.value == "requires_grad_"
+                      and small.value.args[0].keyword is None and not small.value.args[0].star)
+            else:
+                return
+            if not (ok and isinstance(target.value, cst.Name) and target.value.value == var
+                    and not any(n.value == var for n in find_all(flag, cst.Name))):
+                return
+        self._freezing.add(id(it))
+        if it is not node.iter:
+            self._sliced.add(id(it))  # (sliced: _plan_frozen keeps the error)
+
+    def _plan_frozen(self, node: cst.Attribute) -> bool:
+        """``model.layers`` of a freezing loop (visit_For) over a whole translated model other than a Sequential
+        known by its name (a functional model, a subclass, a builder's model) → ``model.children()``: Keras's
+        layers hold every weight of the model but those a subclass makes itself with add_weight, as the child
+        modules hold every parameter but those the module holds itself, so each flag lands on the same weights.
+        Not for a slice (the order of Keras's list against the children's is not checked), a model left Keras,
+        a parameter some call gives a Keras model, or a model the file sets ``.trainable`` on other than True
+        (Keras's trainable_weights of a model set trainable=False stay empty whatever its layers' flags)."""
+        receiver = node.value
+        if (id(node) in self._sliced or not isinstance(receiver, cst.Name) or self._left(receiver)
+                or self._refused_param(receiver) is not None or self.module is None):
+            return False
+        name = receiver.value
+        if re.search(rf"(?<![\w.]){re.escape(name)}\s*\.\s*(?:trainable\s*=(?!=)\s*(?!True\b)"
+                     r"|requires_grad_\s*\((?!\s*True\s*\)))",  # (the training pass's, run before this one)
+                     _text(self.module, self.ctx)):
+            return False
+        ctx = self.ctx
+        out = f"{name}.children()"
+        ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers → {out} (in a loop that only sets each layer's "
+                   "trainable flag): the modules the layers became, which hold the same weights; not Keras's list, "
+                   "so neither indexed nor called", node)
+
+        def apply(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
+            return cst.parse_expression(out)
+        ctx.plans.add(node, apply, descend=False, by="model_api")
+        return True
+
+    def _plan_layers(self, node: cst.Attribute, name: str, freezing: bool = False) -> None:
         """``seq.layers`` of a module-level Sequential (_sequential_name) → ``list(seq)`` where each of Keras's
         layers became one entry of the nn.Sequential (the sequential pass's SPANS, read when the edit is applied),
         else the list of each layer's entry or slice of entries (``[seq[0:2], seq[2]]``: a Dense and its activation;
@@ -909,7 +974,7 @@ class _ModelApiPass(cst.CSTTransformer):
 
         def apply(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
             spans, nchw = ctx.analyses.get(SPANS, {}).get(name) or (None, False)
-            if nchw:
+            if nchw and not freezing:  # (a loop that only sets each layer's trainable flag calls none of them)
                 ctx.report(Severity.ERROR, "unsupported-construct", _NCHW_LAYERS.format(f"{name}.layers", name), orig)
                 return orig
             if spans is None:
