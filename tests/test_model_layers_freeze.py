@@ -1,8 +1,8 @@
 """Freezing loops over ``model.layers`` (issue 8/9): ``for layer in model.layers: layer.trainable = flag`` on a
 translated functional model, a subclass, a builder's model handed to a function → ``model.children()`` (the modules
 the layers became hold the same weights); on a Sequential made channels-first the loop lists its modules too (no
-layer is called, so the layout does not matter). A sliced list of a model other than a Sequential, and a model set
-``.trainable = False`` itself, keep the error.
+layer is called, so the layout does not matter). A sliced list of a model other than a Sequential, a model set
+``.trainable = False`` itself, and a parameter some call gives a model left Keras keep the error.
 
 Numbers: a functional model frozen through the loop, its last Dense unfrozen by ``model.layers[3]``, trained two
 epochs by Keras and by its translation from the same weights on fixed data (subprocesses): histories, evaluate,
@@ -130,6 +130,9 @@ def test_the_loops_iterate_the_modules():
 def test_a_slice_or_a_model_frozen_itself_keeps_the_error():
     for src in (SOURCE.replace("for layer in net.layers:", "for layer in net.layers[:1]:"),
                 SOURCE.replace("net(keras.ops.zeros((1, 3)))", "net(keras.ops.zeros((1, 3)))\nnet.trainable = False"),
+                SOURCE.replace("again = freeze(build(), True)", "hin = keras.Input(shape=(3,))\n"
+                               "again = freeze(keras.Model(hin, hub.KerasLayer('h')(hin)), True)")
+                .replace("from tensorflow import keras", "import tensorflow_hub as hub\nfrom tensorflow import keras"),
                 SOURCE.replace("    layer.trainable = False\nmodel.layers[3]",
                                "    layer.trainable = False\n    print(layer.name)\nmodel.layers[3]")):
         r = tx(src)

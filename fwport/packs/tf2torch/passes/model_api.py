@@ -213,6 +213,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         v = _MethodCalls()
         scan(stmt, v)
         if v.found:
+            p.top_index = i  # (_reaching_sequential: the statements above it)
             body[i] = rewrite(stmt, p)
             changed = True
     return module.with_changes(body=body) if changed else module
@@ -948,6 +949,13 @@ class _ModelApiPass(cst.CSTTransformer):
                 or self._refused_param(receiver) is not None or self.module is None):
             return False
         name = receiver.value
+        if len(self.chain) == 1 and self._left_argument(receiver):
+            return False  # (a module-level name one binding of which is a model left Keras)
+        if self.functions and name in self.chain[-1].params:
+            # a parameter: what every call the analysis followed gives it is a model fwport translates
+            args = self.models.param_args.get((id(self.functions[-1]), name))
+            if not args or any(self._left_argument(a) for a in args):
+                return False
         if re.search(rf"(?<![\w.]){re.escape(name)}\s*\.\s*(?:trainable\s*=(?!=)\s*(?!True\b)"
                      r"|requires_grad_\s*\((?!\s*True\s*\)))",  # (the training pass's, run before this one)
                      _text(self.module, self.ctx)):
@@ -962,6 +970,14 @@ class _ModelApiPass(cst.CSTTransformer):
             return cst.parse_expression(out)
         ctx.plans.add(node, apply, descend=False, by="model_api")
         return True
+
+    def _left_argument(self, value: cst.BaseExpression) -> bool:
+        """A call's argument is (or may be) a model left Keras: a builder's or keras.Model(...) call left, or a
+        module-level name one binding of which is one."""
+        if isinstance(value, cst.Name):
+            values = self.chain[0].assigned.get(value.value) or []
+            return any(v is None or self._left_value(v) for v in values)
+        return self._left_value(value)
 
     def _plan_layers(self, node: cst.Attribute, name: str, freezing: bool = False) -> None:
         """``seq.layers`` of a module-level Sequential (_sequential_name) → ``list(seq)`` where each of Keras's
@@ -1106,7 +1122,8 @@ class _ModelApiPass(cst.CSTTransformer):
         if not values or not (
                 all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.models.classes
                     for v in values)
-                or len(shape.elements) == 2 and all(sequential(v) for v in values) and not self._left(value.func.value)):
+                or len(shape.elements) == 2 and not self._left(value.func.value) and (
+                    all(sequential(v) for v in values) or self._reaching_sequential(name, sequential))):
             return None
         helper = helpers.use(self.ctx, "build_on_zeros")
         out = f"{helper}({name}, {code(shape)})"
@@ -1116,6 +1133,24 @@ class _ModelApiPass(cst.CSTTransformer):
                         "build of a subclass without its own build() makes them at the first call: the values are "
                         "the same); create the optimizer after it", value)
         return cst.parse_expression(out)
+
+    def _reaching_sequential(self, name: str, sequential) -> bool:
+        """The build is a top-level statement, and the binding of ``name`` that reaches it is ``name =
+        keras.Sequential(...)`` (``sequential``), the nearest top-level statement above binding the name, no statement
+        between binding it (a notebook rebinding ``model`` cell after cell), and no function of the file declaring it
+        global (a call between could rebind it)."""
+        i = getattr(self, "top_index", None)
+        if len(self.chain) != 1 or self.module is None or i is None or re.search(
+                rf"\bglobal\b[^\n]*\b{re.escape(name)}\b", _text(self.module, self.ctx)):
+            return False
+        for stmt in reversed(self.module.body[:i]):
+            if not _binds(stmt, name):
+                continue
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            return (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == name
+                    and sequential(small.value) and not self._left_value(small.value))
+        return False
 
     #: what a compile gives a Keras model that a file may use after it: trained or evaluated by Keras's loops,
     #: its optimizer, loss or metrics read
@@ -1457,6 +1492,84 @@ _COUNTED = _NORMS | {
     "GlobalMaxPooling2D", "GlobalMaxPooling3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalMaxPool1D",
     "GlobalMaxPool2D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Cropping1D", "Cropping2D", "Cropping3D",
     "UpSampling1D", "UpSampling2D", "UpSampling3D", "Rescaling", "Identity"}
+
+
+class _Binding(cst.CSTVisitor):
+    """Whether a statement binds ``name`` (_binds)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def hit(self, target) -> None:
+        if target is None:
+            return
+        if isinstance(target, cst.Name):
+            self.found |= target.value == self.name
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self.hit(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self.hit(target.value)
+        elif isinstance(target, cst.AsName):
+            self.hit(target.name)
+
+    def visit_Assign(self, node) -> None:
+        for t in node.targets:
+            self.hit(t.target)
+
+    def visit_AugAssign(self, node) -> None:
+        self.hit(node.target)
+
+    def visit_AnnAssign(self, node) -> None:
+        self.hit(node.target)
+
+    def visit_NamedExpr(self, node) -> None:
+        self.hit(node.target)
+
+    def visit_For(self, node) -> None:
+        self.hit(node.target)
+
+    def visit_CompFor(self, node) -> None:
+        self.hit(node.target)  # (its own scope in Python 3; counted all the same)
+
+    def visit_WithItem(self, node) -> None:
+        self.hit(node.asname)
+
+    def visit_ExceptHandler(self, node) -> None:
+        self.hit(node.name)
+
+    def visit_Del(self, node) -> None:
+        self.hit(node.target)
+
+    def visit_Import(self, node) -> None:
+        for a in node.names:  # (import a.b binds a)
+            self.found |= (a.asname.name.value if a.asname else (dotted(a.name) or [""])[0]) == self.name
+
+    def visit_ImportFrom(self, node) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            self.found = True
+            return
+        for a in node.names:
+            self.found |= (a.asname.name.value if a.asname else (dotted(a.name) or [""])[-1]) == self.name
+
+    def visit_FunctionDef(self, node) -> bool:
+        self.found |= node.name.value == self.name
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        self.found |= node.name.value == self.name
+        return False
+
+
+def _binds(stmt: cst.CSTNode, name: str) -> bool:
+    """Whether a top-level statement may bind ``name`` at module level: an assignment (a tuple's element, a walrus
+    too), a for / with target, an import, a del, a def or class of that name, anywhere in it but in the bodies of
+    the functions and classes it defines (their own scopes)."""
+    v = _Binding(name)
+    stmt.visit(v)
+    return v.found
 
 
 def _gets_weights(node, model: str) -> bool:
