@@ -274,7 +274,160 @@ def rgb_to_grayscale(images):
     return convert_image_dtype(gray, images.dtype)
 '''
 
+_ADJUST_BRIGHTNESS = '''
+
+def adjust_brightness(image, delta):
+    """TensorFlow's image.adjust_brightness: delta added to every value, in float32 for an integer image
+    (scaled to [0, 1] by convert_image_dtype, and converted back saturating); a float image is not clipped."""
+    flt = image if image.dtype in ({torch}float16, {torch}float32) else convert_image_dtype(image, {torch}float32)
+    return convert_image_dtype(flt + {torch}as_tensor(delta, dtype=flt.dtype), image.dtype, saturate=True)
+'''
+
+_ADJUST_CONTRAST = '''
+
+def adjust_contrast(images, contrast_factor):
+    """TensorFlow's image.adjust_contrast on channels-last images (..., H, W, C): each channel's mean over the
+    height and width of its image, (x - mean) * contrast_factor + mean; in float32 for integer images (scaled
+    to [0, 1] by convert_image_dtype, and converted back saturating)."""
+    flt = images if images.dtype in ({torch}float16, {torch}float32) else convert_image_dtype(images, {torch}float32)
+    mean = flt.float().mean(dim=(-3, -2), keepdim=True)
+    adjusted = ((flt.float() - mean) * {torch}as_tensor(contrast_factor, dtype={torch}float32) + mean).to(flt.dtype)
+    return convert_image_dtype(adjusted, images.dtype, saturate=True)
+'''
+
+_ADJUST_SATURATION = '''
+
+def adjust_saturation(image, saturation_factor):
+    """TensorFlow's image.adjust_saturation on RGB channels-last images (..., 3): to hue / saturation / value as
+    TensorFlow's kernel computes them, the saturation times saturation_factor clipped to [0, 1], and back; in
+    float32 (an integer image scaled to [0, 1] by convert_image_dtype, and converted back)."""
+    flt = image if image.dtype == {torch}float32 else convert_image_dtype(image, {torch}float32)
+    r, g, b = flt.unbind(-1)
+    v = flt.amax(dim=-1)
+    spread = v - flt.amin(dim=-1)
+    s = {torch}where(v > 0, spread / {torch}where(v > 0, v, 1.0), 0.0)
+    norm = 1.0 / (6.0 * {torch}where(spread > 0, spread, 1.0))
+    h = {torch}where(r == v, norm * (g - b), {torch}where(g == v, norm * (b - r) + 2.0 / 6.0, norm * (r - g) + 4.0 / 6.0))
+    h = {torch}where(spread > 0, h, 0.0)
+    h = {torch}where(h < 0, h + 1, h)
+    s = (s * {torch}as_tensor(saturation_factor, dtype={torch}float32)).clamp(0.0, 1.0)
+    c = s * v
+    m = v - c
+    dh = h * 6
+    fmodu = {torch}remainder(dh, 2.0)
+    fmodu = {torch}where(fmodu <= 0, fmodu + 2.0, fmodu)
+    x = c * (1 - (fmodu - 1).abs())
+    zero = {torch}zeros_like(c)
+    choices = {torch}stack([{torch}stack(t, dim=-1) for t in ((c, x, zero), (x, c, zero), (zero, c, x), (zero, x, c),
+                                                       (x, zero, c), (c, zero, x), (zero, zero, zero))], dim=-2)
+    sector = dh.long().clamp(0, 6)[..., None, None].expand(*dh.shape, 1, 3)
+    rgb = choices.gather(-2, sector).squeeze(-2) + m[..., None]
+    return convert_image_dtype(rgb, image.dtype)
+'''
+
+_ADJUST_HUE = '''
+
+def adjust_hue(image, delta):
+    """TensorFlow's image.adjust_hue on RGB channels-last images (..., 3): the hue (in sixths of the circle, as
+    TensorFlow's kernel keeps it) turned by delta (in [-1, 1]) and wrapped, the smallest and largest channel
+    kept; in float32 (an integer image scaled to [0, 1] by convert_image_dtype, and converted back)."""
+    delta = {torch}as_tensor(delta, dtype={torch}float32)
+    if not -1 <= float(delta) <= 1:
+        raise ValueError("delta must be in the interval [-1, 1]")
+    flt = image if image.dtype == {torch}float32 else convert_image_dtype(image, {torch}float32)
+    r, g, b = flt.unbind(-1)
+    v_max, v_min = flt.amax(dim=-1), flt.amin(dim=-1)
+    spread = v_max - v_min
+    norm = 1.0 / {torch}where(spread > 0, spread, 1.0)
+    h = {torch}where(r == v_max, norm * (g - b), {torch}where(g == v_max, norm * (b - r) + 2.0, norm * (r - g) + 4.0))
+    h = {torch}where(spread > 0, {torch}where(h < 0, h + 6.0, h), 0.0)
+    h = h + delta * 6.0
+    h = {torch}where(h < 0, h + 6.0, h)
+    h = {torch}where(h >= 6.0, h - 6.0, h)
+    sector = h.long().clamp(0, 5)
+    ratio = h - sector
+    ratio = {torch}where(sector % 2 == 1, 1 - ratio, ratio)
+    v_mid = v_min + ratio * spread
+    choices = {torch}stack([{torch}stack(t, dim=-1) for t in ((v_max, v_mid, v_min), (v_mid, v_max, v_min),
+                                                       (v_min, v_max, v_mid), (v_min, v_mid, v_max),
+                                                       (v_mid, v_min, v_max), (v_max, v_min, v_mid))], dim=-2)
+    rgb = choices.gather(-2, sector[..., None, None].expand(*sector.shape, 1, 3)).squeeze(-2)
+    return convert_image_dtype(rgb, image.dtype)
+'''
+
+_RANDOM_BRIGHTNESS = '''
+
+def random_brightness(image, max_delta, generator=None):
+    """TensorFlow's image.random_brightness: adjust_brightness by one delta drawn uniformly from
+    [-max_delta, max_delta) for the whole image or batch. The draw is torch's (generator=, else torch's global
+    one), not TensorFlow's stream."""
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    delta = {torch}empty(()).uniform_(-max_delta, max_delta, generator=generator)
+    return adjust_brightness(image, delta)
+'''
+
+_RANDOM_CONTRAST = '''
+
+def random_contrast(image, lower, upper, generator=None):
+    """TensorFlow's image.random_contrast: adjust_contrast by one factor drawn uniformly from [lower, upper) for
+    the whole image or batch. The draw is torch's (generator=, else torch's global one), not TensorFlow's stream."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    factor = {torch}empty(()).uniform_(lower, upper, generator=generator)
+    return adjust_contrast(image, factor)
+'''
+
+_RANDOM_SATURATION = '''
+
+def random_saturation(image, lower, upper, generator=None):
+    """TensorFlow's image.random_saturation: adjust_saturation by one factor drawn uniformly from [lower, upper)
+    for the whole image or batch. The draw is torch's (generator=, else torch's global one), not TensorFlow's
+    stream."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    factor = {torch}empty(()).uniform_(lower, upper, generator=generator)
+    return adjust_saturation(image, factor)
+'''
+
+_RANDOM_HUE = '''
+
+def random_hue(image, max_delta, generator=None):
+    """TensorFlow's image.random_hue: adjust_hue by one delta drawn uniformly from [-max_delta, max_delta)
+    (max_delta in [0, 0.5]) for the whole image or batch. The draw is torch's (generator=, else torch's global
+    one), not TensorFlow's stream."""
+    if max_delta > 0.5:
+        raise ValueError("max_delta must be <= 0.5.")
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    delta = {torch}empty(()).uniform_(-max_delta, max_delta, generator=generator)
+    return adjust_hue(image, delta)
+'''
+
+_STATELESS_GENERATOR = '''
+
+def stateless_generator(seed):
+    """TensorFlow's stateless seed, a pair of integers: a torch.Generator seeded afresh from it at each call, so
+    the same seed gives the same draws every time, as TensorFlow's stateless ops do. The values differ from
+    TensorFlow's (another generator)."""
+    first, second = (int(s) for s in seed)
+    return {torch}Generator().manual_seed(((first & 0xFFFFFFFF) << 32) | (second & 0xFFFFFFFF))
+'''
+
 IMAGE_HELPERS = {
+    "adjust_brightness": _ADJUST_BRIGHTNESS,
+    "adjust_contrast": _ADJUST_CONTRAST,
+    "adjust_saturation": _ADJUST_SATURATION,
+    "adjust_hue": _ADJUST_HUE,
+    "random_brightness": _RANDOM_BRIGHTNESS,
+    "random_contrast": _RANDOM_CONTRAST,
+    "random_saturation": _RANDOM_SATURATION,
+    "random_hue": _RANDOM_HUE,
+    "stateless_generator": _STATELESS_GENERATOR,
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
     "_nhwc_window_args": _WINDOW_ARGS,
@@ -296,7 +449,11 @@ helpers.HELPERS.update(IMAGE_HELPERS)
 helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",),
                           "avg_pool2d_nhwc": ("_nhwc_window_args",),
                           "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",),
-                          "ssim": ("convert_image_dtype",), "rgb_to_grayscale": ("convert_image_dtype",)})
+                          "ssim": ("convert_image_dtype",), "rgb_to_grayscale": ("convert_image_dtype",),
+                          "adjust_brightness": ("convert_image_dtype",), "adjust_contrast": ("convert_image_dtype",),
+                          "adjust_saturation": ("convert_image_dtype",), "adjust_hue": ("convert_image_dtype",),
+                          "random_brightness": ("adjust_brightness",), "random_contrast": ("adjust_contrast",),
+                          "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",)})
 
 
 @call_transform("image-flip")

@@ -159,3 +159,14 @@ def seeded_generator(value, spec, m, ctx):
     name = helpers.use(ctx, "seeded_generator")
     op = m.rule.emit["target"]
     m.kwargs[spec.to or "generator"] = cst.parse_expression(f'{name}({render(value)}, "{op}")')
+
+
+@value_transform("stateless-generator")
+def stateless_generator(value, spec, m, ctx):
+    """A stateless op's ``seed=(a, b)`` → ``generator=stateless_generator((a, b))``: a torch.Generator seeded
+    afresh from the pair at each call (the helper), so one seed gives the same draws every time, as in
+    TensorFlow (other values than TensorFlow's)."""
+    if literal_value(value, NOT_LITERAL) is None:
+        return
+    name = helpers.use(ctx, "stateless_generator")
+    m.kwargs[spec.to or "generator"] = cst.parse_expression(f"{name}({render(value)})")
