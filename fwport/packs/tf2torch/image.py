@@ -14,7 +14,7 @@ import libcst as cst
 from fwport.core.engine import _atom
 from fwport.packs.tf2torch import helpers  # noqa: I001 (helpers.HELPERS / DATA_DEPS get this module's helpers)
 from fwport.packs.tf2torch.ops import _atom_code, _code, _e, _lit, _spell
-from fwport.packs.tf2torch.registry import call_transform
+from fwport.packs.tf2torch.registry import TRANSFORMS, call_transform
 
 _CONVERT_IMAGE_DTYPE = '''
 
@@ -418,7 +418,73 @@ def stateless_generator(seed):
     return {torch}Generator().manual_seed(((first & 0xFFFFFFFF) << 32) | (second & 0xFFFFFFFF))
 '''
 
+_RESIZE_SEPARABLE = '''
+
+def _resize_separable(images, size, method):
+    """TensorFlow's bicubic and area resizes (tf.image.resize, antialias=False) on channels-last images, one
+    (H, W, C) or a batch (N, H, W, C), as a weight matrix per axis, in float32 (the result's dtype whatever the
+    input's), the scale in_size / out_size in float32 as TensorFlow computes it.
+    bicubic: Keys' cubic kernel with a = -0.5 (torch's bicubic has -0.75) at half-pixel centres, the fraction
+    rounded to TensorFlow's table of 1024 steps, the taps outside the image dropped and the others renormalised.
+    area: each output pixel the average of the input pixels its box covers, weighted by the part covered."""
+    x = {torch}as_tensor(images)
+    one = x.dim() == 3
+    x = (x[None] if one else x).float()
+
+    def weights(n_in, n_out):
+        scale = {torch}tensor(float(n_in)) / {torch}tensor(float(n_out))
+        out = {torch}arange(n_out, dtype={torch}float32)
+        if method == "bicubic":
+            loc = (out + 0.5) * scale - 0.5
+            start = {torch}floor(loc)
+            step = {torch}round((loc - start) * 1024).double() / 1024
+            a = -0.5
+
+            def near(t):
+                return ((a + 2) * t - (a + 3)) * t * t + 1
+
+            def far(t):
+                return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+
+            w = {torch}stack([far(step + 1), near(step), near(1 - step), far(2 - step)], dim=1).float()
+            index = start.long()[:, None] + {torch}arange(-1, 3)
+            w = {torch}where((index >= 0) & (index < n_in), w, 0.0)
+            w = w * (1.0 / w.sum(dim=1, keepdim=True))
+        else:
+            lo, hi = (out * scale)[:, None], ((out + 1) * scale)[:, None]
+            start, end = {torch}floor(lo).long(), {torch}ceil(hi).long()
+            index = start + {torch}arange(int((end - start).max()))
+            i = index.float()
+            w = {torch}where(i < lo, {torch}where(i + 1 > hi, scale, i + 1 - lo), {torch}where(i + 1 > hi, hi - i, 1.0))
+            w = {torch}where(index < end, w, 0.0) / scale
+        matrix = {torch}zeros(n_out, n_in)
+        rows = {torch}arange(n_out)[:, None].expand_as(index)
+        return matrix.index_put_((rows, index.clamp(0, n_in - 1)), w, accumulate=True)
+
+    height, width = (int(s) for s in size)
+    y = {torch}einsum("oh,nhwc->nowc", weights(x.shape[1], height).to(x.device), x)
+    y = {torch}einsum("pw,nowc->nopc", weights(x.shape[2], width).to(x.device), y)
+    return y[0] if one else y
+'''
+
+_RESIZE_BICUBIC = '''
+
+def resize_bicubic(images, size):
+    """tf.image.resize(images, size, method="bicubic"): TensorFlow's kernel (Keys, a = -0.5), see _resize_separable."""
+    return _resize_separable(images, size, "bicubic")
+'''
+
+_RESIZE_AREA = '''
+
+def resize_area(images, size):
+    """tf.image.resize(images, size, method="area"): the area-weighted average, see _resize_separable."""
+    return _resize_separable(images, size, "area")
+'''
+
 IMAGE_HELPERS = {
+    "_resize_separable": _RESIZE_SEPARABLE,
+    "resize_bicubic": _RESIZE_BICUBIC,
+    "resize_area": _RESIZE_AREA,
     "adjust_brightness": _ADJUST_BRIGHTNESS,
     "adjust_contrast": _ADJUST_CONTRAST,
     "adjust_saturation": _ADJUST_SATURATION,
@@ -453,7 +519,8 @@ helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhw
                           "adjust_brightness": ("convert_image_dtype",), "adjust_contrast": ("convert_image_dtype",),
                           "adjust_saturation": ("convert_image_dtype",), "adjust_hue": ("convert_image_dtype",),
                           "random_brightness": ("adjust_brightness",), "random_contrast": ("adjust_contrast",),
-                          "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",)})
+                          "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",),
+                          "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",)})
 
 
 @call_transform("image-flip")
@@ -572,3 +639,24 @@ def random_gamma(m, ctx):
     beta = m.kwargs.get("rate")
     rate = f"{tensor}({_code(beta)}{d})" if beta is not None else f"{tensor}(1.0{d})"
     return _e(f"{_spell(ctx, 'torch.distributions.Gamma')}({tensor}({_code(alpha)}{d}), {rate}).sample({_code(shape)})")
+
+
+@call_transform("image-resize")
+def image_resize(m, ctx):
+    """``tf.image.resize``: bilinear and nearest → the ``resize_images`` helper (the rule's target, data.py's
+    ``helper`` transform); bicubic → ``resize_bicubic(images, size)`` and area → ``resize_area(images, size)``,
+    TensorFlow's kernels written out (the method, a literal, read by the resize-method value transform). bicubic
+    with antialias is TensorFlow's scale_and_translate (a kernel widened when shrinking): refused."""
+    method = m.extras.pop("resize_kernel", None)
+    if method is None:
+        return TRANSFORMS.calls["helper"](m, ctx)
+    images, size = m.kwargs.get("images"), m.kwargs.get("size")
+    if images is None or size is None:
+        return None
+    antialias = m.kwargs.get("antialias")
+    if method == "bicubic" and antialias is not None and _lit(antialias) is not False:
+        m.fail(ctx, "unsupported-argument", f"antialias={m.written('antialias')} with method=\"bicubic\": TensorFlow then "
+               "resamples with scale_and_translate's Keys kernel, widened when shrinking, which is not translated: "
+               "write antialias=False (fwport writes TensorFlow's bicubic kernel for that)")
+        return None
+    return _e(f"{helpers.use(ctx, 'resize_' + method)}({_code(images)}, {_code(size)})")

@@ -139,11 +139,20 @@ def sort_direction(value, spec, m, ctx):
 @value_transform("resize-method")
 def resize_method(value, spec, m, ctx):
     """tf.image.resize's ``method``: "bilinear" / "nearest" (strings, or ResizeMethod.BILINEAR /
-    NEAREST_NEIGHBOR, which their constant rules make the strings) — the two torch computes exactly."""
+    NEAREST_NEIGHBOR, which their constant rules make the strings) — the two torch computes exactly; for
+    tf.image.resize itself (the image-resize call transform) also "bicubic" and "area", which it writes out."""
     lit = literal_value(value, NOT_LITERAL)
     if lit in ("bilinear", "nearest"):
         if lit == "nearest":
             m.kwargs[spec.to or "method"] = value
+        return
+    if lit in ("bicubic", "area") and m.rule.emit.get("transform") == "image-resize":
+        m.extras["resize_kernel"] = lit  # tf.image.resize: TensorFlow's kernel written out (image.py)
+        return
+    if m.rule.emit.get("transform") == "image-resize":
+        m.fail(ctx, "unsupported-argument", f"method={_code(value)}: bilinear, nearest, bicubic and area (written as "
+               "literals) are translated; lanczos3, lanczos5, gaussian and mitchellcubic (TensorFlow's "
+               "scale_and_translate kernels) are not")
         return
     m.fail(ctx, "unsupported-argument", f"method={_code(value)}: only bilinear and nearest are translated (torch's "
            "bicubic uses another kernel (a=-0.75 against TensorFlow's -0.5); area, lanczos, gaussian and "
