@@ -143,3 +143,36 @@ def test_argument_checks_as_tensorflow():
         ns["bad_hue"](x)
     with pytest.raises(ValueError, match="upper must be > lower"):
         ns["bad_contrast"](x)
+
+
+FLIPS = '''import tensorflow as tf
+
+
+def stateless(images, image, seed):
+    return (tf.image.stateless_random_flip_left_right(images, seed), tf.image.stateless_random_flip_up_down(image, seed),
+            tf.image.stateless_random_crop(images, [64, 5, 4, 3], seed=seed))
+
+
+def seeded(images):
+    return tf.image.random_flip_left_right(images, seed=4), tf.image.random_crop(images, [64, 5, 4, 3], seed=4)
+'''
+
+
+def test_stateless_and_seeded_flips_and_crops():
+    """The stateless flips and crop: one seed, the same images flipped and the same window every time; each image
+    of a batch still flipped on its own; an op-level seed draws anew at each call."""
+    torch = pytest.importorskip("torch")
+    ns = _translated(FLIPS)
+    images, image = torch.randn(64, 6, 5, 3), torch.randn(6, 5, 3)
+    first, again = ns["stateless"](images, image, (7, 8)), ns["stateless"](images, image, (7, 8))
+    for u, v in zip(first, again, strict=True):
+        assert torch.equal(u, v)
+    mirrored = (first[0] == images.flip(-2)).flatten(1).all(1)
+    assert bool(((first[0] == images).flatten(1).all(1) | mirrored).all()) and 0 < int(mirrored.sum()) < 64
+    assert torch.equal(first[1], image) or torch.equal(first[1], image.flip(-3))
+    windows = [images[:, i:i + 5, j:j + 4, :] for i in range(2) for j in range(2)]
+    assert any(torch.equal(first[2], w) for w in windows)
+    others = [ns["stateless"](images, image, (s, 1))[0] for s in range(4)]
+    assert any(not torch.equal(o, first[0]) for o in others)  # another seed, other images flipped
+    a, b = ns["seeded"](images), ns["seeded"](images)
+    assert not torch.equal(a[0], b[0])  # one stream per op and seed: a second call draws anew

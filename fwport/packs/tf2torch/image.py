@@ -42,20 +42,21 @@ def convert_image_dtype(image, dtype, saturate=False):
 
 _RANDOM_FLIP = '''
 
-def random_flip(image, dim):
+def random_flip(image, dim, generator=None):
     """TensorFlow's random_flip_left_right (dim -2) / random_flip_up_down (dim -3): flipped with probability 1/2,
-    each image of a batch (N, H, W, C) on its own."""
+    each image of a batch (N, H, W, C) on its own (drawn from generator, else torch's global one)."""
     shape = (image.shape[0], 1, 1, 1) if image.dim() == 4 else ()
-    flip = {torch}rand(shape, device=image.device) < 0.5
+    device = image.device if generator is None else generator.device
+    flip = {torch}rand(shape, device=device, generator=generator).to(image.device) < 0.5
     return {torch}where(flip, image.flip(dim), image)
 '''
 
 _RANDOM_CROP = '''
 
-def random_crop(value, size):
+def random_crop(value, size, generator=None):
     """TensorFlow's random_crop: the slice of the given size (one entry per axis of value) at an offset drawn
-    uniformly on each axis."""
-    offsets = [int({torch}randint(0, n - s + 1, ())) for n, s in zip(value.shape, size)]
+    uniformly on each axis (from generator, else torch's global one)."""
+    offsets = [int({torch}randint(0, n - s + 1, (), generator=generator)) for n, s in zip(value.shape, size)]
     return value[tuple(slice(o, o + s) for o, s in zip(offsets, size))]
 '''
 
@@ -534,11 +535,14 @@ def image_flip(m, ctx):
 @call_transform("image-random-flip")
 def image_random_flip(m, ctx):
     """``tf.image.random_flip_left_right(image)`` → the ``random_flip(image, -2)`` helper (each image of a
-    batch flipped or not on its own, as TensorFlow does); ``random_flip_up_down`` → ``random_flip(image, -3)``."""
+    batch flipped or not on its own, as TensorFlow does); ``random_flip_up_down`` → ``random_flip(image, -3)``;
+    a seed (made a torch.Generator by the seed's value transform) → the helper's third argument."""
     image = m.kwargs.get("image")
     if image is None:
         return None
-    return _e(f"{helpers.use(ctx, 'random_flip')}({_code(image)}, {m.rule.emit['options']['dim']})")
+    generator = m.kwargs.get("generator")  # an op-level seed / a stateless seed made a generator (values.py)
+    extra = "" if generator is None else f", {_code(generator)}"
+    return _e(f"{helpers.use(ctx, 'random_flip')}({_code(image)}, {m.rule.emit['options']['dim']}{extra})")
 
 
 @call_transform("image-rot90")
