@@ -48,12 +48,58 @@ def test_resize_matches_tensorflow(shape, dtype, size):
 
 
 def test_methods_torch_does_not_compute_alike_are_refused():
-    r = translate_source("import tensorflow as tf\n\na = tf.image.resize(x, (8, 8), method='bicubic')\n"
-                         "b = tf.image.resize(x, (8, 8), method=tf.image.ResizeMethod.AREA)\n"
-                         "c = tf.image.resize(x, (8, 8), preserve_aspect_ratio=True)\n", "m.py")
+    r = translate_source("import tensorflow as tf\n\na = tf.image.resize(x, (8, 8), method='lanczos3')\n"
+                         "b = tf.image.resize(x, (8, 8), method=tf.image.ResizeMethod.MITCHELLCUBIC)\n"
+                         "c = tf.image.resize(x, (8, 8), preserve_aspect_ratio=True)\n"
+                         "d = tf.image.resize(x, (8, 8), method='bicubic', antialias=True)\n"
+                         "e = tf.image.resize(x, (8, 8), method=method)\n", "m.py")
     errors = [(f.line, f.code) for f in r.findings if f.severity == Severity.ERROR]
-    assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument")]
-    assert r.output.count("tf.image.resize(") == 3  # left as written, with the comment saying why
+    assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument"),
+                      (6, "unsupported-argument"), (7, "unsupported-argument")]
+    assert r.output.count("tf.image.resize(") == 5  # left as written, with the comment saying why
+    assert "scale_and_translate" in r.output and "resize_bicubic" not in r.output
+
+
+KERNELS = '''import tensorflow as tf
+
+
+def run(images, size):
+    return (tf.image.resize(images, size, method="bicubic"),
+            tf.image.resize(images, size, method=tf.image.ResizeMethod.AREA, antialias=True),
+            tf.image.resize(images, size, method=tf.image.ResizeMethod.BICUBIC, antialias=False))
+'''
+
+
+@pytest.mark.parametrize("shape,dtype,size", [
+    ((5, 7, 3), "uint8", (3, 4)),  # one image, shrunk
+    ((2, 5, 7, 3), "float32", (10, 14)),  # a batch, doubled
+    ((2, 6, 6, 1), "float64", (4, 9)),  # one axis shrunk, the other enlarged; float32 out all the same
+    ((1, 31, 17, 2), "float32", (13, 40)),  # scales that are not whole numbers
+    ((1, 40, 30, 3), "uint8", (7, 3)),  # shrunk a lot: area averages wide boxes, bicubic's taps at the edges
+])
+def test_bicubic_and_area_match_tensorflow(shape, dtype, size):
+    """TensorFlow's bicubic (Keys a=-0.5, half-pixel centres, its 1024-step table, the taps outside the image
+    dropped) and area kernels written out: the values to float32's rounding, the shapes and dtypes."""
+    tf = pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    r = translate_source(KERNELS, "m.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "tensorflow" not in r.output and "resize_bicubic(images, size)" in r.output
+    assert "resize_area(images, size)" in r.output
+    ns: dict = {}
+    exec(compile(r.output, "translated.py", "exec"), ns)
+    images = (np.random.default_rng(2).random(shape) * 255).astype(dtype)
+    want = [t.numpy() for t in (tf.image.resize(images, size, method="bicubic"),
+                                tf.image.resize(images, size, method="area"),
+                                tf.image.resize(images, size, method="bicubic"))]
+    got = [t.numpy() for t in ns["run"](images, size)]
+    for w, g in zip(want, got, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype == np.float32, (g.shape, g.dtype, w.shape, w.dtype)
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-4)
+    torch_bicubic = ns["torch"].nn.functional.interpolate(
+        ns["torch"].as_tensor(images.reshape(-1, *shape[-3:])).float().permute(0, 3, 1, 2), size=size,
+        mode="bicubic", align_corners=False).permute(0, 2, 3, 1).numpy().reshape(want[0].shape)
+    assert np.abs(torch_bicubic - want[0]).max() > 1e-2  # torch's own bicubic (a=-0.75) would not have done
 
 
 RANDOM = '''import tensorflow as tf

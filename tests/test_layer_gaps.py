@@ -230,6 +230,9 @@ def noise(n):
 
 
 e = noise(3)
+g.reset_from_seed(42)
+f = g.normal(shape=(300, 4))
+s = g.make_seeds(5)
 '''
 
 
@@ -243,19 +246,23 @@ def test_generator_from_seed_draws_on_a_seeded_torch_generator():
     out = r.output
     assert "tensorflow" not in out and "g = torch.Generator().manual_seed(42)" in out
     assert "d = torch.randint(2, 7, (600,), generator=g, dtype=torch.int32)" in out
-    assert "return torch.randn((n, 2), generator=g)" in out
+    assert "return torch.randn((n, 2), generator=g)" in out and "g.manual_seed(42)" in out
+    assert "s = torch.randint(-2 ** 63, 2 ** 63 - 1, (2, 5), generator=g, dtype=torch.int64)" in out
     tail = '''
 import json
 import numpy as np
-vals = {k: np.asarray(v) for k, v in dict(a=a, b=b, c=c, d=d, e=e).items()}
+vals = {k: np.asarray(v) for k, v in dict(a=a, b=b, c=c, d=d, e=e, f=f, s=s).items()}
 print(json.dumps({k: [list(v.shape), str(v.dtype), float(v.min()), float(v.max()), float(v.mean()), float(v.std())]
                   for k, v in vals.items()} | {"first": float(vals["a"].ravel()[0])}))
 '''
     k = _run("tf", textwrap.dedent(_GENERATOR), tail)
     t1, t2 = _run("torch", out, tail), _run("torch", out, tail)
     assert t1 == t2  # seeded: the same values on each run
-    for name in "abcde":
+    for name in "abcdefs":
         assert t1[name][:2] == k[name][:2], name  # shape and dtype
+    for v in (k, t1):  # reset_from_seed restarts the stream: f is a again; make_seeds spans the int64 range
+        assert v["f"][2:] == v["a"][2:]
+        assert v["s"][2] < -2 ** 60 and v["s"][3] > 2 ** 60
     for v in (k, t1):
         assert -1.0 <= v["b"][2] and v["b"][3] < 3.0 and abs(v["b"][4] - 1.0) < 0.2
         assert v["d"][2] == 2 and v["d"][3] == 6
@@ -276,7 +283,7 @@ def test_generator_uses_fwport_does_not_follow_are_errors():
 
 
         h = tf.random.Generator.from_seed(3)
-        seeds = h.make_seeds(2)
+        children = h.split(2)
         use(h)
         x = h.uniform([1])
     ''')

@@ -99,7 +99,7 @@ GUIDANCE: dict[str, str] = {
         "(maxval - minval) * torch.rand(shape, generator=g), g.uniform(..., dtype=tf.int32) → torch.randint(minval, "
         "maxval, shape, generator=g, dtype=torch.int32); the values differ from TensorFlow's (another algorithm). "
         "fwport writes this where a name bound to Generator.from_seed(seed) is used only by its normal / uniform "
-        "draws in the scope that binds it; not here",
+        "draws, make_seeds and reset_from_seed in the scope that binds it; not here",
     "tensorflow.lite":
         "TensorFlow Lite (LiteRT) converts a model to a .tflite file and runs it on mobile and edge devices: a "
         "torch model is exported with torch.export.export(model, (example_input,)) and lowered for ExecuTorch "

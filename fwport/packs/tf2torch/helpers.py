@@ -1516,8 +1516,11 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     called = {n for n, w in as_written.items() if w in refs.called}
     defined = {n for n, w in as_written.items() if w in refs.defined}
     todo = called - defined
-    for name in list(todo):
-        todo |= {dep for dep in DATA_DEPS.get(name, ()) if written.name(ctx, dep) not in refs.defined}
+    grown = todo
+    while grown:  # the dependencies of dependencies too (random_hue → adjust_hue → convert_image_dtype)
+        grown = {dep for name in grown for dep in DATA_DEPS.get(name, ())
+                 if dep not in todo and written.name(ctx, dep) not in refs.defined}
+        todo |= grown
     todo = _dependencies_first(sorted(todo))
     if not todo:
         return module

@@ -14,7 +14,7 @@ import libcst as cst
 from fwport.core.engine import _atom
 from fwport.packs.tf2torch import helpers  # noqa: I001 (helpers.HELPERS / DATA_DEPS get this module's helpers)
 from fwport.packs.tf2torch.ops import _atom_code, _code, _e, _lit, _spell
-from fwport.packs.tf2torch.registry import call_transform
+from fwport.packs.tf2torch.registry import TRANSFORMS, call_transform
 
 _CONVERT_IMAGE_DTYPE = '''
 
@@ -42,20 +42,21 @@ def convert_image_dtype(image, dtype, saturate=False):
 
 _RANDOM_FLIP = '''
 
-def random_flip(image, dim):
+def random_flip(image, dim, generator=None):
     """TensorFlow's random_flip_left_right (dim -2) / random_flip_up_down (dim -3): flipped with probability 1/2,
-    each image of a batch (N, H, W, C) on its own."""
+    each image of a batch (N, H, W, C) on its own (drawn from generator, else torch's global one)."""
     shape = (image.shape[0], 1, 1, 1) if image.dim() == 4 else ()
-    flip = {torch}rand(shape, device=image.device) < 0.5
+    device = image.device if generator is None else generator.device
+    flip = {torch}rand(shape, device=device, generator=generator).to(image.device) < 0.5
     return {torch}where(flip, image.flip(dim), image)
 '''
 
 _RANDOM_CROP = '''
 
-def random_crop(value, size):
+def random_crop(value, size, generator=None):
     """TensorFlow's random_crop: the slice of the given size (one entry per axis of value) at an offset drawn
-    uniformly on each axis."""
-    offsets = [int({torch}randint(0, n - s + 1, ())) for n, s in zip(value.shape, size)]
+    uniformly on each axis (from generator, else torch's global one)."""
+    offsets = [int({torch}randint(0, n - s + 1, (), generator=generator)) for n, s in zip(value.shape, size)]
     return value[tuple(slice(o, o + s) for o, s in zip(offsets, size))]
 '''
 
@@ -274,7 +275,226 @@ def rgb_to_grayscale(images):
     return convert_image_dtype(gray, images.dtype)
 '''
 
+_ADJUST_BRIGHTNESS = '''
+
+def adjust_brightness(image, delta):
+    """TensorFlow's image.adjust_brightness: delta added to every value, in float32 for an integer image
+    (scaled to [0, 1] by convert_image_dtype, and converted back saturating); a float image is not clipped."""
+    flt = image if image.dtype in ({torch}float16, {torch}float32) else convert_image_dtype(image, {torch}float32)
+    return convert_image_dtype(flt + {torch}as_tensor(delta, dtype=flt.dtype), image.dtype, saturate=True)
+'''
+
+_ADJUST_CONTRAST = '''
+
+def adjust_contrast(images, contrast_factor):
+    """TensorFlow's image.adjust_contrast on channels-last images (..., H, W, C): each channel's mean over the
+    height and width of its image, (x - mean) * contrast_factor + mean; in float32 for integer images (scaled
+    to [0, 1] by convert_image_dtype, and converted back saturating)."""
+    flt = images if images.dtype in ({torch}float16, {torch}float32) else convert_image_dtype(images, {torch}float32)
+    mean = flt.float().mean(dim=(-3, -2), keepdim=True)
+    adjusted = ((flt.float() - mean) * {torch}as_tensor(contrast_factor, dtype={torch}float32) + mean).to(flt.dtype)
+    return convert_image_dtype(adjusted, images.dtype, saturate=True)
+'''
+
+_ADJUST_SATURATION = '''
+
+def adjust_saturation(image, saturation_factor):
+    """TensorFlow's image.adjust_saturation on RGB channels-last images (..., 3): to hue / saturation / value as
+    TensorFlow's kernel computes them, the saturation times saturation_factor clipped to [0, 1], and back; in
+    float32 (an integer image scaled to [0, 1] by convert_image_dtype, and converted back)."""
+    flt = image if image.dtype == {torch}float32 else convert_image_dtype(image, {torch}float32)
+    r, g, b = flt.unbind(-1)
+    v = flt.amax(dim=-1)
+    spread = v - flt.amin(dim=-1)
+    s = {torch}where(v > 0, spread / {torch}where(v > 0, v, 1.0), 0.0)
+    norm = 1.0 / (6.0 * {torch}where(spread > 0, spread, 1.0))
+    h = {torch}where(r == v, norm * (g - b), {torch}where(g == v, norm * (b - r) + 2.0 / 6.0, norm * (r - g) + 4.0 / 6.0))
+    h = {torch}where(spread > 0, h, 0.0)
+    h = {torch}where(h < 0, h + 1, h)
+    s = (s * {torch}as_tensor(saturation_factor, dtype={torch}float32)).clamp(0.0, 1.0)
+    c = s * v
+    m = v - c
+    dh = h * 6
+    fmodu = {torch}remainder(dh, 2.0)
+    fmodu = {torch}where(fmodu <= 0, fmodu + 2.0, fmodu)
+    x = c * (1 - (fmodu - 1).abs())
+    zero = {torch}zeros_like(c)
+    choices = {torch}stack([{torch}stack(t, dim=-1) for t in ((c, x, zero), (x, c, zero), (zero, c, x), (zero, x, c),
+                                                       (x, zero, c), (c, zero, x), (zero, zero, zero))], dim=-2)
+    sector = dh.long().clamp(0, 6)[..., None, None].expand(*dh.shape, 1, 3)
+    rgb = choices.gather(-2, sector).squeeze(-2) + m[..., None]
+    return convert_image_dtype(rgb, image.dtype)
+'''
+
+_ADJUST_HUE = '''
+
+def adjust_hue(image, delta):
+    """TensorFlow's image.adjust_hue on RGB channels-last images (..., 3): the hue (in sixths of the circle, as
+    TensorFlow's kernel keeps it) turned by delta (in [-1, 1]) and wrapped, the smallest and largest channel
+    kept; in float32 (an integer image scaled to [0, 1] by convert_image_dtype, and converted back)."""
+    delta = {torch}as_tensor(delta, dtype={torch}float32)
+    if not -1 <= float(delta) <= 1:
+        raise ValueError("delta must be in the interval [-1, 1]")
+    flt = image if image.dtype == {torch}float32 else convert_image_dtype(image, {torch}float32)
+    r, g, b = flt.unbind(-1)
+    v_max, v_min = flt.amax(dim=-1), flt.amin(dim=-1)
+    spread = v_max - v_min
+    norm = 1.0 / {torch}where(spread > 0, spread, 1.0)
+    h = {torch}where(r == v_max, norm * (g - b), {torch}where(g == v_max, norm * (b - r) + 2.0, norm * (r - g) + 4.0))
+    h = {torch}where(spread > 0, {torch}where(h < 0, h + 6.0, h), 0.0)
+    h = h + delta * 6.0
+    h = {torch}where(h < 0, h + 6.0, h)
+    h = {torch}where(h >= 6.0, h - 6.0, h)
+    sector = h.long().clamp(0, 5)
+    ratio = h - sector
+    ratio = {torch}where(sector % 2 == 1, 1 - ratio, ratio)
+    v_mid = v_min + ratio * spread
+    choices = {torch}stack([{torch}stack(t, dim=-1) for t in ((v_max, v_mid, v_min), (v_mid, v_max, v_min),
+                                                       (v_min, v_max, v_mid), (v_min, v_mid, v_max),
+                                                       (v_mid, v_min, v_max), (v_max, v_min, v_mid))], dim=-2)
+    rgb = choices.gather(-2, sector[..., None, None].expand(*sector.shape, 1, 3)).squeeze(-2)
+    return convert_image_dtype(rgb, image.dtype)
+'''
+
+_RANDOM_BRIGHTNESS = '''
+
+def random_brightness(image, max_delta, generator=None):
+    """TensorFlow's image.random_brightness: adjust_brightness by one delta drawn uniformly from
+    [-max_delta, max_delta) for the whole image or batch. The draw is torch's (generator=, else torch's global
+    one), not TensorFlow's stream."""
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    delta = {torch}empty(()).uniform_(-max_delta, max_delta, generator=generator)
+    return adjust_brightness(image, delta)
+'''
+
+_RANDOM_CONTRAST = '''
+
+def random_contrast(image, lower, upper, generator=None):
+    """TensorFlow's image.random_contrast: adjust_contrast by one factor drawn uniformly from [lower, upper) for
+    the whole image or batch. The draw is torch's (generator=, else torch's global one), not TensorFlow's stream."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    factor = {torch}empty(()).uniform_(lower, upper, generator=generator)
+    return adjust_contrast(image, factor)
+'''
+
+_RANDOM_SATURATION = '''
+
+def random_saturation(image, lower, upper, generator=None):
+    """TensorFlow's image.random_saturation: adjust_saturation by one factor drawn uniformly from [lower, upper)
+    for the whole image or batch. The draw is torch's (generator=, else torch's global one), not TensorFlow's
+    stream."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    factor = {torch}empty(()).uniform_(lower, upper, generator=generator)
+    return adjust_saturation(image, factor)
+'''
+
+_RANDOM_HUE = '''
+
+def random_hue(image, max_delta, generator=None):
+    """TensorFlow's image.random_hue: adjust_hue by one delta drawn uniformly from [-max_delta, max_delta)
+    (max_delta in [0, 0.5]) for the whole image or batch. The draw is torch's (generator=, else torch's global
+    one), not TensorFlow's stream."""
+    if max_delta > 0.5:
+        raise ValueError("max_delta must be <= 0.5.")
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    delta = {torch}empty(()).uniform_(-max_delta, max_delta, generator=generator)
+    return adjust_hue(image, delta)
+'''
+
+_STATELESS_GENERATOR = '''
+
+def stateless_generator(seed):
+    """TensorFlow's stateless seed, a pair of integers: a torch.Generator seeded afresh from it at each call, so
+    the same seed gives the same draws every time, as TensorFlow's stateless ops do. The values differ from
+    TensorFlow's (another generator)."""
+    first, second = (int(s) for s in seed)
+    return {torch}Generator().manual_seed(((first & 0xFFFFFFFF) << 32) | (second & 0xFFFFFFFF))
+'''
+
+_RESIZE_SEPARABLE = '''
+
+def _resize_separable(images, size, method):
+    """TensorFlow's bicubic and area resizes (tf.image.resize, antialias=False) on channels-last images, one
+    (H, W, C) or a batch (N, H, W, C), as a weight matrix per axis, in float32 (the result's dtype whatever the
+    input's), the scale in_size / out_size in float32 as TensorFlow computes it.
+    bicubic: Keys' cubic kernel with a = -0.5 (torch's bicubic has -0.75) at half-pixel centres, the fraction
+    rounded to TensorFlow's table of 1024 steps, the taps outside the image dropped and the others renormalised.
+    area: each output pixel the average of the input pixels its box covers, weighted by the part covered."""
+    x = {torch}as_tensor(images)
+    one = x.dim() == 3
+    x = (x[None] if one else x).float()
+
+    def weights(n_in, n_out):
+        scale = {torch}tensor(float(n_in)) / {torch}tensor(float(n_out))
+        out = {torch}arange(n_out, dtype={torch}float32)
+        if method == "bicubic":
+            loc = (out + 0.5) * scale - 0.5
+            start = {torch}floor(loc)
+            step = {torch}round((loc - start) * 1024).double() / 1024
+            a = -0.5
+
+            def near(t):
+                return ((a + 2) * t - (a + 3)) * t * t + 1
+
+            def far(t):
+                return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+
+            w = {torch}stack([far(step + 1), near(step), near(1 - step), far(2 - step)], dim=1).float()
+            index = start.long()[:, None] + {torch}arange(-1, 3)
+            w = {torch}where((index >= 0) & (index < n_in), w, 0.0)
+            w = w * (1.0 / w.sum(dim=1, keepdim=True))
+        else:
+            lo, hi = (out * scale)[:, None], ((out + 1) * scale)[:, None]
+            start, end = {torch}floor(lo).long(), {torch}ceil(hi).long()
+            index = start + {torch}arange(int((end - start).max()))
+            i = index.float()
+            w = {torch}where(i < lo, {torch}where(i + 1 > hi, scale, i + 1 - lo), {torch}where(i + 1 > hi, hi - i, 1.0))
+            w = {torch}where(index < end, w, 0.0) / scale
+        matrix = {torch}zeros(n_out, n_in)
+        rows = {torch}arange(n_out)[:, None].expand_as(index)
+        return matrix.index_put_((rows, index.clamp(0, n_in - 1)), w, accumulate=True)
+
+    height, width = (int(s) for s in size)
+    y = {torch}einsum("oh,nhwc->nowc", weights(x.shape[1], height).to(x.device), x)
+    y = {torch}einsum("pw,nowc->nopc", weights(x.shape[2], width).to(x.device), y)
+    return y[0] if one else y
+'''
+
+_RESIZE_BICUBIC = '''
+
+def resize_bicubic(images, size):
+    """tf.image.resize(images, size, method="bicubic"): TensorFlow's kernel (Keys, a = -0.5), see _resize_separable."""
+    return _resize_separable(images, size, "bicubic")
+'''
+
+_RESIZE_AREA = '''
+
+def resize_area(images, size):
+    """tf.image.resize(images, size, method="area"): the area-weighted average, see _resize_separable."""
+    return _resize_separable(images, size, "area")
+'''
+
 IMAGE_HELPERS = {
+    "_resize_separable": _RESIZE_SEPARABLE,
+    "resize_bicubic": _RESIZE_BICUBIC,
+    "resize_area": _RESIZE_AREA,
+    "adjust_brightness": _ADJUST_BRIGHTNESS,
+    "adjust_contrast": _ADJUST_CONTRAST,
+    "adjust_saturation": _ADJUST_SATURATION,
+    "adjust_hue": _ADJUST_HUE,
+    "random_brightness": _RANDOM_BRIGHTNESS,
+    "random_contrast": _RANDOM_CONTRAST,
+    "random_saturation": _RANDOM_SATURATION,
+    "random_hue": _RANDOM_HUE,
+    "stateless_generator": _STATELESS_GENERATOR,
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
     "_nhwc_window_args": _WINDOW_ARGS,
@@ -296,7 +516,12 @@ helpers.HELPERS.update(IMAGE_HELPERS)
 helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",),
                           "avg_pool2d_nhwc": ("_nhwc_window_args",),
                           "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",),
-                          "ssim": ("convert_image_dtype",), "rgb_to_grayscale": ("convert_image_dtype",)})
+                          "ssim": ("convert_image_dtype",), "rgb_to_grayscale": ("convert_image_dtype",),
+                          "adjust_brightness": ("convert_image_dtype",), "adjust_contrast": ("convert_image_dtype",),
+                          "adjust_saturation": ("convert_image_dtype",), "adjust_hue": ("convert_image_dtype",),
+                          "random_brightness": ("adjust_brightness",), "random_contrast": ("adjust_contrast",),
+                          "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",),
+                          "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",)})
 
 
 @call_transform("image-flip")
@@ -310,11 +535,14 @@ def image_flip(m, ctx):
 @call_transform("image-random-flip")
 def image_random_flip(m, ctx):
     """``tf.image.random_flip_left_right(image)`` → the ``random_flip(image, -2)`` helper (each image of a
-    batch flipped or not on its own, as TensorFlow does); ``random_flip_up_down`` → ``random_flip(image, -3)``."""
+    batch flipped or not on its own, as TensorFlow does); ``random_flip_up_down`` → ``random_flip(image, -3)``;
+    a seed (made a torch.Generator by the seed's value transform) → the helper's third argument."""
     image = m.kwargs.get("image")
     if image is None:
         return None
-    return _e(f"{helpers.use(ctx, 'random_flip')}({_code(image)}, {m.rule.emit['options']['dim']})")
+    generator = m.kwargs.get("generator")  # an op-level seed / a stateless seed made a generator (values.py)
+    extra = "" if generator is None else f", {_code(generator)}"
+    return _e(f"{helpers.use(ctx, 'random_flip')}({_code(image)}, {m.rule.emit['options']['dim']}{extra})")
 
 
 @call_transform("image-rot90")
@@ -415,3 +643,24 @@ def random_gamma(m, ctx):
     beta = m.kwargs.get("rate")
     rate = f"{tensor}({_code(beta)}{d})" if beta is not None else f"{tensor}(1.0{d})"
     return _e(f"{_spell(ctx, 'torch.distributions.Gamma')}({tensor}({_code(alpha)}{d}), {rate}).sample({_code(shape)})")
+
+
+@call_transform("image-resize")
+def image_resize(m, ctx):
+    """``tf.image.resize``: bilinear and nearest → the ``resize_images`` helper (the rule's target, data.py's
+    ``helper`` transform); bicubic → ``resize_bicubic(images, size)`` and area → ``resize_area(images, size)``,
+    TensorFlow's kernels written out (the method, a literal, read by the resize-method value transform). bicubic
+    with antialias is TensorFlow's scale_and_translate (a kernel widened when shrinking): refused."""
+    method = m.extras.pop("resize_kernel", None)
+    if method is None:
+        return TRANSFORMS.calls["helper"](m, ctx)
+    images, size = m.kwargs.get("images"), m.kwargs.get("size")
+    if images is None or size is None:
+        return None
+    antialias = m.kwargs.get("antialias")
+    if method == "bicubic" and antialias is not None and _lit(antialias) is not False:
+        m.fail(ctx, "unsupported-argument", f"antialias={m.written('antialias')} with method=\"bicubic\": TensorFlow then "
+               "resamples with scale_and_translate's Keys kernel, widened when shrinking, which is not translated: "
+               "write antialias=False (fwport writes TensorFlow's bicubic kernel for that)")
+        return None
+    return _e(f"{helpers.use(ctx, 'resize_' + method)}({_code(images)}, {_code(size)})")

@@ -6,12 +6,15 @@
     g.uniform(shape)                             →  torch.rand(shape, generator=g)
     g.uniform(shape, minval=a, maxval=b)         →  a + (b - a) * torch.rand(shape, generator=g)
     g.uniform(shape, a, b, dtype=tf.int32)       →  torch.randint(a, b, shape, generator=g, dtype=torch.int32)
+    g.make_seeds(count)                          →  torch.randint(-2 ** 63, 2 ** 63 - 1, (2, count), generator=g,
+                                                                  dtype=torch.int64)
+    g.reset_from_seed(s)                         →  g.manual_seed(s)
 
 A generator is a name every binding of which in its scope (the module or a function) is such a call; its draws
 are found wherever the name is read from that scope or a function inside it that does not bind it. The streams
 differ: torch's generator is another algorithm (Philox / ThreeFry in TensorFlow, Mersenne Twister in torch), so
 the same seed gives other numbers, reproducibly within torch (a warning on the generator says so). Any other use
-of the generator (``g.truncated_normal``, ``g.split``, ``g.make_seeds``, ``g.reset_from_seed``, ``g.state``, the
+of the generator (``g.truncated_normal``, ``g.split``, ``g.state``, the
 generator passed to a function or stored, where its draws are not followed) is an error finding, the generator then left as written (with the error of
 its call: no torch.Generator stands half-translated). A generator bound otherwise (``self.rng = ...``) keeps the
 call's no-rule error.
@@ -35,6 +38,8 @@ _DTYPES = {"float16": ("torch.float16", False), "bfloat16": ("torch.bfloat16", F
 #: the parameters of Generator.normal / .uniform, in order (TensorFlow 2.21)
 _NORMAL = ("shape", "mean", "stddev", "dtype", "name")
 _UNIFORM = ("shape", "minval", "maxval", "dtype", "name")
+#: the generator's methods translated (the others are errors)
+_METHODS = ("normal", "uniform", "make_seeds", "reset_from_seed")
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
@@ -119,8 +124,7 @@ class _Generators(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in ("normal",
-                                                                                                        "uniform"):
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.attr.value in _METHODS:
             self.seen.add(id(func.value))
             self._use(func.value, "draw", node)
 
@@ -185,6 +189,8 @@ class _Generators(cst.CSTVisitor):
         """The torch text of ``name.normal(...)`` / ``name.uniform(...)`` and why, or None (an error reported). Its
         torch names are those of ``import torch``, which planning the generator's from_seed asks for."""
         method = call.func.attr.value  # type: ignore[union-attr]
+        if method in ("make_seeds", "reset_from_seed"):
+            return self._seeds(name, call, method)
         params = _NORMAL if method == "normal" else _UNIFORM
         args: dict[str, cst.BaseExpression] = {}
         for i, a in enumerate(call.args):
@@ -234,6 +240,23 @@ class _Generators(cst.CSTVisitor):
             width = _atom(high) if lo == 0 else f"({hi_t} - {_atom(low)})"
             text = f"{width} * {text}" if lo == 0 else f"{_atom(low)} + {width} * {text}"
         return text, "floats in [minval, maxval) from the torch generator (other values than TensorFlow's stream)"
+
+    def _seeds(self, name: str, call: cst.Call, method: str) -> tuple[str, str] | None:
+        """``g.make_seeds(count=1)`` → a (2, count) int64 draw over the whole int64 range (TensorFlow's seeds for
+        stateless ops); ``g.reset_from_seed(seed)`` → ``g.manual_seed(seed)`` (the stream restarted from the seed)."""
+        param = "count" if method == "make_seeds" else "seed"
+        if len(call.args) > 1 or any(a.star or (a.keyword is not None and a.keyword.value != param)
+                                     for a in call.args):
+            return self._refuse(call, f"{code(call)}: its arguments are not those of tf.random.Generator.{method}"
+                                      f"({param})")
+        value = code(call.args[0].value) if call.args else None
+        if method == "reset_from_seed":
+            if value is None:
+                return self._refuse(call, f"{code(call)}: no seed given")
+            return f"{name}.manual_seed({value})", "the torch generator restarted from the seed"
+        return (f"torch.randint(-2 ** 63, 2 ** 63 - 1, (2, {value or 1}), generator={name}, dtype=torch.int64)",
+                "seeds for stateless ops, int64 over the whole range, from the torch generator (other values than "
+                "TensorFlow's)")
 
     def _refuse(self, call: cst.Call, why: str) -> None:
         self.ctx.report(Severity.ERROR, "unsupported-argument", f"{why}: not translated", call)

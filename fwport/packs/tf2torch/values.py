@@ -139,11 +139,20 @@ def sort_direction(value, spec, m, ctx):
 @value_transform("resize-method")
 def resize_method(value, spec, m, ctx):
     """tf.image.resize's ``method``: "bilinear" / "nearest" (strings, or ResizeMethod.BILINEAR /
-    NEAREST_NEIGHBOR, which their constant rules make the strings) — the two torch computes exactly."""
+    NEAREST_NEIGHBOR, which their constant rules make the strings) — the two torch computes exactly; for
+    tf.image.resize itself (the image-resize call transform) also "bicubic" and "area", which it writes out."""
     lit = literal_value(value, NOT_LITERAL)
     if lit in ("bilinear", "nearest"):
         if lit == "nearest":
             m.kwargs[spec.to or "method"] = value
+        return
+    if lit in ("bicubic", "area") and m.rule.emit.get("transform") == "image-resize":
+        m.extras["resize_kernel"] = lit  # tf.image.resize: TensorFlow's kernel written out (image.py)
+        return
+    if m.rule.emit.get("transform") == "image-resize":
+        m.fail(ctx, "unsupported-argument", f"method={_code(value)}: bilinear, nearest, bicubic and area (written as "
+               "literals) are translated; lanczos3, lanczos5, gaussian and mitchellcubic (TensorFlow's "
+               "scale_and_translate kernels) are not")
         return
     m.fail(ctx, "unsupported-argument", f"method={_code(value)}: only bilinear and nearest are translated (torch's "
            "bicubic uses another kernel (a=-0.75 against TensorFlow's -0.5); area, lanczos, gaussian and "
@@ -159,3 +168,14 @@ def seeded_generator(value, spec, m, ctx):
     name = helpers.use(ctx, "seeded_generator")
     op = m.rule.emit["target"]
     m.kwargs[spec.to or "generator"] = cst.parse_expression(f'{name}({render(value)}, "{op}")')
+
+
+@value_transform("stateless-generator")
+def stateless_generator(value, spec, m, ctx):
+    """A stateless op's ``seed=(a, b)`` → ``generator=stateless_generator((a, b))``: a torch.Generator seeded
+    afresh from the pair at each call (the helper), so one seed gives the same draws every time, as in
+    TensorFlow (other values than TensorFlow's)."""
+    if literal_value(value, NOT_LITERAL) is None:
+        return
+    name = helpers.use(ctx, "stateless_generator")
+    m.kwargs[spec.to or "generator"] = cst.parse_expression(f"{name}({render(value)})")
