@@ -282,7 +282,15 @@ class Sizes:
             return lit
         if isinstance(node, (cst.Tuple, cst.List)):
             items = [self.dim(e.value) if not isinstance(e, cst.StarredElement) else None for e in node.elements]
-            return tuple(items) if all(is_int(x) for x in items) else None
+            if all(is_int(x) for x in items):
+                return tuple(items)
+            # a shape with unknown sizes written as None: `input_shape = (None, 10, HEIGHT, WIDTH, 3)` (the sizes
+            # a slice of it reads, input_shape[1:], are known); its None items stay None wherever it is read
+            if any(is_int(x) for x in items) and all(
+                    is_int(x) or (isinstance(e.value, cst.Name) and e.value.value == "None")
+                    for x, e in zip(items, node.elements)):
+                return tuple(items)
+            return None
         d = self.dim(node)
         if is_int(d):
             return d
@@ -349,9 +357,21 @@ class Sizes:
             return tuple(out)
         if isinstance(node, cst.Name) and isinstance(self.constants.get(node.value), tuple):
             return tuple(self.constants[node.value])
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("tuple", "list") \
+                and len(node.args) == 1 and not node.args[0].star and node.args[0].keyword is None \
+                and isinstance(node.args[0].value, (cst.Tuple, cst.List, cst.Name, cst.Subscript)):
+            return self.shape(node.args[0].value)  # tuple([k_neighbours]) + input_shape
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):
+            # input_shape[1:] of a shape known here (a module constant, a display): the sizes it keeps
+            sl = node.slice[0].slice
+            bounds = [None if b is None else literal_value(b, NOT_LITERAL) for b in (sl.lower, sl.upper, sl.step)]
+            whole = self.shape(node.value) if isinstance(node.value, (cst.Name, cst.Tuple, cst.List)) \
+                and not (isinstance(node.value, cst.Name) and node.value.value not in self.constants) else None
+            if whole is not None and bounds[2] is None and all(b is None or is_int(b) for b in bounds[:2]):
+                return tuple(whole[bounds[0]:bounds[1]])
+            return None
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) \
-                and isinstance(node.left, (cst.Tuple, cst.List, cst.Name, cst.BinaryOperation)) \
-                and isinstance(node.right, (cst.Tuple, cst.List, cst.Name, cst.BinaryOperation)):
+                and _shape_operand(node.left) and _shape_operand(node.right):
             # target_shape + (3,): shapes joined, each known here (a module constant, a display)
             left, right = self.shape(node.left), self.shape(node.right)
             if left is not None and right is not None and not (
@@ -366,6 +386,13 @@ class Sizes:
         if isinstance(node, cst.Name) and node.value in self.stable and node.value not in self.constants:
             return node.value
         return None
+
+
+def _shape_operand(node: cst.BaseExpression) -> bool:
+    """What a shape joined with + may be made of: a display, a name, a join, tuple(...) / list(...), a slice."""
+    if isinstance(node, cst.Subscript):
+        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice)
+    return isinstance(node, (cst.Tuple, cst.List, cst.Name, cst.BinaryOperation, cst.Call))
 
 
 _OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,

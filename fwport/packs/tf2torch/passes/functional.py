@@ -1459,6 +1459,12 @@ class _Builder:
         self.decided_ifs: list[cst.If] = []  # the builder's if statements decided here (their branch in place)
         self.sized_out: list = []  # statements of the builder before _sizes_written_in wrote sizes in them
         self.aug: dict[int, cst.SimpleStatementLine] = {}  # id(`x += y` on a tensor) → `x = x + y`, written instead
+        # a builder list of layers only iterated (`down_stack = [downsample(64, 4), ...]`, then `for down in
+        # down_stack:`): its name → the names its layers are bound to here (down_stack_0, ...), one layer each
+        self.layer_lists: dict[str, list[str]] = {}
+        # a builder list the model's tensors are appended to (`skips = []`, `skips.append(x)` in a loop written
+        # out): its name → the names its items are bound to in forward (skips_0 = x, ...), in the list's order
+        self.tensor_lists: dict[str, list[str]] = {}
 
     def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
         """``rewrite(node, transformer, fresh=True)``, each node of the copy mapped to the source's node
@@ -2998,6 +3004,9 @@ class _Builder:
         lit = literal_value(it, NOT_LITERAL)
         if isinstance(lit, (list, tuple)):
             return list(lit)
+        held = self._held_items(it)
+        if held is not None:  # for down in down_stack, zip(up_stack, reversed(skips[:-1])): names bound here
+            return held
         known_ints = self.sizes.constant(it) if isinstance(it, (cst.List, cst.Tuple)) else None
         if isinstance(known_ints, tuple):  # (projection_dim * 2, projection_dim): module constants
             return list(known_ints)
@@ -3008,6 +3017,112 @@ class _Builder:
             if all(is_int(b) for b in bounds):
                 return list(range(*(int(b) for b in bounds)))
         return None
+
+    def _held_items(self, it: cst.BaseExpression) -> list | None:
+        """The items of a list of layers or tensors the pass holds (:attr:`layer_lists`, :attr:`tensor_lists`), as
+        names, through ``reversed(...)``, ``list(...)``, a slice of literal ints and ``zip(...)`` (tuples, as
+        long as the shortest); None for anything else."""
+        if isinstance(it, cst.Name):
+            held = self.layer_lists.get(it.value, self.tensor_lists.get(it.value))
+            return None if held is None else [cst.Name(n) for n in held]
+        if isinstance(it, cst.Subscript) and len(it.slice) == 1 and isinstance(it.slice[0].slice, cst.Slice):
+            sl = it.slice[0].slice
+            bounds = [None if b is None else literal_value(b, NOT_LITERAL) for b in (sl.lower, sl.upper, sl.step)]
+            inner = self._held_items(it.value)
+            if inner is None or not all(b is None or is_int(b) for b in bounds) or bounds[2] == 0:
+                return None
+            return inner[slice(*bounds)]
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)
+                and it.func.value in ("reversed", "list", "zip") and it.func.value not in self.local
+                and it.args and all(a.keyword is None and not a.star for a in it.args)):
+            return None
+        parts = [self._held_items(a.value) for a in it.args]
+        if any(p is None for p in parts):
+            return None
+        if it.func.value == "zip":
+            return [tuple(x) for x in zip(*parts)]
+        if len(parts) != 1:
+            return None
+        return list(reversed(parts[0])) if it.func.value == "reversed" else parts[0]
+
+    def _only_iterated(self, name: str, appended: bool) -> bool:
+        """``name`` (a list bound in the builder) is read only where :meth:`_held_items` reads it (a for statement's
+        values, a rebinding of ``name`` itself) and, with ``appended``, by ``name.append(...)``: nothing else
+        sees the list, whose items exist only in the pass (the modules in __init__, the tensors in forward)."""
+        if self.fn is None:
+            return False
+        uses = _ListReads(name)
+        self.fn.body.visit(uses)
+        return uses.ok(appended)
+
+    def _held_list(self, target: str, value: cst.BaseExpression, stmt) -> str | None:
+        """``down_stack = [downsample(64, 4), ...]`` (each item a layer of the model, the list only iterated):
+        one layer per item, bound to ``down_stack_<i>``; ``skips = []`` whose items are tensors appended to it,
+        and ``skips = reversed(skips[:-1])`` of such a list: its items as names. The statement's role, or None
+        (not such a list: followed as before)."""
+        if target in self.tensor_lists or target in self.layer_lists:  # skips = reversed(skips[:-1])
+            held = self._held_items(value)
+            if held is None or not all(isinstance(x, cst.Name) for x in held):
+                self.error(stmt, f"{target}: a list of the model's {'tensors' if target in self.tensor_lists else 'layers'}"
+                                 " bound again to a value fwport does not follow (reversed, list, zip and literal "
+                                 "slices of it only)")
+                return "layer"
+            (self.tensor_lists if target in self.tensor_lists else self.layer_lists)[target] = [x.value for x in held]
+            return "layer"
+        if not (isinstance(value, (cst.List, cst.Tuple)) and value.elements and self.fn is not None
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Call) for e in value.elements)):
+            return None
+        calls = [e.value for e in value.elements]
+        if not all(self._layer_kind(c.func)[0] not in (None, "submodel", "modseq", "builder", "model", "norule",
+                                                      "vocab")
+                   or self._seq_factory_of(c) is not None for c in calls) or not self._only_iterated(target, False):
+            return None
+        names = self._fresh_names(target, len(calls))
+        for n, c in zip(names, calls):
+            seq = self._seq_factory_of(c)
+            try:
+                self.env[n] = self._seq_layer(c, self.helpers[c.func.value], seq, n) if seq is not None \
+                    else self._new_layer(c, n)
+            except _Refused as r:
+                self._refused(r)
+                return "layer"
+        self.layer_lists[target] = names
+        return "layer"
+
+    def _fresh_names(self, base: str, count: int) -> list[str]:
+        taken = set(self.env) | set(self.local) | (_names_in(self.fn) if self.fn is not None else set())
+        taken |= {n for names in (*self.layer_lists.values(), *self.tensor_lists.values()) for n in names}
+        out = []
+        i = 0
+        while len(out) < count:
+            n = f"{base}_{i}"
+            if n not in taken:
+                out.append(n)
+                taken.add(n)
+            i += 1
+        return out
+
+    def _appended(self, stmt, small) -> str | None:
+        """``skips.append(x)``, ``x`` a tensor of the model and ``skips`` a list bound empty in the builder and read
+        only as :meth:`_only_iterated` says: ``skips_<k> = x`` in forward, the list's k-th item (None: not such a
+        statement)."""
+        if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value == "append"
+                and isinstance(small.value.func.value, cst.Name) and len(small.value.args) == 1
+                and not small.value.args[0].star and small.value.args[0].keyword is None
+                and isinstance(small.value.args[0].value, cst.Name)
+                and isinstance(self.env.get(small.value.args[0].value.value), _Tensor)):
+            return None
+        lst, item = small.value.func.value.value, small.value.args[0].value.value
+        if lst not in self.tensor_lists:
+            if lst not in self.local or lst in self.env or not self._only_iterated(lst, True):
+                return None
+            self.tensor_lists[lst] = []
+        name = self._fresh_names(lst, 1)[0]
+        self.tensor_lists[lst].append(name)
+        self.env[name] = self.env[item]
+        self.aug[id(stmt)] = stmt.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], cst.Name(item))])
+        return "forward"
 
     def _unroll(self, loop: cst.For) -> list | None:
         """A ``for`` statement over values known here, written out once per value: its statements
@@ -3490,11 +3605,23 @@ class _Builder:
                                  "or several on one line is not followed yet: write the graph as plain assignments, "
                                  "or translate this model by hand")
                 return "forward"
+            held = sorted(names & (set(self.layer_lists) | set(self.tensor_lists)))
+            if held:  # (its items exist only in the pass: a statement that does not call them cannot read them)
+                self.error(stmt, f"{held[0]}: a list of the model's layers or tensors read by a statement that calls "
+                                 "none of them on the model's tensors: not followed")
+                return "forward"
             return self._config(stmt)
         small = stmt.body[0]
         frozen = self._frozen(small)
         if frozen is not None:
             return frozen
+        appended = self._appended(stmt, small)
+        if appended is not None:
+            return appended
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            held = self._held_list(small.targets[0].target.value, small.value, stmt)
+            if held is not None:
+                return held
         if names & self.built_on:  # (the application's error says it: its object and .output are not followed,
             self.built_on.update(_assigned(stmt))  # nor what is computed from them)
             return "forward"
@@ -5889,7 +6016,56 @@ _LAYER_OBJECT = _LayerObject()
 
 
 def _literal_node(value) -> cst.BaseExpression:
+    if isinstance(value, cst.BaseExpression):  # a name the pass binds (an item of a list of layers or tensors)
+        return value
     return expr(repr(value))
+
+
+class _ListReads(cst.CSTVisitor):
+    """Where a builder reads a list name: only as a for statement's values (alone or in reversed / list / zip /
+    a slice), in ``name = <such an expression of name>``, and (appended) ``name.append(...)``."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.allowed: set[int] = set()
+        self.seen: list[int] = []
+        self.bindings = 0
+
+    def _allow(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Name):
+            if node.value != self.name:
+                return False
+            self.allowed.add(id(node))
+            return True
+        if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Slice):
+            return self._allow(node.value)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) \
+                and node.func.value in ("reversed", "list", "zip"):
+            return any([self._allow(a.value) for a in node.args])
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        self._allow(node.iter)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets):
+            self.bindings += 1
+            for t in node.targets:
+                self.allowed.add(id(t.target))
+            if not (isinstance(node.value, (cst.List, cst.Tuple))):
+                self._allow(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "append" \
+                and isinstance(node.func.value, cst.Name) and node.func.value.value == self.name:
+            self.allowed.add(-id(node.func.value))  # (told apart from other reads: appended or not)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.seen.append(id(node))
+
+    def ok(self, appended: bool) -> bool:
+        return all(i in self.allowed or (appended and -i in self.allowed) for i in self.seen)
 
 
 _AS_WRITTEN = object()
