@@ -173,3 +173,27 @@ def test_device_setup_that_a_device_count_reads_keeps_its_error():
     r = _translate(split.replace('logical = tf.config.list_logical_devices("GPU")', "n = len(gpus)"))
     assert not _errors(r) and "set_visible_devices" not in r.output and "CUDA_VISIBLE_DEVICES" in " ".join(
         f.message for f in r.findings)
+
+
+def test_a_displayed_element_spec_is_removed_and_one_that_is_used_keeps_its_error():
+    # a notebook cell's `ds.element_spec` displays the structure and computes nothing in a script; bound to a name,
+    # it is a value the DataPipeline does not have: an error
+    import numpy as np
+    src = '''
+        import numpy as np
+        import tensorflow as tf
+
+        ds = tf.data.Dataset.from_tensor_slices(np.arange(12, dtype="float32").reshape(6, 2)).batch(4)
+        ds.element_spec
+        ds.element_spec.shape
+        rows = [x.numpy().sum(axis=1).tolist() for x in ds]
+    '''
+    r = _translate(src)
+    assert not _errors(r) and "element_spec" not in r.output
+    assert [f.line for f in r.findings if "element_spec" in f.message and f.severity is Severity.INFO] == [5, 6]
+    ns, want = {}, {}
+    exec(r.output, ns)
+    exec(textwrap.dedent(src), want)
+    np.testing.assert_allclose(np.concatenate(ns["rows"]), np.concatenate(want["rows"]))
+    r = _translate(src.replace("        ds.element_spec.shape\n", "        spec = ds.element_spec\n"))
+    assert [f.line for f in _errors(r)] == [6]

@@ -170,6 +170,10 @@ def _drop(ctx: FileContext, call: cst.Call) -> None:
     ctx.plans.add(call, lambda orig, upd: cst.Name(MARK), descend=False, by="runtime")
 
 
+#: for other planners: a statement ``f(...)`` / ``name = f(...)`` / ``expression`` removed (the node its value)
+drop_statement = _drop
+
+
 class _Uses(cst.CSTVisitor):
     """Every statement line, with-item, attribute and name of the file (one walk)."""
 
