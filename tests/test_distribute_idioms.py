@@ -197,3 +197,20 @@ def test_a_displayed_element_spec_is_removed_and_one_that_is_used_keeps_its_erro
     np.testing.assert_allclose(np.concatenate(ns["rows"]), np.concatenate(want["rows"]))
     r = _translate(src.replace("        ds.element_spec.shape\n", "        spec = ds.element_spec\n"))
     assert [f.line for f in _errors(r)] == [6]
+
+
+def test_per_replica_values_of_several_given_devices_keep_the_error():
+    # two given devices: run(f) computes f on each replica (two values); run(step, args=(x,)) of a tensor that is not
+    # the distributed dataset's gives each replica all of x, so reduce(SUM) is twice the one process's value
+    for body in ('print(strategy.run(lambda: g.normal([])))',
+                 'total = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(step, args=(x,)), axis=None)',
+                 'for b in strategy.experimental_distribute_dataset(ds):\n'
+                 '            out = strategy.run(step, args=(b,))\n            print(out)'):
+        r = _translate(f'''
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy(devices=["/cpu:0", "/cpu:1"])
+        {body}
+        ''')
+        assert [f.line for f in _errors(r) if "MirroredStrategy" in (f.api or "")] == [3], (body, r.output)
+        assert "strategy.run(" in r.output

@@ -181,6 +181,7 @@ class _Uses(cst.CSTVisitor):
         self.lines: list[cst.SimpleStatementLine] = []
         self.withs: list[cst.With] = []
         self.tries: list[cst.Try] = []
+        self.fors: list[cst.For] = []
         self.names: dict[str, list[cst.Name]] = {}
         self.attrs: dict[int, cst.Attribute] = {}  # id(value Name) → the attribute read on it
         self.calls: dict[int, cst.Call] = {}  # id(attribute) → the call whose func it is
@@ -212,6 +213,7 @@ class _Uses(cst.CSTVisitor):
             self._bind(node.target.value)
 
     def visit_For(self, node: cst.For) -> None:
+        self.fors.append(node)
         if isinstance(node.target, cst.Name):
             self._bind(node.target.value)
 
@@ -433,6 +435,8 @@ def _strategy(ctx: FileContext, uses: _Uses, name: str, stmt, call, kind) -> Non
     replicas = _replicas(ctx, kind, call)
     if replicas is None and any(what == "replicas" for _, what in plan):
         return  # a MirroredStrategy given devices the translation cannot count: its error stays
+    if replicas != "1" and replicas != _GPUS and _per_replica(uses, plan):
+        return  # several replicas (or a count not known) whose per-replica results one process does not compute
     ctx.report(Severity.WARNING, "idiom-replaced", _one_process_message(kind, call, replicas, why), call)
     _drop(ctx, call)
     for node, what in plan:
@@ -454,6 +458,8 @@ def _strategy_group(ctx: FileContext, uses: _Uses, name: str, group: list, tpu: 
     counts = {_replicas(ctx, kind, call) for _, call, kind in group}
     if any(what == "replicas" for _, what in plan) and (len(counts) != 1 or None in counts):
         return  # which binding's count a read gets is decided where the program runs: the errors stay
+    if counts - {"1", _GPUS} and _per_replica(uses, plan):
+        return  # several replicas (or a count not known) whose per-replica results one process does not compute
     replicas = counts.pop() if len(counts) == 1 else None
     why = f"its name {name} is bound to a strategy {len(group) + len(tpu)} times in the same scope"
     for _, call, kind in group:
@@ -504,6 +510,44 @@ _GPUS = "gpus"  # _replicas: one replica per GPU, one without
 def _count(ctx: FileContext, replicas: str) -> str:
     """The translation's expression of a replica count of _replicas."""
     return f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if replicas == _GPUS else replicas
+
+
+def _per_replica(uses: _Uses, plan: list) -> str | None:
+    """Where a strategy has several replicas for certain (a list of devices), why its ``run`` calls are not the one
+    process's call, or None. Each replica runs the function on its share of a distributed dataset's batch and
+    ``reduce(SUM / MEAN)`` adds up their results: one call on the whole batch gives that sum only where every run's
+    inputs are the elements of the strategy's distributed dataset (``for batch in
+    strategy.experimental_distribute_dataset(ds)``) and its result goes to reduce alone. A run given anything
+    else (no input: every replica computes the same function) gives per-replica values one process has not."""
+    datasets = [node for node, what in plan if what == "dataset"]
+    reduced = [call_argument(node, "value", 1) for node, what in plan if what == "reduce"]
+    named = {v.value for v in reduced if isinstance(v, cst.Name)}
+    bound = {found[0] for line in uses.lines if (found := _assigned_call(line)) and any(found[1] is d for d in datasets)}
+    elements = {f.target.value for f in uses.fors if isinstance(f.target, cst.Name) and (
+        any(f.iter is d for d in datasets) or isinstance(f.iter, cst.Name) and f.iter.value in bound)}
+    results = {}  # id(run call) → the name it is assigned to
+    for line in uses.lines:
+        for small in line.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                results[id(small.value)] = small.targets[0].target
+    targets = {id(t) for t in results.values()}
+    for node, what in plan:
+        if what != "run":
+            continue
+        given = node.args[1:]
+        if len(given) != 1 or given[0].keyword.value != "args" or not isinstance(given[0].value, cst.Tuple) or \
+                not given[0].value.elements or not all(isinstance(e.value, cst.Name) and e.value.value in elements
+                                                       for e in given[0].value.elements):
+            return (f"{render(node)} gives each replica other inputs than its share of the strategy's distributed "
+                    "dataset: its result is a value per replica")
+        if any(v is node for v in reduced):
+            continue
+        target = results.get(id(node))
+        reads = [n for n in uses.names.get(target.value, []) if id(n) not in targets] if target is not None else []
+        if target is None or target.value not in named or \
+                not all(any(n is v for v in reduced) for n in reads):
+            return f"the per-replica result of {render(node)} is used otherwise than by strategy.reduce"
+    return None
 
 
 def _one_process_message(kind: str, call: cst.Call, replicas: str | None, why: str | None) -> str:
