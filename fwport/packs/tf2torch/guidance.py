@@ -90,8 +90,23 @@ GUIDANCE: dict[str, str] = {
         "splitting a GPU into logical devices or capping its memory: torch has no logical devices; cap the memory "
         "of this process with torch.cuda.set_per_process_memory_fraction(fraction, device)",
     "tensorflow.config.set_logical_device_configuration":
-        "splitting a GPU into logical devices or capping its memory: torch has no logical devices; cap the memory "
+        "splitting a GPU into logical devices or capping its memory, left here because the file counts TensorFlow's "
+        "logical devices (list_logical_devices, a MirroredStrategy over all GPUs, DTensor's meshes), which it "
+        "changes: torch has no logical devices, one per GPU; cap the memory "
         "of this process with torch.cuda.set_per_process_memory_fraction(fraction, device)",
+    "tensorflow.config.experimental.VirtualDeviceConfiguration":
+        "splitting a GPU into logical devices or capping its memory (TensorFlow 2.0's name): torch has no logical "
+        "devices; cap the memory of this process with torch.cuda.set_per_process_memory_fraction(fraction, device)",
+    "tensorflow.config.experimental.set_virtual_device_configuration":
+        "splitting a GPU into logical devices or capping its memory (TensorFlow 2.0's name), left here because the "
+        "file counts TensorFlow's logical devices (list_logical_devices, a MirroredStrategy over all GPUs): torch has "
+        "no logical devices, one per GPU; cap the memory of this process with "
+        "torch.cuda.set_per_process_memory_fraction(fraction, device)",
+    "tensorflow.config.set_visible_devices":
+        "the devices TensorFlow may use, left here because the file counts TensorFlow's logical devices "
+        "(list_logical_devices, a MirroredStrategy over all GPUs), which it changes: torch computes where the code "
+        "puts its tensors; hide GPUs from torch with CUDA_VISIBLE_DEVICES set before the program starts, and count "
+        "the visible ones with torch.cuda.device_count()",
     "tensorflow.random.Generator":
         "a random number generator object with its own state: torch's is torch.Generator().manual_seed(seed), "
         "given to each draw as generator=: g.normal(shape, mean, stddev) → torch.normal(mean, stddev, shape, "

@@ -111,11 +111,13 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
                                r"run_functions_eagerly|experimental_enable_numpy_behavior|"
                                r"plot_model|(?:MultiWorker)?MirroredStrategy|OneDeviceStrategy|get_strategy|as_default|Loss|Metric|"
-                               r"set_global_policy|disable_progress_bar)\b",
+                               r"set_global_policy|disable_progress_bar|set_jit|set_visible_devices|set_logical_device_configuration|"
+                               r"set_virtual_device_configuration|TPUStrategy)\b",
                                "set_memory_growth", "set_log_device_placement", "set_soft_device_placement", "set_global_policy",
                                "run_functions_eagerly", "experimental_enable_numpy_behavior",
                                "plot_model", "MirroredStrategy", "OneDeviceStrategy", "get_strategy", "as_default", "Loss",
-                               "Metric", "disable_progress_bar"),
+                               "Metric", "disable_progress_bar", "set_jit", "set_visible_devices",
+                               "set_logical_device_configuration", "set_virtual_device_configuration", "TPUStrategy"),
             runtime.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a

@@ -14,6 +14,8 @@ import re
 import libcst as cst
 
 from fwport.core.names import scan
+from fwport.core.position import render
+from fwport.packs.tf2torch.passes import runtime
 from fwport.packs.tf2torch.datahelpers import _DATA_PIPELINE
 
 #: the public methods and properties of a tf.data.Dataset object (TensorFlow 2.21's dir(tf.data.Dataset) less
@@ -125,10 +127,28 @@ class _Bindings(cst.CSTVisitor):
 class _Missing(cst.CSTVisitor):
     def __init__(self, ctx, datasets: set[str]) -> None:
         self.ctx, self.datasets = ctx, datasets
+        self.shown: set[int] = set()  # the element_spec reads that are a whole statement (a notebook's display)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        """``ds.element_spec`` (or an attribute of it) as a statement: a notebook cell's display of the dataset's
+        structure, which computes nothing in a script: removed, with an info finding."""
+        if len(node.body) != 1 or not isinstance(node.body[0], cst.Expr):
+            return
+        value = node.body[0].value
+        while isinstance(value, cst.Attribute) and value.attr.value != "element_spec":
+            value = value.value
+        if isinstance(value, cst.Attribute) and dataset(value.value, self.datasets, self.ctx) and \
+                self.ctx.imports.resolve(value) is None and self.ctx.plans.get(node.body[0].value) is None:
+            self.shown.add(id(value))
+            self.ctx.report("info", "idiom-replaced", f"{render(node.body[0].value)} removed: a statement that only "
+                            "reads the dataset's element_spec (a notebook cell displays it) computes nothing in a "
+                            "script; the structure of a translated pipeline's elements is that of "
+                            "next(iter(pipeline))", node.body[0].value)
+            runtime.drop_statement(self.ctx, node.body[0].value)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         method = node.attr.value
-        if method not in MISSING:
+        if method not in MISSING or id(node) in self.shown:
             return
         if not (method in _ONLY_TF_DATA or dataset(node.value, self.datasets, self.ctx)):
             return

@@ -8,6 +8,9 @@ are applied by the rule pass, its finish step removes the lines it marked).
   with an info finding;
   ``tf.experimental.numpy.experimental_enable_numpy_behavior()`` → removed with a warning (NumPy's dtype
   promotion, which torch's differs from).
+- ``tf.config.optimizer.set_jit`` → removed, info; ``tf.config.set_visible_devices`` and a logical (virtual) device
+  configuration → removed with an info finding where the file reads no count of TensorFlow's logical devices
+  (``_device_setup``; one configuration, a memory cap, always), else left with their error.
 - ``keras.utils.plot_model(model, ...)`` as a statement → ``print(model)`` with a warning (no image is
   drawn; the message names torch's drawing tools). Used as a value it is an error with guidance
   (guidance.py).
@@ -39,7 +42,11 @@ are applied by the rule pass, its finish step removes the lines it marked).
   machine without) or ``1`` (get_strategy: the default strategy), ``run`` a plain call, ``reduce`` the
   value, ``experimental_distribute_dataset`` the dataset. A warning at the strategy says how to run
   it with torch's DistributedDataParallel under torchrun. Another use of the name leaves it all as
-  written, with the no-rule error.
+  written, with the no-rule error. A MirroredStrategy given a literal device list has as many replicas.
+- A name bound to strategies several times in one scope (notebook cells, ``if gpus: ... else: ...``) → each binding
+  one process as above, the uses planned once (``_strategy_group``); num_replicas_in_sync only where every binding
+  counts the same. keras-io's ``try: tpu = TPUClusterResolver...; strategy = TPUStrategy(tpu) except: strategy = X``
+  → the except branch's statements (what TensorFlow runs where it finds no TPU), a warning.
 - ``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``: an nn.Module written into the file whose forward
   calls the subclass's ``call(y_true, y_pred)`` and reduces as Keras's ``Loss.__call__`` does;
   ``class X(keras.metrics.Metric)`` → ``class X(KerasMetric)`` (add_weight's float32 state tensors, updated
@@ -79,6 +86,28 @@ SETTINGS = {
         "torchvision or Hugging Face dataset shows its own; tfds.load itself is not translated)",
 }
 SETTINGS["tensorflow.config.experimental_run_functions_eagerly"] = SETTINGS["tensorflow.config.run_functions_eagerly"]
+SETTINGS["tensorflow.config.optimizer.set_jit"] = (
+    "TensorFlow's XLA compilation of its traced graphs; the translation runs torch eagerly (its results differ "
+    "from XLA's by float rounding of fused operations at most); torch.compile(model) is torch's compiler")
+#: device set-up statements removed where the file reads no count of TensorFlow's logical devices (what they change)
+DEVICE_SETUP = {
+    "tensorflow.config.set_visible_devices":
+        "TensorFlow's choice of the devices it may use; torch computes where the code puts its tensors (the CPU "
+        "unless the file moves them: model.to(device), x.to(device)); to hide GPUs from torch set "
+        "CUDA_VISIBLE_DEVICES before the program starts",
+    "tensorflow.config.set_logical_device_configuration":
+        "TensorFlow's division of a physical device into logical devices, or its cap on a GPU's memory; torch has "
+        "one device per GPU and takes GPU memory as tensors need it (to cap it, call "
+        "torch.cuda.set_per_process_memory_fraction(fraction, device))",
+}
+DEVICE_SETUP["tensorflow.config.experimental.set_visible_devices"] = DEVICE_SETUP["tensorflow.config.set_visible_devices"]
+DEVICE_SETUP["tensorflow.config.experimental.set_virtual_device_configuration"] = \
+    DEVICE_SETUP["tensorflow.config.set_logical_device_configuration"]
+#: calls that read how many logical devices TensorFlow has (what a device set-up statement changes)
+DEVICE_READERS = {"tensorflow.config.list_logical_devices", "tensorflow.config.experimental.list_logical_devices",
+                  "tensorflow.config.get_visible_devices", "tensorflow.config.experimental.get_visible_devices",
+                  "tensorflow.config.get_logical_device_configuration",
+                  "tensorflow.config.experimental.get_virtual_device_configuration"}
 #: settings statements removed with a warning: what they changed is not what torch does in every case
 WARNED = {
     "tensorflow.experimental.numpy.experimental_enable_numpy_behavior":
@@ -96,10 +125,16 @@ STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distr
               "tensorflow.distribute.MultiWorkerMirroredStrategy": "multi",
               "tensorflow.distribute.experimental.MultiWorkerMirroredStrategy": "multi",
               "tensorflow.distribute.OneDeviceStrategy": "device"}
+#: a TPU's connection (keras-io's `try: ... TPUStrategy(tpu) except: strategy = ...`): torch has no TPU without
+#: torch_xla, so the translation takes the except branch, as TensorFlow does where it finds no TPU
+TPU = {"tensorflow.distribute.cluster_resolver.TPUClusterResolver",
+       "tensorflow.distribute.cluster_resolver.TPUClusterResolver.connect",
+       "tensorflow.distribute.TPUStrategy", "tensorflow.distribute.experimental.TPUStrategy",
+       "tensorflow.config.experimental_connect_to_cluster", "tensorflow.tpu.experimental.initialize_tpu_system"}
 SCALAR = "tensorflow.summary.scalar"
 WRITER = "tensorflow.summary.create_file_writer"
 #: every source name this planner translates (bench/coverage.py counts them)
-NAMES = {*SETTINGS, *WARNED, *PLOT_MODEL, *STRATEGIES, SCALAR, POLICY,
+NAMES = {*SETTINGS, *DEVICE_SETUP, *WARNED, *PLOT_MODEL, *STRATEGIES, SCALAR, POLICY, *TPU,
          "tensorflow.distribute.ReduceOp.SUM", "tensorflow.distribute.ReduceOp.MEAN"}  # (reduce's op: dropped)
 MARK = "__fwport_drop_statement__"
 
@@ -135,12 +170,18 @@ def _drop(ctx: FileContext, call: cst.Call) -> None:
     ctx.plans.add(call, lambda orig, upd: cst.Name(MARK), descend=False, by="runtime")
 
 
+#: for other planners: a statement ``f(...)`` / ``name = f(...)`` / ``expression`` removed (the node its value)
+drop_statement = _drop
+
+
 class _Uses(cst.CSTVisitor):
     """Every statement line, with-item, attribute and name of the file (one walk)."""
 
     def __init__(self):
         self.lines: list[cst.SimpleStatementLine] = []
         self.withs: list[cst.With] = []
+        self.tries: list[cst.Try] = []
+        self.fors: list[cst.For] = []
         self.names: dict[str, list[cst.Name]] = {}
         self.attrs: dict[int, cst.Attribute] = {}  # id(value Name) → the attribute read on it
         self.calls: dict[int, cst.Call] = {}  # id(attribute) → the call whose func it is
@@ -172,6 +213,7 @@ class _Uses(cst.CSTVisitor):
             self._bind(node.target.value)
 
     def visit_For(self, node: cst.For) -> None:
+        self.fors.append(node)
         if isinstance(node.target, cst.Name):
             self._bind(node.target.value)
 
@@ -185,6 +227,9 @@ class _Uses(cst.CSTVisitor):
 
     def visit_With(self, node) -> None:
         self.withs.append(node)
+
+    def visit_Try(self, node) -> None:
+        self.tries.append(node)
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.setdefault(node.value, []).append(node)
@@ -227,6 +272,12 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         if q in SETTINGS:
             ctx.report(Severity.INFO, "idiom-replaced", f"{q}(...) removed: {SETTINGS[q]}", call)
             _drop(ctx, call)
+        elif q in DEVICE_SETUP:
+            why = _device_setup(q, call, uses, name_of)
+            if why is None:
+                ctx.report(Severity.INFO, "idiom-replaced", f"{q}(...) removed: {DEVICE_SETUP[q]}; the file reads "
+                           "no count of TensorFlow's logical devices, so no number changes", call)
+                _drop(ctx, call)
         elif q in WARNED:
             ctx.report(Severity.WARNING, "idiom-replaced", f"{q}(...) removed: {WARNED[q]}", call)
             _drop(ctx, call)
@@ -238,6 +289,28 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     _summaries(ctx, uses, name_of)
     _plan_loss_bases(module, ctx)
     return module
+
+
+def _device_setup(q: str, call: cst.Call, uses: _Uses, name_of) -> str | None:
+    """Why removing a device set-up statement could change a number of the file, or None: where it makes several
+    logical devices of one (or hides some), a read of the logical devices (list_logical_devices, ...), a
+    MirroredStrategy on the default devices (all logical GPUs), DTensor's meshes or a strategy's per-replica results
+    count them; a single LogicalDeviceConfiguration (a memory cap) changes no count."""
+    if "configuration" in q:
+        configs = call_argument(call, "logical_devices", 1)
+        if isinstance(configs, cst.List) and len(configs.elements) == 1 and \
+                not isinstance(configs.elements[0], cst.StarredElement):
+            return None  # one logical device for the physical one: a memory cap at most
+    for c in uses.every_call:
+        n = name_of(c) or ""
+        if n in DEVICE_READERS or n.startswith("tensorflow.experimental.dtensor."):
+            return f"{render(c.func)} reads the logical devices"
+        if n in ("tensorflow.distribute.MirroredStrategy", "tensorflow.distribute.MultiWorkerMirroredStrategy") and \
+                not isinstance(call_argument(c, "devices", 0), (cst.List, cst.Tuple)):
+            return "a MirroredStrategy replicates over the logical GPUs"
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value == "experimental_local_results":
+            return "a strategy's per-replica results are read"
+    return None
 
 
 def _policy(ctx: FileContext, call: cst.Call) -> None:
@@ -280,46 +353,214 @@ def _plot_model(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call)
 # --- tf.distribute strategies -------------------------------------------------------------------------
 
 def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
+    bindings: dict[tuple, list] = {}  # (name, scope) → its strategy bindings [(statement, call, kind)]
     for stmt in uses.lines:
         found = _assigned_call(stmt)
         if found is None:
             continue
         name, call = found
         kind = STRATEGIES.get(name_of(call) or "")
-        if kind is None:
-            continue
-        plan = _strategy_uses(name, stmt, uses)
-        if plan is not None and not _free(ctx, call, *(node for node, _ in plan)):
-            plan = None
-        if plan is None:
-            continue  # a use fwport does not follow: the constructor keeps its no-rule error
-        if kind == "multi" and call.args:
-            continue  # a cluster resolver or communication options: the constructor keeps its guidance error
-        why = None
-        if kind in ("max", "multi"):
-            loop = sorted({f"strategy.{_SPELLED[what]}" for _, what in plan if what in _SPELLED})
-            why = ("it is given devices" if call.args else
-                   f"the file trains in a loop of its own ({', '.join(loop)}), which the translation runs as written"
-                   if loop else _trained_by_fit(ctx, uses) if _free(ctx, stmt) else "another pass edits it")
-        if kind in ("max", "multi") and why is None:
-            _data_parallel(ctx, stmt, call, plan, uses, kind)
-            continue
-        if kind in ("max", "multi") and not call.args and loop and _free(ctx, stmt):
-            found = _replica_loop(ctx, uses, plan)
-            if isinstance(found, list):
-                _replicated(ctx, stmt, call, plan, uses, kind, found)
-                continue
-            why = found
-        if kind in ("max", "multi"):
-            message = (_STRATEGY_MESSAGE if kind == "max" else _MULTI_MESSAGE) + (
-                f"; it stays one process because {why}" if why else "")
+        if kind is not None:
+            bindings.setdefault((name, uses.owner(stmt.body[0].targets[0].target)), []).append((stmt, call, kind))
+    tpus = _tpu_fallbacks(ctx, uses, name_of)
+    for (name, scope), group in bindings.items():
+        tpu = [t for t in tpus if t[1] == name and uses.owner(t[2]) == scope]
+        if len(group) == 1 and not tpu:
+            _strategy(ctx, uses, name, *group[0])
         else:
-            message = _DEFAULT_MESSAGE if kind == "one" else _DEVICE_MESSAGE
-        ctx.report(Severity.WARNING, "idiom-replaced", message, call)
+            _strategy_group(ctx, uses, name, group, tpu)
+
+
+def _tpu_fallbacks(ctx: FileContext, uses: _Uses, name_of) -> list:
+    """keras-io's ``try:`` that connects to a TPU and binds ``strategy = tf.distribute.TPUStrategy(tpu)``, with one
+    ``except:`` (bare, ValueError or Exception) that binds another strategy: [(the try, the strategy's name, the
+    TPUStrategy binding's target)]. Its body is TPU set-up alone (the resolver, connect_to_cluster,
+    initialize_tpu_system, print); the resolver's name is read nowhere else."""
+    out = []
+    for t in uses.tries:
+        if t.orelse is not None or t.finalbody is not None or len(t.handlers) != 1 or t.handlers[0].name is not None:
+            continue
+        caught = t.handlers[0].type
+        if caught is not None and not (isinstance(caught, cst.Name) and caught.value in ("ValueError", "Exception")):
+            continue
+        strategy, resolver, ok = None, None, True
+        for st in t.body.body:
+            one = _call_of(st)
+            found = _assigned_call(st)
+            call = one if one is not None else found[1] if found is not None else None
+            q = name_of(call) if call is not None else None
+            if q in ("tensorflow.distribute.TPUStrategy", "tensorflow.distribute.experimental.TPUStrategy") and found:
+                strategy = st.body[0].targets[0].target
+            elif q in TPU and found and q.startswith("tensorflow.distribute.cluster_resolver"):
+                resolver = found[0]
+            elif q in TPU and one is not None:
+                pass
+            elif one is not None and isinstance(one.func, cst.Name) and one.func.value == "print":
+                pass
+            else:
+                ok = False
+        if not ok or strategy is None or resolver is None:
+            continue
+        inside = {id(n) for n in find_all(t.body, cst.Name)}
+        if any(id(n) not in inside for n in uses.names.get(resolver, [])):
+            continue  # the resolver is read after the try
+        out.append((t, strategy.value, strategy))
+    return out
+
+
+def _strategy(ctx: FileContext, uses: _Uses, name: str, stmt, call, kind) -> None:
+    """One binding of a strategy name in its scope."""
+    plan = _strategy_uses(name, stmt, uses)
+    if plan is not None and not _free(ctx, call, *(node for node, _ in plan)):
+        plan = None
+    if plan is None:
+        return  # a use fwport does not follow: the constructor keeps its no-rule error
+    if kind == "multi" and call.args:
+        return  # a cluster resolver or communication options: the constructor keeps its guidance error
+    why = None
+    if kind in ("max", "multi"):
+        loop = sorted({f"strategy.{_SPELLED[what]}" for _, what in plan if what in _SPELLED})
+        why = ("it is given devices" if call.args else
+               f"the file trains in a loop of its own ({', '.join(loop)}), which the translation runs as written"
+               if loop else _trained_by_fit(ctx, uses) if _free(ctx, stmt) else "another pass edits it")
+    if kind in ("max", "multi") and why is None:
+        _data_parallel(ctx, stmt, call, plan, uses, kind)
+        return
+    if kind in ("max", "multi") and not call.args and loop and _free(ctx, stmt):
+        found = _replica_loop(ctx, uses, plan)
+        if isinstance(found, list):
+            _replicated(ctx, stmt, call, plan, uses, kind, found)
+            return
+        why = found
+    replicas = _replicas(ctx, kind, call)
+    if replicas is None and any(what == "replicas" for _, what in plan):
+        return  # a MirroredStrategy given devices the translation cannot count: its error stays
+    if replicas != "1" and replicas != _GPUS and _per_replica(uses, plan):
+        return  # several replicas (or a count not known) whose per-replica results one process does not compute
+    ctx.report(Severity.WARNING, "idiom-replaced", _one_process_message(kind, call, replicas, why), call)
+    _drop(ctx, call)
+    for node, what in plan:
+        _plan_use(ctx, node, what, _count(ctx, replicas) if what == "replicas" else "")
+
+
+def _strategy_group(ctx: FileContext, uses: _Uses, name: str, group: list, tpu: list) -> None:
+    """A strategy name bound several times in one scope (a notebook's cells, ``if gpus: ... else: ...``, a TPU's
+    ``try`` whose except binds another strategy): all of them one process, their uses planned once (each use may
+    read any of the bindings). The replica count must be the same for every binding where it is read; a multi-worker
+    strategy given a cluster resolver keeps its error."""
+    skip = {id(stmt.body[0].targets[0].target) for stmt, _, _ in group} | {id(target) for _, _, target in tpu}
+    plan = _strategy_uses(name, group[0][0], uses, skip)
+    calls = [call for _, call, _ in group]
+    if plan is None or not _free(ctx, *calls, *(node for node, _ in plan), *(t for t, _, _ in tpu)):
+        return
+    if any(kind == "multi" and call.args for _, call, kind in group):
+        return
+    counts = {_replicas(ctx, kind, call) for _, call, kind in group}
+    if any(what == "replicas" for _, what in plan) and (len(counts) != 1 or None in counts):
+        return  # which binding's count a read gets is decided where the program runs: the errors stay
+    if counts - {"1", _GPUS} and _per_replica(uses, plan):
+        return  # several replicas (or a count not known) whose per-replica results one process does not compute
+    replicas = counts.pop() if len(counts) == 1 else None
+    why = f"its name {name} is bound to a strategy {len(group) + len(tpu)} times in the same scope"
+    for _, call, kind in group:
+        ctx.report(Severity.WARNING, "idiom-replaced", _one_process_message(kind, call, _replicas(ctx, kind, call), why),
+                   call)
         _drop(ctx, call)
-        replicas = (f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if kind in ("max", "multi") else "1")
-        for node, what in plan:
-            _plan_use(ctx, node, what, replicas)
+    for node, what in plan:
+        _plan_use(ctx, node, what, _count(ctx, replicas) if what == "replicas" else "")
+    for t, _, _ in tpu:
+        _tpu_plan(ctx, t)
+
+
+def _tpu_plan(ctx: FileContext, t: cst.Try) -> None:
+    """The TPU's ``try`` → its except branch's statements: torch has no TPU without torch_xla, and TensorFlow runs
+    that branch wherever it finds none."""
+    ctx.report(Severity.WARNING, "idiom-replaced", "a TPU connection (TPUClusterResolver, TPUStrategy) and its "
+               "fallback → the fallback alone, which TensorFlow runs where it finds no TPU: PyTorch runs on TPUs "
+               "through torch_xla only (torch_xla.runtime, xla device tensors); the translation runs on CPUs/GPUs",
+               t)
+    for st in t.body.body:  # the TPU's set-up: not translated, dropped with the try
+        ctx.plans.add(st, lambda orig, upd: cst.SimpleStatementLine([cst.Pass()]), descend=False, by="runtime")
+
+    def fallback(orig, upd):
+        body = list(upd.handlers[0].body.body)
+        body[0] = body[0].with_changes(leading_lines=[*upd.leading_lines, *body[0].leading_lines])
+        return cst.FlattenSentinel(body)
+    ctx.plans.add(t, fallback, by="runtime")
+
+
+def _replicas(ctx: FileContext, kind: str, call: cst.Call) -> str | None:
+    """TensorFlow's num_replicas_in_sync of the strategy ``call`` makes, as the translation's one process
+    counts it: a MirroredStrategy's replicas are its devices (a literal list of them: its length), by default
+    every GPU, one on a machine without; a default or one-device strategy has one. None: not known."""
+    if kind in ("one", "device"):
+        return "1"
+    devices = call_argument(call, "devices", 0)
+    if devices is None or literal_value(devices, NOT_LITERAL) is None:
+        return _GPUS
+    if isinstance(devices, (cst.List, cst.Tuple)) and devices.elements and \
+            not any(isinstance(e, cst.StarredElement) for e in devices.elements):
+        return str(len(devices.elements))
+    return None
+
+
+_GPUS = "gpus"  # _replicas: one replica per GPU, one without
+
+
+def _count(ctx: FileContext, replicas: str) -> str:
+    """The translation's expression of a replica count of _replicas."""
+    return f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if replicas == _GPUS else replicas
+
+
+def _per_replica(uses: _Uses, plan: list) -> str | None:
+    """Where a strategy has several replicas for certain (a list of devices), why its ``run`` calls are not the one
+    process's call, or None. Each replica runs the function on its share of a distributed dataset's batch and
+    ``reduce(SUM / MEAN)`` adds up their results: one call on the whole batch gives that sum only where every run's
+    inputs are the elements of the strategy's distributed dataset (``for batch in
+    strategy.experimental_distribute_dataset(ds)``) and its result goes to reduce alone. A run given anything
+    else (no input: every replica computes the same function) gives per-replica values one process has not."""
+    datasets = [node for node, what in plan if what == "dataset"]
+    reduced = [call_argument(node, "value", 1) for node, what in plan if what == "reduce"]
+    named = {v.value for v in reduced if isinstance(v, cst.Name)}
+    bound = {found[0] for line in uses.lines if (found := _assigned_call(line)) and any(found[1] is d for d in datasets)}
+    elements = {f.target.value for f in uses.fors if isinstance(f.target, cst.Name) and (
+        any(f.iter is d for d in datasets) or isinstance(f.iter, cst.Name) and f.iter.value in bound)}
+    results = {}  # id(run call) → the name it is assigned to
+    for line in uses.lines:
+        for small in line.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                results[id(small.value)] = small.targets[0].target
+    targets = {id(t) for t in results.values()}
+    for node, what in plan:
+        if what != "run":
+            continue
+        given = node.args[1:]
+        if len(given) != 1 or given[0].keyword.value != "args" or not isinstance(given[0].value, cst.Tuple) or \
+                not given[0].value.elements or not all(isinstance(e.value, cst.Name) and e.value.value in elements
+                                                       for e in given[0].value.elements):
+            return (f"{render(node)} gives each replica other inputs than its share of the strategy's distributed "
+                    "dataset: its result is a value per replica")
+        if any(v is node for v in reduced):
+            continue
+        target = results.get(id(node))
+        reads = [n for n in uses.names.get(target.value, []) if id(n) not in targets] if target is not None else []
+        if target is None or target.value not in named or \
+                not all(any(n is v for v in reduced) for n in reads):
+            return f"the per-replica result of {render(node)} is used otherwise than by strategy.reduce"
+    return None
+
+
+def _one_process_message(kind: str, call: cst.Call, replicas: str | None, why: str | None) -> str:
+    if kind in ("one", "device"):
+        return _DEFAULT_MESSAGE if kind == "one" else _DEVICE_MESSAGE
+    message = _STRATEGY_MESSAGE if kind == "max" else _MULTI_MESSAGE
+    if replicas is None:
+        message = message.replace("num_replicas_in_sync = max(torch.cuda.device_count(), 1) as TensorFlow counts its "
+                                  "replicas", "num_replicas_in_sync the number of its devices", 1)
+    elif replicas.isdigit():
+        message = message.replace("num_replicas_in_sync = max(torch.cuda.device_count(), 1) as TensorFlow counts its "
+                                  "replicas", f"num_replicas_in_sync = {replicas}, its devices' number", 1)
+    return message + (f"; it stays one process because {why}" if why else "")
 
 
 _STRATEGY_MESSAGE = (
@@ -627,13 +868,14 @@ def _bound(uses: _Uses) -> set[str]:
     return out
 
 
-def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> list | None:
-    """Each use of the strategy's name as (node to edit, kind), or None if one is not followed."""
+def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses, skip: set = frozenset()) -> list | None:
+    """Each use of the strategy's name as (node to edit, kind), or None if one is not followed (``skip``: the
+    ids of the name's other strategy bindings, not uses)."""
     target = assign.body[0].targets[0].target
     scope = uses.owner(target)  # the uses of this binding: the names in its scope (a function's own, or the module's)
     plan = []
     for node in uses.names.get(name, []):
-        if node is target or uses.owner(node) != scope:
+        if node is target or id(node) in skip or uses.owner(node) != scope:
             continue
         attr = uses.attrs.get(id(node))
         if attr is None or attr.attr.value not in _METHODS:
