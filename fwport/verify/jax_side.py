@@ -240,9 +240,15 @@ def run(req: dict) -> dict:
     whole = axis is None  # the model takes the inputs whole (a graph): no jax.vmap
     in_axes = tuple(axis) if isinstance(axis, list) else (axis,) * len(xs)
     # where each output holds the batch axis (the torch side's probe): "merged:a" is vmapped out at a + 1, then axes
-    # a and a + 1 reshaped into one, as PyTorch's view(-1, ...) made them
+    # a and a + 1 reshaped into one, as PyTorch's view(-1, ...) made them; "grouped:a" (the examples the outer factor
+    # of axis a: (N * L, V)) is vmapped out at a, then the same two axes reshaped into one
     outs = req.get("out_axes")
-    out_at = [int(o.split(":")[1]) + 1 if isinstance(o, str) else o for o in outs] if outs else None
+    out_at = [int(o.split(":")[1]) + (o.startswith("merged") and 1) if isinstance(o, str) else o for o in outs] \
+        if outs else None
+
+    def joined(out):  # the vmapped outputs with the batch axis merged into its neighbour where PyTorch's view did
+        return [o.reshape(*o.shape[:int(spec.split(":")[1])], -1, *o.shape[int(spec.split(":")[1]) + 2:])
+                if isinstance(spec, str) else o for o, spec in zip(out, outs)]
     first = next((i for i, a in enumerate(in_axes) if a is not None), 0)
     n = xs[first].shape[in_axes[first] or 0] if xs and xs[first].ndim else 1
     keyed = _takes_key(model)  # a forward drawing random numbers (or a dropout) takes key=: one per example
@@ -259,9 +265,7 @@ def run(req: dict) -> dict:
             def one(*a, **k):
                 y = m(*a, **k) if layer_state is None else m(*a, layer_state, **k)[0]
                 return tuple(flat(y))
-            out = jax.vmap(one, in_axes=in_axes, out_axes=tuple(out_at), axis_name="batch")(*inputs, **kw)
-            out = [o.reshape(*o.shape[:a - 1], -1, *o.shape[a + 1:]) if isinstance(spec, str) else o
-                   for o, a, spec in zip(out, out_at, outs)]
+            out = joined(jax.vmap(one, in_axes=in_axes, out_axes=tuple(out_at), axis_name="batch")(*inputs, **kw))
         elif layer_state is None:
             out = jax.vmap(m, in_axes=in_axes)(*inputs, **kw) if any(a != 0 for a in in_axes) else \
                 jax.vmap(m)(*inputs, **kw)
@@ -281,8 +285,7 @@ def run(req: dict) -> dict:
             out, new = jax.vmap(one, in_axes=in_axes, out_axes=(tuple(out_at) if out_at is not None else 0, None),
                                 axis_name="batch")(*inputs, **kw)
             if out_at is not None:
-                out = [o.reshape(*o.shape[:a - 1], -1, *o.shape[a + 1:]) if isinstance(spec, str) else o
-                       for o, a, spec in zip(out, out_at, outs)]
+                out = joined(out)
         return [o for o in out if o is not None], new
 
     def step() -> dict:

@@ -186,7 +186,8 @@ def batch_axis(model, xs, option: str) -> tuple[object, str, list | None]:
     out_axes). in_axes: one axis for every input (0: the JAX model is vmapped over the first axis), a list of one per
     input (None: an input every example shares), or None (the model takes its inputs whole: a graph's nodes mix
     through its adjacency matrix). out_axes: one per output, an axis or ``"merged:a"`` (PyTorch's view put the
-    examples inside axis a as its inner factor: ``(L, N, V).view(-1, V)``), or None (each at the inputs' axis).
+    examples inside axis a as its inner factor: ``(L, N, V).view(-1, V)``) or ``"grouped:a"`` (as its outer factor:
+    ``(N, L, V).view(N * L, V)``), or None (each at the inputs' axis).
 
     ``--batch-axis 0`` / ``1`` / ``none`` / a list (``0,0,none,0``) give the inputs'; ``auto`` probes the original:
     every input split on axis 0 (then axis 1: PyTorch's sequence layers take (L, N, ...)) into two halves, whose
@@ -262,11 +263,16 @@ def _probe(model, xs, in_axes: list):
                 if _close([o.reshape(*o.shape[:a], k, n, *o.shape[a + 1:])], [torch.cat(split, a + 1)], 1e-4):
                     axis, merged = f"merged:{a}", True
                     break
+                if [p.shape[a] for p in parts] == [(n // 2) * k, (n - n // 2) * k] \
+                        and _close([o], [torch.cat(parts, a)], 1e-4):  # the outer factor: (N * L, V)
+                    axis, merged = f"grouped:{a}", True
+                    break
         if axis is None:
             return "mix"
         out_axes.append(axis)
     how = "give the whole batch's along the outputs' axes " + ", ".join(map(str, out_axes)) + \
-        (" (merged:a: the examples are the inner factor of axis a, as PyTorch's view(-1, ...) made it)" if merged else "")
+        (" (merged:a / grouped:a: the examples are the inner / outer factor of axis a, as PyTorch's view made it)"
+         if merged else "")
     return out_axes, how
 
 

@@ -583,6 +583,7 @@ class Forward(cst.CSTTransformer):
         self.dtype_names: set[str] = set()  # names bound to an array's dtype (`dtype = x.dtype`), for x.to(dtype)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
+        self.shape_checks: dict[int, int] = {}  # `x.shape == (batch, h, w)`: the tuple → where the batch size stands
         self.parts: dict[int, int] = {}  # `.split` calls unpacked into that many names
         self.unpacked: dict[str, int] = {}  # ranks of the names the statement being left unpacks
         self.not_read: set[int] = set()
@@ -1713,11 +1714,65 @@ class Forward(cst.CSTTransformer):
         if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
+            if isinstance(node.args[0].value, cst.Subscript) and isinstance(node.args[0].value.value, cst.Call):
+                self.kept.add(id(node.args[0].value.value))  # `x.size()[0]`: its .size() goes with it
+        if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args:
+            rows = self.batch_rows(node)  # `x.view(B * T, C)`: the batch size a factor of the first size
+            if rows is not None:
+                self.kept.add(id(rows[0]))
+            if self.shape_of_batched(node) is not None:  # `a.view(b.size())`
+                self.kept.add(id(node.args[0].value))
         size = self.batch_size_argument(node)
         if size is None and self.ctx.imports.resolve(f) in ("einops.rearrange", "einops.reduce", "einops.repeat"):
             size = self.einops_batch_size(node)  # rearrange(x, 'b n d -> n b d', b=batch): b goes from the pattern
         if size is not None:
             self.kept.add(id(size))
+
+    def shape_of_batched(self, node: cst.Call) -> cst.BaseExpression | None:
+        """``a.view(b.size())`` / ``a.reshape(b.shape)`` (DETR's ``F.softmax(w.flatten(2), -1).view(w.size())``), a and
+        b holding the batch axis first: b's tensor; each example's part of a takes the shape of b's (PyTorch's
+        sizes agree, the batch's and the rest's), so one example's view is ``a.reshape(b.shape)``. None for any other."""
+        if len(node.args) != 1 or node.args[0].star or node.args[0].keyword:
+            return None
+        v = node.args[0].value
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" and not v.args:
+            b = v.func.value
+        elif isinstance(v, cst.Attribute) and v.attr.value == "shape":
+            b = v.value
+        else:
+            return None
+        a = node.func.value
+        ok = all(self.is_batched(t) and self.is_tensor(t) and self.plain_axis(t) == 0
+                 and not isinstance(self.axis_of(t), Merged) for t in (a, b))
+        return b if ok else None
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        """``x.shape == (batch, h, w)`` (vit_detpool's check of a mask's shape), x holding the batch axis at a known
+        position and the tuple the batch size there: one example's shape is the rest (the size leaves the tuple)."""
+        if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            return
+        for x, t in ((node.left, node.comparisons[0].comparator), (node.comparisons[0].comparator, node.left)):
+            if isinstance(x, cst.Attribute) and x.attr.value == "shape" and isinstance(t, cst.Tuple) \
+                    and self.is_batched(x.value) and self.is_tensor(x.value):
+                k = self.plain_axis(x.value)
+                if k is not None and k < len(t.elements) and not isinstance(t.elements[k], cst.StarredElement) \
+                        and self.is_batch_size(t.elements[k].value, x.value) \
+                        and not any(isinstance(e, cst.StarredElement) for e in t.elements[:k]):
+                    self.kept.add(id(t.elements[k].value))
+                    self.shape_checks[id(t)] = k
+
+    def leave_Tuple(self, original: cst.Tuple, updated: cst.Tuple) -> cst.BaseExpression:
+        k = self.shape_checks.pop(id(original), None)
+        if k is None:
+            return updated
+        rest = [e for i, e in enumerate(updated.elements) if i != k]
+        if len(rest) == 1:
+            rest = [rest[0].with_changes(comma=cst.Comma())]
+        elif rest:
+            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: the batch size leaves the shape compared "
+                        "(one example's shape is the rest)", original)
+        return updated.with_changes(elements=rest)
 
     # --- the batch size sizing a tensor that is the same for every example ----------------------------
     def batch_size_argument(self, node: cst.Call) -> cst.BaseExpression | None:
@@ -2508,6 +2563,21 @@ class Forward(cst.CSTTransformer):
             first = dims[0]
             if id(original) in self.token_views:  # a loss over the tokens: this example's flattened (token_loss)
                 return _method(recv, "reshape", dims)
+            like = self.shape_of_batched(original)
+            if like is not None:  # a.view(b.size()) → a.reshape(b.shape): each example's part takes b's shape
+                v = updated.args[0].value
+                t = v.func.value if isinstance(v, cst.Call) else v.value
+                self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: one example's part takes the shape of "
+                                f"one example of {code(like)} (both hold the batch axis first)", original)
+                return _method(recv, "reshape", [cst.Attribute(_atom(t), cst.Name("shape"))])
+            rows = self.batch_rows(original)
+            if rows is not None:  # (B * T, C) → (T, C): each example's rows, the batch merged outermost into them
+                i = rows[1]
+                per = _product([f for j, f in enumerate(_factors(_view_dims(updated)[0])) if j != i])
+                self.ctx.report(Severity.INFO, "batch-axis", f".{name}({', '.join(code(d) for d in dims)}): the "
+                                f"first size is the batch size times {code(per)}: one example's rows, the batch merged "
+                                "outermost into dimension 0 (PyTorch's rows are the examples' rows in turn)", original)
+                return self.moved(_method(recv, "reshape", [per, *_view_dims(updated)[1:]]), Grouped(0))
             if self.is_batch_size(first, original.func.value):
                 rest = dims[1:]
             elif int_literal(first) == -1 and len(dims) > 1 and all(int_literal(d) != -1 for d in dims[1:]):
@@ -2869,6 +2939,23 @@ class Forward(cst.CSTTransformer):
         return isinstance(node, cst.Call) and dotted_text(node.func) == "len" and len(node.args) == 1 \
             and self.is_batched(node.args[0].value) and (self.plain_axis(node.args[0].value) or 0) > 0
 
+    def batch_rows(self, node: cst.Call) -> tuple[cst.BaseExpression, int] | None:
+        """``x.view(B * T, C)`` (``x.reshape(x.size(0) * x.size(1), x.size(2))``) of a tensor holding the batch axis
+        first: the first size a product with the batch size one factor. PyTorch's rows are the examples' rows in turn
+        (the batch axis is the outermost of x's layout), so one example's view is ``(T, C)`` and the result holds the
+        batch axis merged outermost into dimension 0 (:class:`Grouped`). (The batch-size factor, its index among the
+        factors) of the original call; None for any other view."""
+        recv = node.func.value
+        if not node.args or any(a.star or a.keyword for a in node.args) or not self.is_batched(recv) \
+                or self.plain_axis(recv) != 0 or isinstance(self.axis_of(recv), Merged):
+            return None
+        dims = _view_dims(node)
+        factors = _factors(dims[0]) if dims else []
+        if len(factors) < 2 or any(int_literal(f) is not None and int_literal(f) < 1 for f in factors):
+            return None
+        at = [i for i, f in enumerate(factors) if self.is_batch_size(f, recv)]
+        return (factors[at[0]], at[0]) if len(at) == 1 else None
+
     def is_batch_size(self, node: cst.BaseExpression, recv: cst.BaseExpression) -> bool:
         """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
         if isinstance(node, cst.Name) and node.value in self.batch_sizes:
@@ -2880,6 +2967,12 @@ class Forward(cst.CSTTransformer):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
                 and len(node.args) == 1 and int_literal(node.args[0].value) is not None:
             return self.is_batched(node.func.value) and int_literal(node.args[0].value) == self.plain_axis(node.func.value)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call) and not node.value.args \
+                and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "size" \
+                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and int_literal(node.slice[0].slice.value) is not None:  # `x.size()[0]`
+            return self.is_batched(node.value.func.value) \
+                and int_literal(node.slice[0].slice.value) == self.plain_axis(node.value.func.value)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
                 and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
                 and int_literal(node.slice[0].slice.value) is not None:
@@ -3803,6 +3896,29 @@ def _atom(node: cst.BaseExpression) -> cst.BaseExpression:
 
 def _atom_code(node: cst.BaseExpression) -> str:
     return code(_atom(node))
+
+
+def _factors(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The factors of a product (``B * T * H``, parenthesised or not), left to right; one factor for any other."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply) and not node.lpar:
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def _product(factors: list[cst.BaseExpression]) -> cst.BaseExpression:
+    """``a * b * c`` of the factors (one factor: itself)."""
+    out = factors[0]
+    for f in factors[1:]:
+        out = cst.BinaryOperation(out, cst.Multiply(), f)
+    return out
+
+
+def _view_dims(node: cst.Call) -> list[cst.BaseExpression]:
+    """The sizes of ``x.view(a, b)`` / ``x.view((a, b))``."""
+    dims = [a.value for a in node.args]
+    if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+        return [e.value for e in dims[0].elements]
+    return dims
 
 
 def _method(recv: cst.BaseExpression, name: str, positional: list, **kw) -> cst.Call:
