@@ -251,6 +251,33 @@ def test_the_name_chosen():
     assert written.renamed(ctx) == {"Pad": "Pad_", "PReLU": "PReLU_2", "torch_pad": "torch_pad_", "Lambda": "Lambda_"}
 
 
+def test_clash_prefilter_answers_as_the_written_patterns():
+    """written.clash's text prefilter, spelled with its literal word first (re scans for it in C), finds what the
+    patterns as first written found (`(?<![\\w.])name\\b`, `\\bimport\\s*\\*`): the same first match, on made texts
+    where the name stands after a dot, inside a longer word, at the start, after a non-ASCII letter."""
+    import random
+    import re
+
+    rng = random.Random(0)
+    parts = ["foo", "f", "o", ".", "_", " ", "\n", "import", "*", "a", "1", "\u00e9", "(", "\t"]
+    texts = ["foo = 1\n", "x.foo\n", "afoo\n", "foo_\n", "(foo)", "foo", ".foo", "import *", "ximport *", "import\n*"]
+    texts += ["".join(rng.choice(parts) for _ in range(12)) for _ in range(5000)]
+    hits = 0
+    for name in ("foo", "f", "foo_", "_f", "\u00e9"):
+        w = re.escape(name)
+        for s in texts:
+            a, b = re.search(rf"(?<![\w.]){w}\b", s), re.search(rf"{w}(?<![\w.]{w})\b", s)
+            assert (a and a.span()) == (b and b.span()), (name, s)
+            hits += a is not None
+    for s in texts:
+        a, b = re.search(r"\bimport\s*\*", s), re.search(r"import(?<=\bimport)\s*\*", s)
+        assert (a and a.span()) == (b and b.span()), s
+        hits += a is not None
+    assert hits > 1000  # (texts that match: the comparison is not all misses)
+    # the prefilter as clash runs it: a file that never writes the name answers no clash without a walk
+    assert written.clash(SimpleNamespace(analyses={"parsed": (None, "x.foo = afoo\n")}), "foo") is False
+
+
 def test_a_star_import_of_another_package_takes_every_name_read():
     ctx = _ctx('''
         from mylib import *

@@ -95,13 +95,35 @@ def _fast_alternative(alt: str) -> str:
 def fast_pattern(pattern: str) -> str:
     """``pattern`` spelled so that Python's ``re`` searches it quickly, with the same matches (spans and
     groups): each top-level alternative that starts with ``\\b`` and a word starts with the word
-    (:func:`_fast_alternative`). ``re`` scans for a pattern's literal first characters in C; a pattern
-    that starts with ``\\b``, or an alternation of which one alternative does, is tried at every
+    (:func:`_fast_alternative`), and one that starts with a group of words is one alternative per word
+    (:func:`_spread`). ``re`` scans for a pattern's literal first characters in C; a pattern that starts
+    with ``\\b``, or an alternation of which one alternative does (or starts with a group), is tried at every
     position of the text instead, ~10–50 times slower on a large file (tests/test_triggers.py checks
     every trigger against its written spelling)."""
     flags = _FLAGS.match(pattern)
     head = flags.group(0) if flags else ""
-    return head + "|".join(_fast_alternative(a) for a in _alternatives(pattern[len(head):]))
+    return head + "|".join(_spread(_fast_alternative(a)) for a in _alternatives(pattern[len(head):]))
+
+
+def _spread(alt: str) -> str:
+    """``(?:A|B)x`` (what _fast_alternative makes of ``\\b(?:A|B)x``) as ``Ax|Bx``, each starting with its word: ``re``
+    scans for the first characters of an alternation in C only where every alternative starts with a literal
+    character, not a group. The same matches, tried in the same order at each position; only where neither the
+    group nor ``x`` captures (the copies of a capturing group would be numbered anew)."""
+    if not alt.startswith("(?:"):
+        return alt
+    end = _group_end(alt, 0)
+    if end < 0 or alt[end + 1:end + 2] in ("*", "+", "?", "{"):
+        return alt
+    inner, after = _alternatives(alt[3:end]), alt[end + 1:]
+    if len(inner) < 2 or not all(_WORD.match(a) for a in inner):
+        return alt
+    try:
+        if re.compile(alt).groups:
+            return alt
+    except re.error:  # (a reference to a group outside it)
+        return alt
+    return "|".join(a + after for a in inner)
 
 
 #: fast pattern → the pattern as written (for tests: each answers as its written spelling)

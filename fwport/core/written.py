@@ -112,7 +112,10 @@ def _bound(ctx) -> set[str]:
 def clash(ctx, name: str) -> bool:
     """Whether the file binds ``name`` (see the module docstring)."""
     _, source = _source(ctx)
-    if not re.search(rf"(?<![\w.]){re.escape(name)}\b", source) and not re.search(r"\bimport\s*\*", source):
+    # (each pattern starts with its literal word, which re looks for in C: `(?<![\w.])name\b` and `\bimport\s*\*`,
+    # the same matches, are tried at every position of the text)
+    word = re.escape(name)
+    if not re.search(rf"{word}(?<![\w.]{word})\b", source) and not re.search(r"import(?<=\bimport)\s*\*", source):
         return False  # (the common case: the source never writes the name, and nothing imports *)
     return name in _bound(ctx)
 

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.direction import fast
+from fwport.core.direction import Trigger
 from fwport.core.finding import Severity
 from fwport.core.names import scan
 
-TRIGGER = fast(r"\bcudnn\b|\ballow_tf32\b|\bfp32_precision\b|\bset_float32_matmul_precision\b"
-               r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b|\bcompile\b|\bscript\b")
+TRIGGER = Trigger(r"\bcudnn\b|\ballow_tf32\b|\bfp32_precision\b|\bset_float32_matmul_precision\b"
+                  r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b|\bcompile\b|\bscript\b",
+                  "cudnn", "allow_tf32", "fp32_precision", "set_float32_matmul_precision", "use_deterministic_algorithms",
+                  "autocast", "compile", "script")  # (searched only in a text holding one of its words)
 #: autocast, whose rule writes contextlib.nullcontext() for a `with`; as a decorator it is removed here
 AUTOCAST = frozenset({"torch.amp.autocast", "torch.autocast", "torch.cuda.amp.autocast"})
 CONFIG = "jax_default_matmul_precision"

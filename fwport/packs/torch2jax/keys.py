@@ -26,13 +26,14 @@ import re
 
 import libcst as cst
 
-from fwport.core.direction import fast
+from fwport.core.direction import Trigger
 from fwport.core.engine import statement
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 
 #: the text that runs this planner (passes/__init__.py): a draw's name (or a fill fills.py makes a draw)
-TRIGGER = fast(r"\brand(?:n|int|perm|n_like|_like|int_like)?\b|\bmultinomial\b|\bnormal\b|\bbernoulli\b|\.(?:uniform_|normal_)\s*\(")
+TRIGGER = Trigger(r"\brand(?:n|int|perm|n_like|_like|int_like)?\b|\bmultinomial\b|\bnormal\b|\bbernoulli\b"
+                  r"|\.(?:uniform_|normal_)\s*\(", "rand", "multinomial", "normal", "bernoulli", "uniform_")
 #: ctx.analyses: id of the split a model call takes per example (``jax.vmap(model)(x, key=jax.random.split(key,
 #: x.shape[0]))``, training.py's call_key) where no key was in scope → the error to report if none can be made
 MODEL_DRAWS = "torch2jax.model-draws"

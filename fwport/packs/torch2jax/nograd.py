@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.direction import fast
+from fwport.core.direction import Trigger
 from fwport.core.finding import Severity
 from fwport.core.engine import code
 from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 
-TRIGGER = fast(r"\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b|\brequires_grad")
+TRIGGER = Trigger(r"\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b|\brequires_grad",
+                  "no_grad", "inference_mode", "enable_grad", "set_grad_enabled", "requires_grad")
 OFF = frozenset({"torch.no_grad", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
                  "torch.inference_mode", "torch.autograd.inference_mode", "torch.autograd.grad_mode.inference_mode"})
 ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})

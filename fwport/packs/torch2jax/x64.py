@@ -33,7 +33,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     from fwport.core.imports import insert_after_imports
 
     layout = ctx.analyses.get("layout")  # (the output's text: each statement rendered once for the final text too)
-    if layout is not None and not any(w in layout.text(module) for w in _WIDE):
+    text = layout.text(module) if layout is not None else None
+    if text is not None and not any(w in text for w in _WIDE):
         return module  # no float64 attribute can be written without its name
     seen = _Wide()
     scan(module, seen)

@@ -2,7 +2,7 @@
 only where its trigger appears in the source text; FINISH steps add and remove lines at the very end."""
 from __future__ import annotations
 
-from fwport.core.direction import Planner, fast
+from fwport.core.direction import Planner, Trigger, fast
 from fwport.packs.torch2jax import layers
 from fwport.packs.torch2jax import backends, clashes, fills, nograd, data, distributed, features, groups, inplace, keys, modes, params, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
@@ -48,16 +48,16 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("tensor-methods", fast(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | tensor_methods.TORCH_ONLY | {"parameters", "named_parameters", "to", "type"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
             tensor_methods.plan),
     # (read-only, last) a Dataset base dropped (the loader reads __len__/__getitem__); nn.Module in annotations → eqx.Module
-    Planner("types", fast(r"\bDataset\b|\bModule\b"), types.plan),
+    Planner("types", Trigger(r"\bDataset\b|\bModule\b", "Dataset", "Module"), types.plan),
     # (read-only, last) an optimizer over complementary parameter groups (decay / no decay) → optax's mask=
-    Planner("param-groups", fast(r"['\"]params['\"]"), groups.plan),
+    Planner("param-groups", fast(r"'params['\"]|\"params['\"]"), groups.plan),
     # (read-only) a frozen nn.Embedding.from_pretrained table: the optimizers' updates masked where it is (groups.py)
     Planner("frozen-tables", fast(r"\bfrom_pretrained\b"), groups.frozen_tables),
     # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name; an
     # argument's presence in inspect.signature(torch.optim.X).parameters → whether the rule takes it
     # (read-only, last) draws from PyTorch's global generator where no jax.random key will be in scope: refused
     Planner("keyless-draws", keys.TRIGGER, keys.plan),
-    Planner("feature-tests", fast(r"\bhasattr\s*\(|\bsignature\s*\("), features.plan),
+    Planner("feature-tests", Trigger(r"\bhasattr\s*\(|\bsignature\s*\(", "hasattr", "signature"), features.plan),
     # (read-only, after training, whose loops it must not see change) one-process distributed scripts:
     # init/destroy_process_group, set_device, all_reduce, `m = DDP(m)` removed; a DistributedSampler → the loader's shuffle
     Planner("distributed", distributed.TRIGGER, distributed.plan),
