@@ -1,6 +1,7 @@
 """Helpers the translation writes into a file that loads data (the output never depends on fwport or
 PyTorch): ``torch.utils.data.TensorDataset`` → ``ArrayDataset``, ``DataLoader`` → ``NumpyLoader``, and
-``torch.load`` of a file of numpy data → ``load_pickled_arrays`` (the training pass decides which loads), and
+``torch.load`` / ``torch.save`` of a file of numpy data → ``load_pickled_arrays`` / ``save_pickled_arrays`` (the
+training pass decides which), and
 checkpoint dicts (``torch.save({'model': model.state_dict(), 'epoch': e}, f)`` and their loads) →
 ``save_checkpoint`` / ``load_checkpoint``: the pytrees with eqx.tree_serialise_leaves, the rest pickled.
 
@@ -99,6 +100,21 @@ def load_pickled_arrays(path):
             return Unpickler(f).load()
 '''
 
+_SAVE_PICKLED_ARRAYS = '''
+def save_pickled_arrays(obj, f):
+    """What torch.save writes of data holding no tensor (numpy arrays, numbers, lists, dicts of them): the pickle
+    in a zip archive of torch.save's layout, written without PyTorch; load_pickled_arrays and
+    torch.load(f, weights_only=False) read it."""
+    import pickle
+    import sys
+    import zipfile
+
+    with zipfile.ZipFile(f, "w") as archive:
+        archive.writestr("archive/data.pkl", pickle.dumps(obj, protocol=2))
+        archive.writestr("archive/byteorder", sys.byteorder)
+        archive.writestr("archive/version", "3\\n")
+'''
+
 _SAVE_CHECKPOINT = '''
 def save_checkpoint(path, checkpoint, trees):
     """A checkpoint dict in one pickle: the entries named in `trees` (a model, an optimizer state: pytrees of
@@ -133,6 +149,7 @@ def load_checkpoint(path, like):
 
 # name → its text; a helper's dependencies are written with it (vision.py: torchvision's datasets, transforms, save_image)
 TEXTS = {"ArrayDataset": _ARRAY_DATASET, "NumpyLoader": _NUMPY_LOADER, "load_pickled_arrays": _LOAD_PICKLED_ARRAYS,
+         "save_pickled_arrays": _SAVE_PICKLED_ARRAYS,
          "save_checkpoint": _SAVE_CHECKPOINT, "load_checkpoint": _LOAD_CHECKPOINT, **vision.TEXTS}
 DEPS = {"NumpyLoader": ("ArrayDataset",), **vision.DEPS}  # NumpyLoader tests isinstance(dataset, ArrayDataset)
 

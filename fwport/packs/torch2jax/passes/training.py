@@ -19,7 +19,7 @@ zero_grad after the step) is put in the shape read (``_normal_steps``); so is a 
 GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. A loop stepping by hand (``for p in
 model.parameters(): p.data.add_(p.grad, alpha=-lr)``, no optimizer) becomes a jitted ``sgd_step`` (_manual_plan).
 Checkpoint dicts saved and loaded with ``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint``
-(helpers written into the output).
+(helpers written into the output); numpy data saved with ``torch.save`` → ``save_pickled_arrays`` (save_data).
 """
 from __future__ import annotations
 
@@ -921,7 +921,8 @@ class _Pass(cst.CSTTransformer):
         edit = self.checkpoint_edits.get(id(original))
         if edit is not None:
             return self.write_checkpoint_edit(edit, updated)
-        data = self.load_data(original) or self.load_model(original) or self.load_checkpoint(original)
+        data = self.load_data(original) or self.load_model(original) or self.load_checkpoint(original) \
+            or self.save_data(original)
         if data is not None:
             return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
@@ -1232,6 +1233,40 @@ class _Pass(cst.CSTTransformer):
                         "holds a tensor; better, convert the file once (np.save) and read it with np.load", stmt)
         return a.with_changes(value=cst.Call(cst.Name(written.name(self.ctx, "load_pickled_arrays")), [call.args[0].with_changes(
             comma=cst.MaybeSentinel.DEFAULT)]))
+
+    def save_data(self, stmt) -> cst.BaseSmallStatement | None:
+        """``torch.save(data, f)`` where ``data`` is a name its scope binds once, to numpy data (_numpy_value: a
+        numpy call, or an array method of one; ``data = np.sin(x).astype('float64')``) → ``save_pickled_arrays(data,
+        f)`` (data.py, written into the output): the pickle in a zip archive of torch.save's layout, which
+        load_pickled_arrays (the translated ``torch.load`` of numpy data) and torch.load(f, weights_only=False)
+        read. None (the rule's error) for anything else."""
+        if self.in_class or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr):
+            return None
+        call = stmt.body[0].value
+        if not isinstance(call, cst.Call) or self.ctx.imports.resolve(call.func) not in ("torch.save", "torch.serialization.save") \
+                or len(call.args) != 2 or any(a.star or a.keyword is not None for a in call.args):
+            return None
+        obj, path = call.args[0].value, call.args[1].value
+        scope = self.scopes[-1] if self.scopes else self.module
+        if not isinstance(obj, cst.Name) or isinstance(scope, cst.FunctionDef) and obj.value in {
+                p.name.value for p in [*scope.params.params, *scope.params.kwonly_params, *scope.params.posonly_params]}:
+            return None
+        binds = [st for st in _scope_statements(scope) if any(obj.value in target_names(t) for t in [
+            *(x.target for x in find_all(st, cst.AssignTarget)), *(x.target for x in find_all(st, cst.AugAssign)),
+            *(x.target for x in find_all(st, cst.AnnAssign))])]
+        loops = [t for t in [*(n.target for n in find_all(scope, cst.For)), *(n.target for n in find_all(scope, cst.CompFor)),
+                             *(n.name for n in find_all(scope, cst.AsName))] if obj.value in target_names(t)]
+        if len(binds) != 1 or loops or not _assigns(binds[0], obj.value) or len(binds[0].body[0].targets) != 1 \
+                or not _numpy_value(binds[0].body[0].value, self.ctx.imports.resolve):
+            return None
+        from fwport.packs.torch2jax.ops import HELPERS
+        self.ctx.analyses.setdefault(HELPERS, set()).add("save_pickled_arrays")
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"torch.save of numpy data ({obj.value} = "
+                        f"{code(binds[0].body[0].value)[:60]}) → save_pickled_arrays, written into this file: the same "
+                        "pickle in a zip archive of torch.save's layout, which the translated torch.load "
+                        "(load_pickled_arrays) and torch.load(f, weights_only=False) read", stmt)
+        return stmt.body[0].with_changes(value=cst.Call(cst.Name(written.name(self.ctx, "save_pickled_arrays")), [
+            cst.Arg(obj, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(path)]))
 
     def load_model(self, stmt) -> cst.BaseSmallStatement | None:
         """``model = torch.load(f)``, a whole module pickled by ``torch.save(model, f)`` → ``model =
@@ -2475,8 +2510,10 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
         def __init__(self):
             self.scopes = [module]
 
-        def visit_FunctionDef(self, n) -> None:
+        def visit_FunctionDef(self, n) -> bool:
             self.scopes.append(n)
+            # a function binding the name itself (`def __init__(self, root, train)`) reads its own, not this function
+            return n.name.value == name or name not in _local_names(n)
 
         def leave_FunctionDef(self, n) -> None:
             self.scopes.pop()
@@ -3047,6 +3084,23 @@ def _first_uses(node, first: dict[str, str]) -> None:
 
 def _first_line(stmt) -> str:
     return code(stmt).strip().splitlines()[0][:60]
+
+
+#: numpy array methods whose result is a numpy array again (_numpy_value)
+_ARRAY_METHODS = frozenset({"astype", "reshape", "copy", "transpose", "ravel", "flatten", "squeeze", "clip", "round",
+                            "cumsum", "sum", "mean", "swapaxes"})
+
+
+def _numpy_value(node, resolve) -> bool:
+    """Whether an expression is numpy data by its form: a call of a numpy function (``np.sin(...)``), or an array
+    method of one (``np.sin(x).astype('float64')``): holding no tensor in PyTorch, no jax array in the translation."""
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value in _ARRAY_METHODS \
+            and isinstance(node.func.value, cst.Call) and _numpy_value(node.func.value, resolve):
+        return True
+    q = resolve(node.func)
+    return bool(q) and q.startswith("numpy.")
 
 
 def _is_assign(stmt) -> bool:
