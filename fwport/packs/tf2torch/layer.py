@@ -1185,6 +1185,8 @@ def rnn_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     mi = map_call(inner, rule, ctx, inner)
     if mi.failed:
         return LayerEmission([m.call], failed=True)
+    if mi.extras.pop("frozen", None):  # RNN(LSTMCell(..., trainable=False)): the cell's weights are the layer's
+        m.extras["frozen"] = True
     for key, value in m.extras.items():
         if key != "cell":
             mi.extras[key] = value
@@ -1223,6 +1225,8 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     mi = map_call(inner, rule, ctx, inner)
     if mi.failed:
         return LayerEmission([m.call], failed=True)
+    if mi.extras.pop("frozen", None):  # Bidirectional(LSTM(..., trainable=False)): both directions copy it
+        m.extras["frozen"] = True
     for key in ("input_shape", "batch_input_shape", "input_dim", "input_length"):
         if key in m.extras and key not in mi.extras:
             mi.extras[key] = m.extras[key]
@@ -2895,3 +2899,41 @@ def keras_initializer(m: MappedCall, ctx) -> cst.BaseExpression | None:
                    "full config: torch saves weights, not layer configs)", m.node, m.rule)
         return cst.Call(cst.Attribute(call, cst.Name("get_config")))
     return call
+
+
+# layers whose forward pass changes with trainable=False beyond their weights' gradients: Keras runs a frozen
+# BatchNormalization in inference mode (its moving statistics, never updated) even under training=True
+# (BatchNormalization.call: ``if training and self.trainable``; Keras 2 since TF 2.0 too)
+_FROZEN_RUNS_OTHERWISE = {"batch-normalization"}
+
+
+def frozen_layer(m: MappedCall, em: LayerEmission, ctx) -> LayerEmission:
+    """A layer built with ``trainable=False`` (Direction.frozen_layer): its weight module gets
+    ``.requires_grad_(False)`` (which returns the module), exactly Keras's frozen layer for a layer whose forward
+    pass does not read the flag; a layer without weights stays as it is (the flag changes nothing there). A
+    BatchNormalization is refused: Keras runs it in inference mode whenever it is frozen, which torch's
+    ``model.train()`` undoes."""
+    rid = m.rule.id
+    if rid in _FROZEN_RUNS_OTHERWISE:
+        return _failed(m, ctx, "unsupported-argument", "trainable=False: Keras runs a frozen BatchNormalization in "
+                       "inference mode (its moving mean and variance, never updated) even under training=True, while "
+                       "torch's BatchNorm uses the batch's statistics in model.train(): freeze it with "
+                       "requires_grad_(False) and keep it in eval() after each model.train() (or override its train())")
+    if not m.rule.weights:
+        return em
+    if "Lazy" in code(em.modules[em.weight_module]):
+        # an uninitialised parameter refuses requires_grad_ (torch raises before the first forward pass)
+        return _failed(m, ctx, "unsupported-argument", "trainable=False on a layer whose input size is unknown here "
+                       "(a lazy torch module, whose weights do not exist before its first forward pass, when "
+                       "requires_grad_(False) cannot reach them): give the model its input shape (keras.Input(shape="
+                       "...) or input_shape=), or freeze the module after a first forward pass")
+    # Keras 3 leaves a frozen weight's regularizer penalty out of the loss: regularization_loss() counts each term
+    # under its weight's requires_grad (regularizers._frozen_guard; the key of passes/regularizers.FROZEN)
+    ctx.analyses.setdefault("tf2torch-frozen", "trainable")
+    modules = list(em.modules)
+    w = modules[em.weight_module]
+    modules[em.weight_module] = cst.Call(cst.Attribute(w, cst.Name("requires_grad_")), [cst.Arg(cst.Name("False"))])
+    ctx.report(Severity.INFO, "idiom-replaced", "trainable=False → .requires_grad_(False) on the module (its weights "
+               "get no gradients and the optimizer leaves them as they are, as Keras's frozen layer)", m.node, m.rule)
+    em.modules = modules
+    return em
