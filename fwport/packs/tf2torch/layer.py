@@ -8,6 +8,7 @@ modules after the layer.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -794,6 +795,21 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     helper before them: Keras (its default implementation, and the fused one) multiplies the inputs by one
     mask of the features per sequence, the same at every step, which that module draws. Not under
     Bidirectional (Keras draws a mask per direction) nor after a mask (the input is a packed sequence)."""
+    if lctx.layout == "nchw":
+        # a Sequential converted to channels-first hands it (batch, features, steps): a Permute before it gives it
+        # Keras's (batch, steps, features), and one after a sequence output moves the features back to dim 1
+        em = rnn(m, ctx, dataclasses.replace(lctx, layout="keep"), merge_mode)
+        if em.failed:
+            return em
+        swap = expr(f"{helpers.use(ctx, 'Permute')}((2, 1))")
+        back = [expr(f"{helpers.use(ctx, 'Permute')}((2, 1))")] if em.out_shape is not None and len(em.out_shape) == 2 else []
+        if em.out_shape is None:
+            return _failed(m, ctx, "unsupported-construct", f"{m.rule.names[0].rsplit('.', 1)[-1]} in a model converted to channels-first: the rank "
+                           "of its output is unknown here, so fwport cannot tell whether to move its features back to "
+                           "dim 1: keep this model channels-last or permute by hand")
+        em.modules = [swap, *em.modules, *back]
+        em.weight_module += 1
+        return em
     backwards = m.extras.get("go_backwards")
     if (backwards is not None and literal_value(backwards, NOT_LITERAL) is True and merge_mode is None
             and not getattr(lctx, "mask_in", False) and not getattr(lctx, "mask_keep", False)
@@ -2167,9 +2183,23 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 @shape("embedding")
 def embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if lctx.layout == "nchw":
-        return _failed(m, ctx, "unsupported-construct", "Embedding outputs (batch, T, D) channels-last, and the "
-                       "channels-first layers after it would need a permute: translate this model as a "
-                       "subclass, or permute explicitly")
+        # (a Sequential converted to channels-first; the functional pass moves the axis where it calls the layer):
+        # its output (batch, *ids, D) is channels-last: a Permute after it moves D to dim 1, where the layers after
+        # it take their channels (Keras's (T, D) stays the shape it records)
+        in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+        if in_shape is None and "input_length" in m.extras:
+            n = _dim(lctx, m.extras["input_length"])
+            in_shape = (n,) if known(n) else None
+        if in_shape is None:
+            return _failed(m, ctx, "unsupported-construct", "Embedding outputs (batch, T, D) channels-last, and the "
+                           "channels-first layers after it need its D moved to dim 1, where the rank of its ids is "
+                           "unknown here: give the model its input shape (keras.Input(shape=(T,)) or input_length=)")
+        em = embedding(m, ctx, dataclasses.replace(lctx, layout="keep", in_shape=tuple(in_shape)))
+        if em.failed or not in_shape:
+            return em
+        r = len(in_shape)
+        em.modules = [*em.modules, expr(f"{helpers.use(ctx, 'Permute')}(({r + 1}, {', '.join(map(str, range(1, r + 1)))}))")]
+        return em
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     if in_shape is None and "input_length" in m.extras:
         n = _dim(lctx, m.extras["input_length"])
