@@ -39,7 +39,8 @@ def _tx(src: str):
 
 
 def test_a_model_left_as_written_keeps_its_keras_values():
-    r = _tx(SRC)
+    # (reg bound twice, so that no layer of the model translates: a name bound once is followed, tflayers28)
+    r = _tx(SRC.replace("    reg = l2(1e-4)\n", "    reg = l2(1e-4)\n    reg = l2(2e-4)\n"))
     errors = [f.message for f in r.findings if f.severity.value == "error"]
     assert any(m.startswith("this functional model is left as written") for m in errors), errors
     for kept in ("reg = l2(1e-4)", "init = keras.initializers.RandomNormal(stddev=0.02)",
@@ -70,14 +71,19 @@ def test_a_refused_regularizer_is_a_reason_the_model_is_left_as_written():
     ``activity_regularizer=``) is an error of the layer's emission, and so one of the reasons the pass leaves the
     model as written, not a leftover of it: with no other reason it is the only error above the model's own (which
     says "the errors above say where"), so it stays, also beside another reason (block(...) in SRC)."""
-    plain = SRC[:SRC.index("    def block")] + SRC[SRC.index("    x = block"):]  # (no nested helper)
+    # (reg bound twice: a regularizer name bound once is followed, tflayers28, and the model translated)
+    twice = lambda s: s.replace("    reg = l2(1e-4)\n", "    reg = l2(1e-4)\n    reg = l2(2e-4)\n")
+    once_bound = SRC[:SRC.index("    def block")] + SRC[SRC.index("    x = block"):]
+    once_bound = once_bound.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, kernel_regularizer=l2(1e-3))(inp)\n")
+    assert [f.message for f in _tx(once_bound).findings if f.severity.value == "error"] == []
+    plain = twice(SRC[:SRC.index("    def block")] + SRC[SRC.index("    x = block"):])  # (no nested helper)
     only_reg = plain.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, kernel_regularizer=l2(1e-3))(inp)\n")
     only_act = plain.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, activity_regularizer=l2(1e-3))(inp)\n") \
         .replace("kernel_regularizer=reg, ", "")
     assert "block" not in only_reg and "activity_regularizer=l2(1e-3)" in only_act and "=reg" not in only_act
     for src, said in ((only_reg, "kernel_regularizer=reg: torch layers have no regularizers"),
                       (only_act, "activity_regularizer=l2(1e-3): torch layers have no activity regularizers"),
-                      (SRC, "kernel_regularizer=reg: torch layers have no regularizers")):
+                      (twice(SRC), "kernel_regularizer=reg: torch layers have no regularizers")):
         errors = [f.message for f in _tx(src).findings if f.severity.value == "error"]
         assert any(m.startswith("this functional model is left as written") for m in errors), errors
         assert any(m.startswith(said) for m in errors), errors

@@ -277,6 +277,10 @@ class Direction:
     #: ``observed_shapes``: (line, column, shape) of the calls that create layers):
     #: ``fn(lctx, observed, call, rule)`` → the shape to use
     observed_shape: Callable[[Any, Any, Any, Any], Any] | None = None
+    #: a layer built frozen (``trainable=False`` written in its call, the layer base keyword "trainable"):
+    #: ``fn(mapped, emission, ctx)`` → the emission with its module frozen, or a failed one (the reason reported on
+    #: ``mapped``); None: such a layer is an error
+    frozen_layer: Callable[[Any, Any, Any], Any] | None = None
     #: how a tree's dependency files change (None: they are copied as they are)
     requirements: Requirements | None = None
     #: a chained direction: the directions it runs one after the other (fwport/core/chain.py); empty for a pack

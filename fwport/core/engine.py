@@ -105,9 +105,13 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
         elif what == "drop":
             pass
         elif what == "trainable":
-            if literal_value(value, None) is not True:
-                m.fail(ctx, "unsupported-argument", "trainable=False: freeze the module with "
-                       "requires_grad_(False) (and .eval() for BatchNorm) after translation")
+            lit = literal_value(value, NOT_LITERAL)
+            if lit is False and ctx.direction.frozen_layer is not None:
+                m.extras["frozen"] = True  # translate_layer freezes the module it emits
+            elif lit is not True:
+                m.fail(ctx, "unsupported-argument", f"trainable={code(value)}"
+                       + (": not a literal True / False, so whether the layer trains is not known here"
+                          if lit is NOT_LITERAL else ": freeze the module with requires_grad_(False) after translation"))
         else:
             m.fail(ctx, "unsupported-argument", f"{rule.names[0]} got the keyword {kw!r}, which the rule does not map")
 
@@ -292,6 +296,8 @@ def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerCon
     else:
         built = build_call(m, ctx)
         em = LayerEmission([built] if built is not None else [call], lctx.in_shape, failed=built is None)
+    if m.extras.get("frozen") and not (m.failed or em.failed):
+        em = ctx.direction.frozen_layer(m, em, ctx)  # trainable=False (map_call)
     if m.failed or em.failed:
         drop_undone_findings(ctx, mark)
         return LayerEmission([call], failed=True)

@@ -129,6 +129,11 @@ LAYER_BASE_KWARGS = {
     "trainable": "trainable",
     "dynamic": "drop",
     "weights": "unsupported",
+    # tf.keras 2's DTensor layouts (Dense, Conv, Embedding, BatchNormalization ... take them through **kwargs): where
+    # each weight is placed on a device mesh, which leaves every value computed the same; torch's module holds its
+    # weights whole
+    **{f"{w}_layout": "drop" for w in ("kernel", "bias", "embeddings", "gamma", "beta", "moving_mean",
+                                        "moving_variance", "depthwise", "pointwise", "recurrent")},
 }
 
 CODES = {
@@ -256,4 +261,5 @@ DIRECTION = Direction(
     ),
     prepare=trace.prepare,
     observed_shape=trace.observed_shape,
+    frozen_layer=layer.frozen_layer,
 )

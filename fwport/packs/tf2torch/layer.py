@@ -8,6 +8,7 @@ modules after the layer.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -794,6 +795,21 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     helper before them: Keras (its default implementation, and the fused one) multiplies the inputs by one
     mask of the features per sequence, the same at every step, which that module draws. Not under
     Bidirectional (Keras draws a mask per direction) nor after a mask (the input is a packed sequence)."""
+    if lctx.layout == "nchw":
+        # a Sequential converted to channels-first hands it (batch, features, steps): a Permute before it gives it
+        # Keras's (batch, steps, features), and one after a sequence output moves the features back to dim 1
+        em = rnn(m, ctx, dataclasses.replace(lctx, layout="keep"), merge_mode)
+        if em.failed:
+            return em
+        swap = expr(f"{helpers.use(ctx, 'Permute')}((2, 1))")
+        back = [expr(f"{helpers.use(ctx, 'Permute')}((2, 1))")] if em.out_shape is not None and len(em.out_shape) == 2 else []
+        if em.out_shape is None:
+            return _failed(m, ctx, "unsupported-construct", f"{m.rule.names[0].rsplit('.', 1)[-1]} in a model converted to channels-first: the rank "
+                           "of its output is unknown here, so fwport cannot tell whether to move its features back to "
+                           "dim 1: keep this model channels-last or permute by hand")
+        em.modules = [swap, *em.modules, *back]
+        em.weight_module += 1
+        return em
     backwards = m.extras.get("go_backwards")
     if (backwards is not None and literal_value(backwards, NOT_LITERAL) is True and merge_mode is None
             and not getattr(lctx, "mask_in", False) and not getattr(lctx, "mask_keep", False)
@@ -1185,6 +1201,8 @@ def rnn_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     mi = map_call(inner, rule, ctx, inner)
     if mi.failed:
         return LayerEmission([m.call], failed=True)
+    if mi.extras.pop("frozen", None):  # RNN(LSTMCell(..., trainable=False)): the cell's weights are the layer's
+        m.extras["frozen"] = True
     for key, value in m.extras.items():
         if key != "cell":
             mi.extras[key] = value
@@ -1223,6 +1241,8 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     mi = map_call(inner, rule, ctx, inner)
     if mi.failed:
         return LayerEmission([m.call], failed=True)
+    if mi.extras.pop("frozen", None):  # Bidirectional(LSTM(..., trainable=False)): both directions copy it
+        m.extras["frozen"] = True
     for key in ("input_shape", "batch_input_shape", "input_dim", "input_length"):
         if key in m.extras and key not in mi.extras:
             mi.extras[key] = m.extras[key]
@@ -2163,9 +2183,23 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 @shape("embedding")
 def embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if lctx.layout == "nchw":
-        return _failed(m, ctx, "unsupported-construct", "Embedding outputs (batch, T, D) channels-last, and the "
-                       "channels-first layers after it would need a permute: translate this model as a "
-                       "subclass, or permute explicitly")
+        # (a Sequential converted to channels-first; the functional pass moves the axis where it calls the layer):
+        # its output (batch, *ids, D) is channels-last: a Permute after it moves D to dim 1, where the layers after
+        # it take their channels (Keras's (T, D) stays the shape it records)
+        in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+        if in_shape is None and "input_length" in m.extras:
+            n = _dim(lctx, m.extras["input_length"])
+            in_shape = (n,) if known(n) else None
+        if in_shape is None:
+            return _failed(m, ctx, "unsupported-construct", "Embedding outputs (batch, T, D) channels-last, and the "
+                           "channels-first layers after it need its D moved to dim 1, where the rank of its ids is "
+                           "unknown here: give the model its input shape (keras.Input(shape=(T,)) or input_length=)")
+        em = embedding(m, ctx, dataclasses.replace(lctx, layout="keep", in_shape=tuple(in_shape)))
+        if em.failed or not in_shape:
+            return em
+        r = len(in_shape)
+        em.modules = [*em.modules, expr(f"{helpers.use(ctx, 'Permute')}(({r + 1}, {', '.join(map(str, range(1, r + 1)))}))")]
+        return em
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     if in_shape is None and "input_length" in m.extras:
         n = _dim(lctx, m.extras["input_length"])
@@ -2895,3 +2929,41 @@ def keras_initializer(m: MappedCall, ctx) -> cst.BaseExpression | None:
                    "full config: torch saves weights, not layer configs)", m.node, m.rule)
         return cst.Call(cst.Attribute(call, cst.Name("get_config")))
     return call
+
+
+# layers whose forward pass changes with trainable=False beyond their weights' gradients: Keras runs a frozen
+# BatchNormalization in inference mode (its moving statistics, never updated) even under training=True
+# (BatchNormalization.call: ``if training and self.trainable``; Keras 2 since TF 2.0 too)
+_FROZEN_RUNS_OTHERWISE = {"batch-normalization"}
+
+
+def frozen_layer(m: MappedCall, em: LayerEmission, ctx) -> LayerEmission:
+    """A layer built with ``trainable=False`` (Direction.frozen_layer): its weight module gets
+    ``.requires_grad_(False)`` (which returns the module), exactly Keras's frozen layer for a layer whose forward
+    pass does not read the flag; a layer without weights stays as it is (the flag changes nothing there). A
+    BatchNormalization is refused: Keras runs it in inference mode whenever it is frozen, which torch's
+    ``model.train()`` undoes."""
+    rid = m.rule.id
+    if rid in _FROZEN_RUNS_OTHERWISE:
+        return _failed(m, ctx, "unsupported-argument", "trainable=False: Keras runs a frozen BatchNormalization in "
+                       "inference mode (its moving mean and variance, never updated) even under training=True, while "
+                       "torch's BatchNorm uses the batch's statistics in model.train(): freeze it with "
+                       "requires_grad_(False) and keep it in eval() after each model.train() (or override its train())")
+    if not m.rule.weights:
+        return em
+    if "Lazy" in code(em.modules[em.weight_module]):
+        # an uninitialised parameter refuses requires_grad_ (torch raises before the first forward pass)
+        return _failed(m, ctx, "unsupported-argument", "trainable=False on a layer whose input size is unknown here "
+                       "(a lazy torch module, whose weights do not exist before its first forward pass, when "
+                       "requires_grad_(False) cannot reach them): give the model its input shape (keras.Input(shape="
+                       "...) or input_shape=), or freeze the module after a first forward pass")
+    # Keras 3 leaves a frozen weight's regularizer penalty out of the loss: regularization_loss() counts each term
+    # under its weight's requires_grad (regularizers._frozen_guard; the key of passes/regularizers.FROZEN)
+    ctx.analyses.setdefault("tf2torch-frozen", "trainable")
+    modules = list(em.modules)
+    w = modules[em.weight_module]
+    modules[em.weight_module] = cst.Call(cst.Attribute(w, cst.Name("requires_grad_")), [cst.Arg(cst.Name("False"))])
+    ctx.report(Severity.INFO, "idiom-replaced", "trainable=False → .requires_grad_(False) on the module (its weights "
+               "get no gradients and the optimizer leaves them as they are, as Keras's frozen layer)", m.node, m.rule)
+    em.modules = modules
+    return em

@@ -112,6 +112,67 @@ def call(m, ctx):
     return out
 
 
+@call_transform("constant")
+def constant(m, ctx):
+    """``tf.constant(value, dtype, shape)``: without a shape, :func:`call` (torch.tensor, ints pinned to int32).
+    With one, TensorFlow (eager and graph alike, checked with TF 2.21) fills the shape with a value of one element
+    (a number or a one-element list), reshapes a value with as many elements as the shape, and raises (TypeError /
+    InvalidArgumentError) for any other size: a number (or ``[number]``) → ``torch.full(shape, number)`` (an int's
+    dtype pinned to int32, TensorFlow's); a literal list of that many elements (the shape written with int
+    literals) → ``torch.tensor(value).reshape(shape)``; a value fwport cannot read under a literal shape of N
+    elements → ``torch.tensor(value).reshape(-1).broadcast_to((N,)).reshape(shape)``, which fills, reshapes or raises
+    as TensorFlow does (a one-element value of rank 2 or more, which TensorFlow refuses, is filled). Anything
+    else (a shape fwport cannot read with a list or value it cannot count) stays an error."""
+    shape = m.extras.pop("shape", None)
+    if shape is None or _lit(shape) is None:
+        return call(m, ctx)
+    value = m.kwargs.get("data")
+    lit = _lit(value)
+    dims = _lit(shape)
+    dims = list(dims) if isinstance(dims, (list, tuple)) and all(_all_ints(d) for d in dims) else None
+    if isinstance(dims, list) and not dims:
+        dims = [] if isinstance(lit, (int, float)) else None
+    n = None if dims is None else __import__("math").prod(dims)
+    if isinstance(lit, list) and len(lit) == 1 and isinstance(lit[0], (int, float)):
+        lit, value = lit[0], value.elements[0].value if isinstance(value, (cst.List, cst.Tuple)) else value
+    if isinstance(lit, (int, float)):  # (bool too: torch.full of a bool is bool, as TensorFlow's)
+        dtype = m.kwargs.get("dtype") or (ctx.spell(INT32) if _all_ints(lit) else None)
+        text = f"{_spell(ctx, 'torch.full')}({_code(shape)}, {_code(value)}"
+        return _e(text + (f", dtype={_code(dtype)})" if dtype is not None else ")"))
+    if lit is not NOT_LITERAL:
+        size = _count(lit)
+        if n is None or size is None or size != n:
+            said = (f"TensorFlow raises here ({size} elements for a shape of {n})" if None not in (n, size) else
+                    "fwport cannot count " + ("the shape's elements" if n is None else "the value's (a ragged list)"))
+            m.fail(ctx, "unsupported-argument", f"shape={m.written('shape')}: TensorFlow fills the shape with a "
+                   "value of one element and reshapes one of as many elements as the shape (raising for any other "
+                   f"size): {said}: write torch.full(shape, value) or torch.tensor(value).reshape(shape)")
+            return None
+        out = call(m, ctx)
+        return None if out is None else _e(f"{_atom_code(out)}.reshape({_code(shape)})")
+    if n is None:
+        m.fail(ctx, "unsupported-argument", f"shape={m.written('shape')}: TensorFlow fills the shape with a value of "
+               "one element and reshapes one of as many elements as the shape: fwport can write that for a shape of "
+               "int literals only: write torch.full(shape, value) or torch.tensor(value).reshape(shape)")
+        return None
+    out = call(m, ctx)
+    return None if out is None else _e(f"{_atom_code(out)}.reshape(-1).broadcast_to(({n},)).reshape({_code(shape)})")
+
+
+def _count(value) -> int | None:
+    """The number of elements of a nested list literal of numbers; None for a ragged one."""
+    if isinstance(value, (list, tuple)):
+        sizes = [_count(v) for v in value]
+        if any(s is None for s in sizes) or len({(_depth(v)) for v in value}) > 1:
+            return None
+        return sum(sizes)
+    return 1 if isinstance(value, (int, float)) else None
+
+
+def _depth(value) -> int:
+    return 1 + _depth(value[0]) if isinstance(value, (list, tuple)) and value else 0
+
+
 @call_transform("tensors")
 def tensors(m, ctx):
     """``torch.stack`` / ``torch.cat`` of a list: the elements that are Python numbers (the planner

@@ -43,6 +43,7 @@ NO_INIT = cst.parse_statement("def __init__(self):\n    pass\n")  # such a model
 FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = <not True>` of the file (training.py), as code
 CONSTRAINTS = "tf2torch-constraints"  # ctx.analyses: class name → [(weight, constraint, conditions)]
 FUNCTIONS = "tf2torch-regularizer-functions"  # ctx.analyses: the module's functions bound once (note_functions)
+MODULE_NAMES = "tf2torch-regularizer-names"  # ctx.analyses: module-level names bound once to a call (note_functions)
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
 REGULARIZER_ARGS = frozenset(_ARGS)
@@ -68,6 +69,8 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
     reassigned = _assigned_names(init_fn)
     constants = _literal_locals(init_fn, params)
     factories = ctx.analyses.get(FUNCTIONS)
+    bound = {**{k: v for k, v in (ctx.analyses.get(MODULE_NAMES) or {}).items() if k not in reassigned | params},
+             **_bound_once(init_fn, params)}
     # (param, kind, factor code, init names it needs, what the source calls the weight: kernel, embeddings...)
     taken: list[tuple[str, str, str, set[str], str]] = []
     kept: list[cst.Arg] = []
@@ -81,7 +84,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         if kw not in _ARGS:
             kept.append(a)
             continue
-        term = _term(a.value, resolve, params, reassigned, constants, factories)
+        term = _term(a.value, resolve, params, reassigned, constants, factories, bound)
         if term is None:
             kept.append(a)  # the rule says why
             continue
@@ -107,7 +110,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
             entry["store"] += [n for n in sorted(names) if n not in entry["store"]]
         said = ", ".join(f"{label}: {k}({f})" for _, k, f, _, label in taken)
         home = (f"{cls}.regularization_loss()" if not cls.startswith(MODULE) else
-                f"{cls[len(MODULE):]}_regularization_loss(), written below the model as its regularization_loss")
+                f"{_home(cls)[1]}_regularization_loss(), written below the model as its regularization_loss")
         ctx.report(Severity.INFO, "idiom-replaced", f"regularizers ({said}) → {home}: "
                    "Keras adds the penalty to the loss itself (model.losses), torch does not: the fit / evaluate "
                    "fwport writes for a compile add it; in a loop of your own add "
@@ -165,6 +168,63 @@ def note_functions(module: cst.Module, ctx: FileContext) -> None:
             counts[stmt.name.value] = counts.get(stmt.name.value, 0) + 1
     ctx.analyses[FUNCTIONS] = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)
                                and counts.get(s.name.value) == 1 and not s.decorators}
+    names = {}
+    for stmt in module.body:  # (a regularizer bound once to a module-level name: _term follows it)
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and counts.get(small.targets[0].target.value) == 1 and isinstance(small.value, cst.Call):
+            names[small.targets[0].target.value] = small.value
+    ctx.analyses[MODULE_NAMES] = names
+
+
+def _is_sequential(node) -> bool:
+    """A call of something named ...Sequential (keras.Sequential in the source, nn.Sequential in the output)."""
+    return isinstance(node, cst.Call) and code(node.func).split(".")[-1] == "Sequential"
+
+
+def sequential_homes(module: cst.Module, ctx: FileContext) -> dict[int, tuple[str, str, cst.FunctionDef]]:
+    """id(keras.Sequential call) → (KEY's key, the name the model is held in, the function that builds it) for the
+    Sequentials whose layers' regularizers a function written beside them can count: ``name = keras.Sequential(...)``
+    at module level (the k-th such statement of the name: ``MODULE + name#k``; the function takes the model as a
+    default argument, so a later rebinding of the name changes nothing), and in a top-level function bound once
+    ``MODULE + fn/name``), statements of its body's top level, ``name = keras.Sequential(...)`` (the name bound once
+    there) or ``return keras.Sequential(...)`` (``MODULE + fn/name!``: the model is bound to ``name`` before the
+    return, a name the function does not use)."""
+    out: dict[int, tuple[str, str, cst.FunctionDef]] = {}
+    seen: dict[str, int] = {}
+    functions = ctx.analyses.get(FUNCTIONS) or {}
+    for stmt in module.body:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and _is_sequential(small.value):
+            name = small.targets[0].target.value
+            k = seen[name] = seen.get(name, -1) + 1
+            out[id(small.value)] = (MODULE + name + (f"#{k}" if k else ""), name, NO_INIT)
+        if isinstance(stmt, cst.FunctionDef) and functions.get(stmt.name.value) is stmt \
+                and isinstance(stmt.body, cst.IndentedBlock):
+            counts = _binding_counts(stmt)
+            used = {n.value for n in find_all(stmt, cst.Name)}
+            for inner in stmt.body.body:
+                small = inner.body[0] if isinstance(inner, cst.SimpleStatementLine) and len(inner.body) == 1 else None
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and _is_sequential(small.value) \
+                        and isinstance(small.targets[0].target, cst.Name) \
+                        and counts.get(small.targets[0].target.value) == 1:
+                    name = small.targets[0].target.value
+                    out[id(small.value)] = (f"{MODULE}{stmt.name.value}/{name}", name, stmt)
+                elif isinstance(small, cst.Return) and _is_sequential(small.value):
+                    name = next(n for n in ("model", "sequential_model", "model_") if n not in used)
+                    out[id(small.value)] = (f"{MODULE}{stmt.name.value}/{name}!", name, stmt)
+    return out
+
+
+def _home(key: str) -> tuple[str | None, str, int, bool]:
+    """(the function, the model's name, k, returned) of a MODULE key (sequential_homes)."""
+    rest = key[len(MODULE):]
+    returned = rest.endswith("!")
+    rest = rest.rstrip("!")
+    fn, _, rest = rest.rpartition("/")
+    name, _, k = rest.partition("#")
+    return fn or None, name, int(k or 0), returned
 
 
 def _returned(value: cst.BaseExpression, factories: dict | None) -> cst.BaseExpression | None:
@@ -230,13 +290,17 @@ class _Substituted(cst.CSTTransformer):
 
 
 def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[str],
-          constants: dict[str, str] | None = None, factories: dict | None = None):
+          constants: dict[str, str] | None = None, factories: dict | None = None, bound: dict | None = None):
     """(kind, factor code, __init__ parameters it reads) for a regularizer fwport translates; "none"
     for None; None for anything else. A factor that reads a local name of ``__init__`` bound once to a number
     (``weight_decay = 1e-4``, ``constants``) reads that number. A call of a function of the file (``factories``,
     :func:`note_functions`) is what it returns (:func:`_returned`); ``A if c else B`` of a regularizer and None (or
     two of one kind) is that kind with the factor ``(a if c else 0.0)``: a zero factor adds 0, as no regularizer
-    adds nothing, exactly."""
+    adds nothing, exactly. A name bound once (``bound``: in the function that builds the layer, or at module level
+    and not rebound there) to a regularizer is that regularizer (``regularizer = keras.regularizers.l2(1e-4)``, then
+    ``kernel_regularizer=regularizer``)."""
+    if isinstance(value, cst.Name) and bound and value.value in bound:
+        return _term(bound[value.value], resolve, params, reassigned, constants, factories)
     returned = _returned(value, factories)
     if returned is not None:
         return _term(returned, resolve, params, reassigned, constants)
@@ -354,6 +418,35 @@ def _literal_locals(fn: cst.FunctionDef, params: set[str]) -> dict[str, str]:
     return out
 
 
+def _bound_once(fn: cst.FunctionDef, params: set[str]) -> dict[str, cst.BaseExpression]:
+    """The local names of ``fn`` bound once, by a statement of its body's top level, to a call (``regularizer =
+    keras.regularizers.l2(1e-4)``), and nowhere else in it: name → that call."""
+    counts = _binding_counts(fn)
+    out: dict[str, cst.BaseExpression] = {}
+    for stmt in fn.body.body if isinstance(fn.body, cst.IndentedBlock) else ():
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, cst.Call) and counts.get(small.targets[0].target.value) == 1
+                    and small.targets[0].target.value not in params):
+                out[small.targets[0].target.value] = small.value
+    return out
+
+
+def _binding_counts(fn: cst.FunctionDef) -> dict[str, int]:
+    """How many times each name is bound in ``fn`` (assignments, for and with targets, walrus)."""
+    counts: dict[str, int] = {}
+    targets: list[cst.BaseExpression] = []
+    for kind, get in ((cst.AssignTarget, lambda n: n.target), (cst.AugAssign, lambda n: n.target),
+                      (cst.AnnAssign, lambda n: n.target), (cst.For, lambda n: n.target),
+                      (cst.NamedExpr, lambda n: n.target),
+                      (cst.WithItem, lambda n: n.asname.name if n.asname is not None else None)):
+        targets += [get(n) for n in find_all(fn.body, kind)]
+    for t in targets:
+        for n in ([t] if isinstance(t, cst.Name) else find_all(t, cst.Name) if t is not None else []):
+            counts[n.value] = counts.get(n.value, 0) + 1
+    return counts
+
+
 def _assigned_names(fn: cst.FunctionDef) -> set[str]:
     out: set[str] = set()
 
@@ -420,7 +513,15 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in constrained:
             body[i] = _with_constraints(stmt, constrained[stmt.name.value], ctx)
     for key in [k for k in found if k.startswith(MODULE)]:
-        body = _with_function(body, key[len(MODULE):], found[key], _frozen_guard(ctx))
+        fn, name, k, returned = _home(key)
+        if fn is None:
+            body = _with_function(body, name, found[key], _frozen_guard(ctx), k)
+            continue
+        for i, stmt in enumerate(body):  # a model built in a top-level function: the lines go into its body
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == fn and isinstance(stmt.body, cst.IndentedBlock):
+                inner = _with_function(list(stmt.body.body), name, found[key], _frozen_guard(ctx), k, returned, True)
+                body[i] = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+                break
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in guards:
             stmt = body[i] = _with_init_lines(stmt, data_format.guard_lines(guards[stmt.name.value]))
@@ -486,16 +587,27 @@ def _with_method(cls: cst.ClassDef, entry: dict, frozen: bool = False) -> cst.Cl
     return cls.with_changes(body=cls.body.with_changes(body=[*members, method]))
 
 
-def _with_function(body: list, name: str, entry: dict, frozen: bool) -> list:
-    """A module-level model ``name = nn.Sequential(...)`` with regularized layers: right after the statement that
-    builds it, ``def <name>_regularization_loss(<name>=<name>)`` (its penalties, of that very object) and
-    ``<name>.regularization_loss = <name>_regularization_loss``, which the written fit finds in model.modules()."""
-    at = None
+def _with_function(body: list, name: str, entry: dict, frozen: bool, k: int = 0, returned: bool = False,
+                   inside: bool = False) -> list:
+    """A model ``name = nn.Sequential(...)`` (at module level or in a function: ``body``, the k-th such statement)
+    with regularized layers: right after the statement that builds it, ``def <name>_regularization_loss(<name>=
+    <name>)`` (its penalties, of that very object) and ``<name>.regularization_loss = <name>_regularization_loss``,
+    which the written fit finds in model.modules(). ``returned``: ``return nn.Sequential(...)`` of a function
+    becomes ``<name> = nn.Sequential(...)``, those lines and ``return <name>``."""
+    at, seen = None, -1
     for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
-                and [code(t.target) for t in stmt.body[0].targets] == [name] and isinstance(stmt.body[0].value, cst.Call):
-            at = i  # (the first: the Sequential; terms name its indices)
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if returned and isinstance(small, cst.Return) and _is_sequential(small.value):
+            body = [*body[:i], stmt.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], small.value)]),
+                    cst.parse_statement(f"return {name}\n"), *body[i + 1:]]
+            at = i
             break
+        if not returned and isinstance(small, cst.Assign) and [code(t.target) for t in small.targets] == [name] \
+                and _is_sequential(small.value):
+            seen += 1
+            if seen == k:
+                at = i
+                break
     if at is None:
         return body
     fn = f"{name}_regularization_loss"
@@ -504,9 +616,9 @@ def _with_function(body: list, name: str, entry: dict, frozen: bool) -> list:
              f'    """Keras\'s weight regularizer penalties of {name}\'s layers (kernel, bias, embeddings): Keras adds them '
              'to the loss itself, torch does not (the written fit adds them; add them in a loop of your own)."""']
     lines += _penalty_lines(entry, frozen, {})
-    new = [cst.parse_statement("\n".join(lines) + "\n").with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2),
-           cst.parse_statement(f"{name}.regularization_loss = {fn}\n").with_changes(
-               leading_lines=[cst.EmptyLine(indent=False)] * 2)]
+    blank = [cst.EmptyLine(indent=False)] * (2 if k >= 0 and not inside else 1)
+    new = [cst.parse_statement("\n".join(lines) + "\n").with_changes(leading_lines=blank),
+           cst.parse_statement(f"{name}.regularization_loss = {fn}\n").with_changes(leading_lines=blank)]
     return [*body[:at + 1], *new, *body[at + 1:]]
 
 

@@ -54,6 +54,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         for t in find_all(stmt, cst.AssignTarget) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else ():
             if isinstance(t.target, cst.Name):
                 p.module_bound[t.target.value] = p.module_bound.get(t.target.value, 0) + 1
+    p.homes = regularizers.sequential_homes(module, ctx)  # (where a model's regularizer penalties can live)
     p.visit_Module(module)  # the module-level chains
     # only the top-level statements holding a call this pass rewrites are visited (a transformer
     # rebuilds every node it visits): the others stay the very same nodes
@@ -114,6 +115,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self._statement: cst.SimpleStatementLine | None = None  # the current statement (its comments)
         self.hot: set[int] | None = None  # see on_visit
         self.module_bound: dict[str, int] = {}  # module-level name → how many assignments bind it
+        self.homes: dict[int, tuple[str, str, cst.FunctionDef]] = {}  # regularizers.sequential_homes
 
     # --- where we are -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -527,13 +529,15 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         ``self.<attribute>`` (assigned there, or built in a local name that one ``self.<attribute> = name`` of
         __init__ keeps): its layers' kernel_regularizer / bias_regularizer go into the class's
         regularization_loss() (regularizers.py) as a subclass's own layers' do. A Sequential bound to a name at
-        module level (``model = keras.Sequential([...])``): ``(MODULE + name, name, NO_INIT)``, a function
-        ``<name>_regularization_loss`` written beside it and set as the model's ``regularization_loss``, which the
-        written fit adds. None elsewhere (an nn.Sequential has no method to hold them: the layer's rule reports them)."""
+        module level (``model = keras.Sequential([...])``) or in a top-level function (bound once to a local name,
+        or returned): regularizers.sequential_homes, a function ``<name>_regularization_loss`` written beside it
+        and set as the model's ``regularization_loss``, which the written fit adds. None elsewhere (an nn.Sequential has no method to hold them: the layer's rule reports them)."""
         fn = self.fn_nodes[-1] if self.fn_nodes else None
-        if not self.classes and fn is None and chain.target.isidentifier() and self.module_bound.get(chain.target) == 1:
-            # a model bound to a name at module level: a penalty function written beside it (regularizers.py)
-            return regularizers.MODULE + chain.target, chain.target, regularizers.NO_INIT
+        if not self.classes and id(chain.call) in self.homes:
+            # a model bound to a name at module level (rebound later too: the penalty function holds this one), or
+            # in a top-level function (bound to a local name once, or returned): a penalty function written beside
+            # it (regularizers.sequential_homes)
+            return self.homes[id(chain.call)]
         if not self.classes or fn is None or fn.name.value != "__init__":
             return None
         if chain.target.startswith("self.") and chain.target[len("self."):].isidentifier():
