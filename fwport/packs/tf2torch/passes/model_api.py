@@ -277,17 +277,22 @@ class _Scope:
     shadow: set[str] = field(default_factory=set)  # import aliases rebound here (def f(keras): ...)
     assigned: dict[str, list] = field(default_factory=dict)  # name → the value of each binding (None: not `name = value`)
     params: set[str] = field(default_factory=set)
+    # names some binding of which is a model and another a for target, an import or an unpacking (`model, x =
+    # ...`) that is none: which one reaches a use is not followed (_ModelApiPass._mixed)
+    mixed: set[str] = field(default_factory=set)
 
 
 class _Bindings(BindingWalker):
     """Every binding of a name in one scope (not in nested functions or classes), each with its value
     when it is a plain ``name = value``.
 
-    ``statement_bound``: the names bound other than by ``:=`` (what ``names.bound_names`` finds).
-    Only a ``:=`` binds inside an expression, so without ``walrus`` expressions are not walked."""
+    ``statement_bound``: the names bound other than by ``:=`` or an import (what ``names.bound_names`` finds).
+    An import binds its name to something no model (value None: ``from os import path as model`` makes
+    ``model`` no model there). Only a ``:=`` binds inside an expression, so without ``walrus`` expressions
+    are not walked."""
 
     def __init__(self, walrus: bool = True) -> None:
-        super().__init__(expressions=walrus, imports=False)
+        super().__init__(expressions=walrus)
         self.assigned: dict[str, list[cst.BaseExpression | None]] = {}
         self.statement_bound: set[str] = set()
 
@@ -295,7 +300,7 @@ class _Bindings(BindingWalker):
         if not isinstance(target, cst.Name) or how in ("del", "global"):
             return
         self.assigned.setdefault(target.value, []).append(value)
-        if how != "walrus":
+        if how not in ("walrus", "import"):
             self.statement_bound.add(target.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -387,7 +392,7 @@ class _Models:
         return list(self._fact("returns", fn, compute))
 
     def any(self) -> bool:
-        return any(s.models for s in self.scopes.values())
+        return any(s.models or s.mixed for s in self.scopes.values())
 
     def qualname(self, node: cst.BaseExpression, shadow: set[str]) -> str | None:
         parts = dotted(node)
@@ -502,6 +507,17 @@ class _Models:
                 values = [v for v in values if not self._passes_through(v, name, chain)]
                 if values and all(v is not None and self.is_model_expr(v, chain) for v in values):
                     scope.models.add(name)
+        # a model by one binding, and by another what no plain `name = value` says (a for target, an import, an
+        # unpacking: `model, other = ...` whose element is no model); a name rebound to another object by a plain
+        # assignment (`model = LinearRegression()`) is that object's, its methods its own
+        scope.mixed = set()
+        for name, values in scope.assigned.items():
+            if name in scope.params or name in scope.models:
+                continue
+            values = [v for v in values if v is None or not self._passes_through(v, name, chain)]
+            if any(v is not None and self.is_model_expr(v, chain) for v in values) and any(
+                    v is None or isinstance(v, cst.Subscript) and isinstance(v.value, cst.Call) for v in values):
+                scope.mixed.add(name)
 
     def _passes_through(self, value, name: str, chain: list[_Scope]) -> bool:
         """``value`` is ``f(..., name, ...)[i]`` where element i of every return of the module's function ``f`` is
@@ -740,6 +756,24 @@ class _ModelApiPass(cst.CSTTransformer):
             return id(value) in self._left_calls
         return any(id(c) in self._left_calls for c in find_all(fn, cst.Call))
 
+    def _mixed(self, receiver: cst.BaseExpression) -> bool:
+        """``receiver`` is a name one binding of which (in the scope it is read from) is a model fwport translates
+        and another is not: a ``for`` target, an unpacking, an import, a with / except target (_Scope.mixed)."""
+        if not isinstance(receiver, cst.Name) or self.ctx.is_settled(receiver):
+            return False
+        scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None)
+        return scope is not None and receiver.value in scope.mixed
+
+    def _mixed_error(self, node: cst.CSTNode, what: str) -> None:
+        """``what`` on a name bound both to a translated model and to something else: an error, never left silent."""
+        receiver = code(node.func.value if isinstance(node, cst.Call) else node.value)  # type: ignore[attr-defined]
+        self.ctx.report(Severity.ERROR, "unsupported-construct",
+                        f"{what}, left as written: {receiver} is bound here both to a model fwport translates into "
+                        "an nn.Module and to something else (a for target, an unpacking, an import), "
+                        "and which binding reaches this line is not followed; give the model a name of its own, or "
+                        "write this as PyTorch where it is the model", node)
+        self.ctx.settle(node)
+
     def _left_error(self, node: cst.CSTNode, what: str) -> None:
         """``what`` (``model.get_layer(...)``, ``model.layers``) on a model left as written: an error saying so."""
         receiver = code(node.func.value if isinstance(node, cst.Call) else node.value)  # type: ignore[attr-defined]
@@ -877,6 +911,8 @@ class _ModelApiPass(cst.CSTTransformer):
                 or id(node) in self._indexed):
             return
         if not (self.models.is_model_expr(node.value, self.chain) or self._said_attribute(node)):
+            if self._mixed(node.value):
+                self._mixed_error(node, f"{code(node.value)}.{attr} is a Keras model attribute")
             return
         if self._left(node.value):
             self._left_error(node, f"{code(node.value)}.{attr} is a Keras model attribute")
@@ -1096,7 +1132,9 @@ class _ModelApiPass(cst.CSTTransformer):
         of the file (every binding one) too, for a shape of two axes (batch, features: the passes change no
         layout there; a Sequential of images may be made channels-first). Another build (a list of shapes, a
         shape read from a variable) keeps the error."""
-        if not (isinstance(value, cst.Call) and not self.ctx.is_settled(value) and self._model_method(value) == "build"
+        if not (isinstance(value, cst.Call) and not self.ctx.is_settled(value) and (
+                self._model_method(value) == "build" or isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "build" and self._mixed(value.func.value))
                 and isinstance(value.func.value, cst.Name) and len(value.args) == 1 and not value.args[0].star
                 and (value.args[0].keyword is None or value.args[0].keyword.value == "input_shape")):
             return None
@@ -1230,6 +1268,11 @@ class _ModelApiPass(cst.CSTTransformer):
             self.ctx.settle(original_node)
             return original_node
         if method is None:
+            if (isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value in METHODS
+                    and self.ctx.plans.get(original_node) is None and self._mixed(original_node.func.value)):
+                self._mixed_error(original_node, f"{code(original_node.func.value)}.{original_node.func.attr.value}"
+                                  "(...) is a Keras model method")
+                return original_node
             return updated_node
         if method == "summary" and _layout_only(original_node) and self._is_statement(original_node) \
                 and not self._left(original_node.func.value):
