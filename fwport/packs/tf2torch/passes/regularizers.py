@@ -394,16 +394,7 @@ class _AssignedNames(cst.CSTVisitor):
 def _literal_locals(fn: cst.FunctionDef, params: set[str]) -> dict[str, str]:
     """The local names of ``fn`` bound once, by a statement of its body's top level, to a number literal
     (``weight_decay = 0.0005``), and nowhere else in it: name → the number's code."""
-    counts: dict[str, int] = {}
-    targets: list[cst.BaseExpression] = []
-    for kind, get in ((cst.AssignTarget, lambda n: n.target), (cst.AugAssign, lambda n: n.target),
-                      (cst.AnnAssign, lambda n: n.target), (cst.For, lambda n: n.target),
-                      (cst.NamedExpr, lambda n: n.target),
-                      (cst.WithItem, lambda n: n.asname.name if n.asname is not None else None)):
-        targets += [get(n) for n in find_all(fn.body, kind)]
-    for t in targets:
-        for n in ([t] if isinstance(t, cst.Name) else find_all(t, cst.Name) if t is not None else []):
-            counts[n.value] = counts.get(n.value, 0) + 1
+    counts = _binding_counts(fn)
     out: dict[str, str] = {}
     for stmt in fn.body.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
