@@ -319,7 +319,7 @@ def test_a_mask_in_a_file_that_attaches_keras_masks_stays_refused(source):
     assert errors(r)[("unsupported-construct", line)] == 1, r.findings
 
 
-# --- keras-io simsiam: a Sequential of features whose first Dense is refused (its regularizer) --------------------
+# --- keras-io simsiam: a Sequential of features whose first Dense is refused (an activity regularizer) -------------------
 
 PREDICTOR = '''
 from tensorflow import keras
@@ -330,7 +330,7 @@ def build():
     return keras.Sequential(
         [
             layers.Input((12,)),
-            layers.Dense(6, use_bias=False, kernel_regularizer=regularizers.l2(0.1)),
+            layers.Dense(6, use_bias=False, activity_regularizer=regularizers.l2(0.1)),
             layers.ReLU(),
             layers.BatchNormalization(),
             layers.Dense(12),
@@ -345,13 +345,13 @@ def test_layers_after_a_refused_dense_keep_its_rank(tmp_path):
     r = translate_source(PREDICTOR.lstrip("\n"), "m.py", PACK)
     lines = PREDICTOR.lstrip("\n").splitlines()
     assert errors(r) == Counter({("unsupported-argument", lines.index("            layers.Dense(6, use_bias=False, "
-                                                                      "kernel_regularizer=regularizers.l2(0.1)),") + 1): 1})
+                                                                      "activity_regularizer=regularizers.l2(0.1)),") + 1): 1})
     assert "nn.LazyBatchNorm1d(momentum=0.01, eps=0.001)," in r.output and "nn.LazyLinear(12)," in r.output
     # the layers after it compute what Keras's do: checked with the refused layer written by hand (no penalty)
-    fixed = r.output.replace("layers.Dense(6, use_bias=False, kernel_regularizer=regularizers.l2(0.1)),",
+    fixed = r.output.replace("layers.Dense(6, use_bias=False, activity_regularizer=regularizers.l2(0.1)),",
                              "nn.Linear(12, 6, bias=False),").replace("from tensorflow.keras import layers, regularizers\n", "")
     assert fixed != r.output
-    src = PREDICTOR.replace(", kernel_regularizer=regularizers.l2(0.1)", "")
+    src = PREDICTOR.replace(", activity_regularizer=regularizers.l2(0.1)", "")
     grads = verified(tmp_path, src, fixed, "build()", ["float32[5,12]"])
     assert {"2.weight", "3.weight"} <= set(grads), grads
 

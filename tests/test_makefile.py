@@ -38,7 +38,7 @@ def test_without_an_active_environment_a_project_venv_is_created_and_used(tmp_pa
 def test_an_active_virtual_environment_is_used_as_it_is(tmp_path):
     lines = dry_run("test", {"VIRTUAL_ENV": str(tmp_path / "active")}, f"VENV={tmp_path / 'venv'}")
     assert not any("-m venv" in l for l in lines)
-    assert "python3 -m pip install --quiet -e '.[verify,dev]'" in lines and "python3 -m pytest -q -n auto --dist loadfile" in lines
+    assert "python3 -m pip install --quiet -e '.[verify,dev]'" in lines and "python3 -m pytest -q -n auto --dist loadfile --durations=30" in lines
 
 
 def test_the_project_venv_is_ignored_by_git():
@@ -47,4 +47,4 @@ def test_the_project_venv_is_ignored_by_git():
 
 def test_the_suite_runs_in_one_process_when_asked(tmp_path):
     lines = dry_run("test", {"VIRTUAL_ENV": str(tmp_path / "active")}, "JOBS=0")
-    assert "python3 -m pytest -q -n 0 --dist loadfile" in lines
+    assert "python3 -m pytest -q -n 0 --dist loadfile --durations=30" in lines
