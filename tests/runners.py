@@ -179,3 +179,19 @@ def verify_model(tmp_path: Path, source: str, model: str, inputs: list[str], **o
     cert = verify_torch2jax(original, translated, model, inputs, **options)
     assert cert["verdict"] == "pass", str(cert)[:3000]
     return cert
+
+
+def keras3_forward_verified(tmp_path: Path, src: str, out: str, model: str, shape: str) -> None:
+    """``fwport verify`` of ``out`` (a tf2torch translation) against the Keras program ``src`` under Keras 3, forward
+    only on the CPU, for ``model`` called on one input ``shape``: asserts the verdict is pass (skips without torch
+    or TensorFlow)."""
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
+                          checks=("forward",), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

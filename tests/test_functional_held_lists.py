@@ -6,11 +6,10 @@ module) and one forward name per appended tensor (``skips_0 = x``). Verified aga
 way (``len(down_stack)``, ``skips[0]``) keeps the error it had."""
 from __future__ import annotations
 
-import pytest
-
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import keras3_forward_verified as _verify
 
 UNET = '''
 import keras
@@ -95,17 +94,6 @@ model = build()
 
 def _tx(src: str):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": 3})
-
-
-def _verify(tmp_path, src: str, out: str, model: str, shape: str):
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
-    from fwport.verify import Options, verify
-    (tmp_path / "m.py").write_text(src)
-    (tmp_path / "t.py").write_text(out)
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
-                          checks=("forward",), device="cpu", keras=3))
-    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
 def test_a_unet_of_layer_lists_and_skip_tensors(tmp_path):

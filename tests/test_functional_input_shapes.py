@@ -6,11 +6,10 @@ with ``tuple([...])`` joined to a module constant (keras-io's semantic_image_clu
 the model translates, verified against Keras; a slice of a shape fwport does not know keeps the shape-unknown error."""
 from __future__ import annotations
 
-import pytest
-
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import keras3_forward_verified as _verify
 
 SLICED = '''
 import keras
@@ -70,17 +69,6 @@ model = build()
 
 def _tx(src: str):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": 3})
-
-
-def _verify(tmp_path, src: str, out: str, model: str, shape: str):
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
-    from fwport.verify import Options, verify
-    (tmp_path / "m.py").write_text(src)
-    (tmp_path / "t.py").write_text(out)
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
-                          checks=("forward",), device="cpu", keras=3))
-    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
 def test_a_slice_of_a_module_shape_with_none_sizes(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import keras3_forward_verified as _verify
 
 BUILDERS = '''
 import keras
@@ -48,17 +49,6 @@ head = keras.Model(head_inputs, outputs)
 
 def _tx(src: str):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": 3})
-
-
-def _verify(tmp_path, src: str, out: str, model: str, shape: str):
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
-    from fwport.verify import Options, verify
-    (tmp_path / "m.py").write_text(src)
-    (tmp_path / "t.py").write_text(out)
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
-                          checks=("forward",), device="cpu", keras=3))
-    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
 def test_an_input_shaped_by_a_builders_model_called_with_this_builders_parameter(tmp_path):
