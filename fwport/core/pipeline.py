@@ -151,11 +151,11 @@ def _translate_source(source: str, path: str, pack: Pack | str | None, options: 
         ctx.findings.append(Finding(Severity.INFO, direction.version_code,
                                     f"translating as {direction.version_label(ctx.version)} code ({why})", path))
 
-    if "**" in source:  # `**config` of a dict literal written out as keyword arguments (spread.py)
-        module = spread.expand(module, ctx, source)
-    comments: dict[int, list[Finding]] = {}
     # text, positions and spans of every module below, each top-level statement rendered once
     layout = Layout()
+    if "**" in source:  # `**config` of a dict literal written out as keyword arguments (spread.py)
+        module = spread.expand(module, ctx, source, layout)
+    comments: dict[int, list[Finding]] = {}
     ctx.analyses["layout"] = layout  # (a pass that needs a changed module's text: layout.text(module))
     for planner in direction.planners:
         if not planner.trigger.search(source):

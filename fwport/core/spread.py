@@ -36,7 +36,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext
 from fwport.core.names import scan
-from fwport.core.position import node_positions, render
+from fwport.core.position import Layout, node_positions, render
 from fwport.core.rewrite import fresh_copy, rewrite
 
 KEY = "core-spread"  # ctx.analyses: the dict statements to remove at finish
@@ -177,9 +177,10 @@ class _Collect(cst.CSTVisitor):
             self._entry(node.value).mentions += 1
 
 
-def expand(module: cst.Module, ctx: FileContext, source: str) -> cst.Module:
+def expand(module: cst.Module, ctx: FileContext, source: str, layout: Layout | None = None) -> cst.Module:
     """``module`` with every ``**name`` this module's docstring allows spelled out (a new tree), or
-    ``module`` itself when there is none."""
+    ``module`` itself when there is none (``layout``: the translation's, whose renders of the statements
+    the lines of the dicts removed are read from serve the passes after this one too)."""
     names = candidates(source)
     if not names:
         return module
@@ -221,7 +222,7 @@ def expand(module: cst.Module, ctx: FileContext, source: str) -> cst.Module:
     # would then not use, a finding on a line that goes) until finish removes it; its lines stay as
     # they are, so that every finding below keeps its line
     gone = [b for b, _, _ in removable if not _has_comment(b) and all("\n" not in render(v) for _, v in _items(b.value))]
-    lines = node_positions(module, gone)
+    lines = node_positions(module, gone, layout)
     ctx.analyses[KEY] = [(name, _keys(b), lines.get(id(b), (0, 0))[0], render(b).count("\n"))
                          for b, name, _ in removable if b in gone]
     return rewrite(module, _Apply(edits, {id(b) for b in gone}))

@@ -208,6 +208,27 @@ class _Bound(cst.CSTVisitor):
         return n is self.fn
 
 
+class _Calling(cst.CSTVisitor):
+    """given_classes: the functions (by id) that call one of the classes ``inits`` as ``Name(...)`` themselves, not in
+    a function nested in them (what _GivenCalls looks at)."""
+
+    def __init__(self, inits: dict):
+        super().__init__()
+        self.inits = inits
+        self.stack: list[cst.FunctionDef] = []
+        self.found: set[int] = set()
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
+        self.stack.append(n)
+
+    def leave_FunctionDef(self, n: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def visit_Call(self, c: cst.Call) -> None:
+        if self.stack and isinstance(c.func, cst.Name) and c.func.value in self.inits:
+            self.found.add(id(self.stack[-1]))
+
+
 class _GivenCalls(cst.CSTVisitor):
     """given_classes: the calls of the file's classes in function ``fn``, what each gives each ``__init__`` parameter."""
 
@@ -253,7 +274,13 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
                 found.add("?")
         return found
 
+    if not inits:
+        return {}
+    calling = _Calling(inits)  # (the functions that call none of the classes give nothing: not walked twice each)
+    scan(module, calling)
     for fn in find_all(module, cst.FunctionDef):
+        if id(fn) not in calling.found:
+            continue
         names = _Bound(fn)
         scan(fn, names)
         bound = {k: [] if None in v else v for k, v in names.bound.items()}

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -579,7 +580,7 @@ class _Models:
             if any(v == "other" for v, _ in verdicts):
                 continue  # an object of the file's own that is no model (its methods are its own)
             every = bool(verdicts) and all(v == "model" for v, _ in verdicts) and name not in sites.values
-            if every or self._fact(("used as a model", param), f, lambda: _used_as_model(f, param)):
+            if every or _used_as_model(self._fact("model uses", f, lambda: _model_uses(f)), param):
                 scope.models.add(param)
                 changed = True
         return changed
@@ -632,24 +633,26 @@ _SHARED_NAMES = {"fit", "predict", "save", "build", "get_config", "to_json", "re
 
 
 class _ModelUses(cst.CSTVisitor):
-    """How a function body reads ``param`` (see _used_as_model). A class of the module, not of each call:
-    creating a visitor class costs several times its walk."""
+    """How a function body reads each name (see _used_as_model), every parameter in one walk. A class of the module,
+    not of each call: creating a visitor class costs several times its walk."""
 
-    def __init__(self, param: str) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.param = param
-        self.ok: set[int] = set()
-        self.uses = {"method": 0, "shared": 0, "other": 0}
+        self.ok: set[int] = set()  # names read as a model: `m.compile`, `m(x)`, `return m`
+        self.methods: Counter = Counter()  # name → its model methods only Keras models have
+        self.other: Counter = Counter()  # name → its other reads (other attributes, passed on, stored...)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name) and node.value.value == self.param:
+        if isinstance(node.value, cst.Name):
             self.ok.add(id(node.value))
             attr = node.attr.value
-            self.uses["method" if attr in METHODS and attr not in _SHARED_NAMES else
-                      "shared" if attr in METHODS else "other"] += 1
+            if attr in METHODS and attr not in _SHARED_NAMES:
+                self.methods[node.value.value] += 1
+            elif attr not in METHODS:
+                self.other[node.value.value] += 1
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == self.param:
+        if isinstance(node.func, cst.Name):
             self.ok.add(id(node.func))
 
     def visit_Return(self, node: cst.Return) -> None:
@@ -657,8 +660,8 @@ class _ModelUses(cst.CSTVisitor):
             self.ok.add(id(node.value))
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.param and id(node) not in self.ok:
-            self.uses["other"] += 1
+        if id(node) not in self.ok:
+            self.other[node.value] += 1
 
     def visit_FunctionDef(self, node) -> bool:
         return False  # a nested function may bind its own
@@ -667,12 +670,17 @@ class _ModelUses(cst.CSTVisitor):
         return False
 
 
-def _used_as_model(fn: cst.FunctionDef, param: str) -> bool:
-    """``fn`` reads ``param`` only as a Keras model (its model methods, one at least that only Keras models have:
-    ``compile``, ``evaluate``... — scikit-learn estimators fit and predict too —, ``param(x)``, ``return param``)."""
-    v = _ModelUses(param)
+def _model_uses(fn: cst.FunctionDef) -> _ModelUses:
+    v = _ModelUses()
     scan(fn.body, v)
-    return v.uses["method"] > 0 and v.uses["other"] == 0
+    return v
+
+
+def _used_as_model(uses: _ModelUses, param: str) -> bool:
+    """The function ``uses`` was found of (_model_uses) reads ``param`` only as a Keras model (its model methods, one
+    at least that only Keras models have: ``compile``, ``evaluate``... — scikit-learn estimators fit and predict too
+    —, ``param(x)``, ``return param``)."""
+    return uses.methods[param] > 0 and uses.other[param] == 0
 
 
 class _CallSites(cst.CSTVisitor):
