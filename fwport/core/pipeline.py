@@ -81,14 +81,15 @@ class _Calls(cst.CSTVisitor):
         self.calls.append(node)
 
 
-def _observed_at(module: cst.Module, observed) -> dict[int, object]:
+def _observed_at(module: cst.Module, observed, layout: Layout | None = None) -> dict[int, object]:
     """``id(call)`` → the input shape observed by running the source (``observed_shapes``: (line, column,
     shape), column 1-based) for the calls of ``module`` that start there (a layer's constructor call;
-    translate_layer reads it through ``Direction.observed_shape``)."""
+    translate_layer reads it through ``Direction.observed_shape``; ``layout``: the translation's, whose
+    renders of the source's statements the passes' findings are then located with too)."""
     at = {(int(line), int(col)): shape for line, col, shape in observed}
     finder = _Calls()
     scan(module, finder)
-    return {k: at[pos] for k, pos in node_positions(module, finder.calls).items() if pos in at}
+    return {k: at[pos] for k, pos in node_positions(module, finder.calls, layout).items() if pos in at}
 
 
 def translate_source(source: str, path: str = "<string>", pack: Pack | str | None = None,
@@ -138,8 +139,10 @@ def _translate_source(source: str, path: str, pack: Pack | str | None, options: 
             return FileResult(path, Status.UNCHANGED, source, source, [refused])
     ctx = FileContext(path, pack, imports, direction, None, options)
     ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
+    # text, positions and spans of every module below, each top-level statement rendered once
+    layout = Layout()
     if options.get("observed_shapes") and direction.observed_shape is not None:
-        ctx.analyses["observed_shapes"] = _observed_at(module, options["observed_shapes"])
+        ctx.analyses["observed_shapes"] = _observed_at(module, options["observed_shapes"], layout)
     for alias, first in assumed.items():
         module_name = imports.aliases[alias]
         ctx.report(Severity.WARNING, "assumed-import",
@@ -151,8 +154,6 @@ def _translate_source(source: str, path: str, pack: Pack | str | None, options: 
         ctx.findings.append(Finding(Severity.INFO, direction.version_code,
                                     f"translating as {direction.version_label(ctx.version)} code ({why})", path))
 
-    # text, positions and spans of every module below, each top-level statement rendered once
-    layout = Layout()
     if "**" in source:  # `**config` of a dict literal written out as keyword arguments (spread.py)
         module = spread.expand(module, ctx, source, layout)
     comments: dict[int, list[Finding]] = {}
