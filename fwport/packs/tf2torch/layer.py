@@ -2437,12 +2437,31 @@ def _paren(node: cst.BaseExpression) -> str:
 
 # --- padding and resizing ------------------------------------------------------------------------------
 
+def _size_arg(node: cst.BaseExpression | None, lctx: LayerContext, default=NOT_LITERAL):
+    """A padding / cropping / size argument's value where the layer is built: a literal, or ints and (nested)
+    tuples of them read through the module's constants and the sizes known there (``PAD``, ``(pad, PAD)``,
+    ``image_size // 4`` with ``image_size`` a constant); ``default`` where it is not known as ints."""
+    if node is None:
+        return default
+    value = literal_value(node, NOT_LITERAL)
+    if value is not NOT_LITERAL:
+        return value
+    sizes = sizes_of(lctx)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        items = [NOT_LITERAL if isinstance(e, cst.StarredElement) else _size_arg(e.value, lctx) for e in node.elements]
+        return default if not items or any(i is NOT_LITERAL for i in items) else tuple(items)
+    if isinstance(node, cst.Name) and node.value in sizes.constants:
+        return sizes.constants[node.value]
+    d = sizes.dim(node)
+    return d if _int(d) else default
+
+
 @shape("zero-padding")
 def zero_padding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, 2)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    p = literal_value(m.extras["padding"], NOT_LITERAL) if "padding" in m.extras else (1, 1)
+    p = _size_arg(m.extras["padding"], lctx) if "padding" in m.extras else (1, 1)
     if _int(p):
         pads = [(p, p), (p, p)]
     elif isinstance(p, (list, tuple)) and len(p) == 2 and all(_int(x) for x in p):
@@ -2499,7 +2518,7 @@ def pad_crop(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     arg = "padding" if kind == "pad" else "cropping"
     default = next(p.default for p in m.rule.params if p.name == arg)
     node = m.extras.get(arg)
-    value = literal_value(node, NOT_LITERAL) if node is not None else literal_value(expr(default), NOT_LITERAL)
+    value = _size_arg(node, lctx) if node is not None else literal_value(expr(default), NOT_LITERAL)
     pairs = _pairs(value, nd)
     if pairs is None:
         forms = "an int, (before, after)" if nd == 1 else f"an int, {nd} ints, or {nd} (before, after) pairs"
@@ -2829,17 +2848,23 @@ def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    size = _ntuple(literal_value(m.extras["size"], None) if "size" in m.extras else (2,) * nd, nd)
+    node = m.extras.get("size")
+    size = _ntuple(_size_arg(node, lctx, None) if node is not None else (2,) * nd, nd)
     mode = literal_value(m.extras["interpolation"], None) if "interpolation" in m.extras else "nearest"
-    if size is None:
+    # a size named by the builder's parameters (UpSampling2D(size=image_size) in a helper called with it): Keras's
+    # int or (rows, cols) is torch's scale_factor as it is, in the same order, so the name is written as it is
+    written = sizes_of(lctx).dim(node) if size is None and node is not None else None
+    if size is None and not _writable(written, lctx):
         return _failed(m, ctx, "unsupported-argument", "size must be a literal int" + (
-            "" if nd == 1 else f" or a tuple of {nd} ints"))
+            "" if nd == 1 else f" or a tuple of {nd} ints") + " (or a module constant, or a parameter of the "
+            "function that builds the model)")
     if mode not in ("nearest", "bilinear"):
         return _failed(m, ctx, "unsupported-argument", f"interpolation={mode!r}: torch's kernels for it differ "
                        "from TensorFlow's (only 'nearest' and 'bilinear' are exact)")
     extra = ", mode=\"bilinear\"" if mode == "bilinear" else ""
-    layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(scale_factor={_compact(size)}{extra})")
-    sp = tuple(D.mul(n, f) if known(n) else None for n, f in zip(fm.spatial, size))
+    layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(scale_factor={_compact(size) if size else written}{extra})")
+    # a written size may be an int or a tuple: the output's spatial sizes are known only from ints
+    sp = tuple(D.mul(n, f) if known(n) else None for n, f in zip(fm.spatial, size)) if size else (None,) * nd
     em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, nd))
     return _check_context(m, ctx, lctx, em)
 

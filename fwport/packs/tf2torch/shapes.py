@@ -239,3 +239,55 @@ class _Shapes(_Generators):
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(outer)}: a TensorShape's {method} on the dims "
                         "it is given", outer)
         self.ctx.plans.add(outer, apply, by="tensor_shapes")
+
+
+# --- x.shape.as_list() on any receiver ---------------------------------------------------------------------
+
+AS_LIST_TRIGGER = r"\.\s*as_list\s*\("
+
+
+class _AsList(cst.CSTVisitor):
+    """``x.shape.as_list()`` / ``x.get_shape().as_list()`` with ``x`` of a type fwport does not follow →
+    ``list(x.shape)``. Exact on whatever ``x`` is in the translation: a torch tensor (its torch.Size is a tuple of
+    ints), a NumPy array (a tuple), a Keras 3 tensor (a tuple) or a TensorFlow tensor a model left as written gives
+    (list(TensorShape) is its as_list(): the same ints and Nones)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.sealed = ctx.plans.sealed()
+        self.said = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if node.args or not isinstance(func, cst.Attribute) or func.attr.value != "as_list":
+            return
+        inner = func.value
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "shape":
+            getter = False
+        elif isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) \
+                and inner.func.attr.value == "get_shape":
+            getter = True
+        else:
+            return
+        receiver = inner.func.value if getter else inner.value
+        if id(node) in self.sealed or self.ctx.plans.get(node) is not None or self.ctx.is_settled(node) \
+                or self.ctx.imports.resolve(receiver) is not None:
+            return  # (planned by another planner, left as written, or a name of TensorFlow's)
+
+        def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+            got = upd.func.value
+            recv = got.func.value if isinstance(got, cst.Call) else got.value
+            return cst.Call(cst.Name("list"), [cst.Arg(cst.Attribute(recv, cst.Name("shape")))])
+
+        if not self.said:
+            self.said = True
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(node)} → list(...shape): a torch tensor's shape "
+                            "is a torch.Size (a tuple of ints) with no as_list(); list() of it gives the same ints "
+                            "(every size is known when torch runs)", node)
+        self.ctx.plans.add(node, apply, by="shape_as_list")
+
+
+def run_as_list(module: cst.Module, ctx) -> cst.Module:
+    """Plans ``x.shape.as_list()`` → ``list(x.shape)`` (see _AsList) and returns ``module`` itself."""
+    module.visit(_AsList(ctx))
+    return module

@@ -104,6 +104,9 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) tf.TensorShape(dims) of known dims → torch.Size(dims), its as_list() / rank / is_fully_defined() /
     # num_elements() where a name bound to it is followed, or chained on the call (shapes.py)
     Planner("tensor_shapes", fast(r"\bTensorShape\b"), shapes.run),
+    # (read-only; after tensor_shapes, which plans a TensorShape's own as_list()) x.shape.as_list() /
+    # x.get_shape().as_list() on any other receiver → list(x.shape) (shapes.py)
+    Planner("shape_as_list", fast(shapes.AS_LIST_TRIGGER), shapes.run_as_list),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth..., tfds.disable_progress_bar, a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and

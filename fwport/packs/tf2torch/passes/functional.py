@@ -2646,6 +2646,7 @@ class _Builder:
         if not models:
             return None
         self.mark = len(ctx.pending)
+        self.imports_mark = set(ctx.needed_imports)
         model_call = models[0][1]
         if len(models) > 1:
             for _, c in models:
@@ -2852,6 +2853,8 @@ class _Builder:
         """The model is left as written: every call of its statements settled (no half translation)."""
         ctx = self.ctx
         drop_undone_findings(ctx, getattr(self, "mark", len(ctx.pending)))  # its pinned defaults, lazy sizes...
+        if hasattr(self, "imports_mark"):  # (the imports its layers' torch modules asked for: none is written)
+            ctx.needed_imports.intersection_update(self.imports_mark)
         for p in ctx.pending[getattr(self, "mark", len(ctx.pending)):]:  # on copies (pinned values): the source's
             p.node = self.origin.get(id(p.node), (None, p.node))[1]
         if model_call is not None:

@@ -499,7 +499,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     constrained = ctx.analyses.get(CONSTRAINTS) or {}
     if not found and not guards and not constrained:
         return module
-    body = list(module.body)
+    body = _drop_followed_names(list(module.body), ctx) if found else list(module.body)
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in constrained:
             body[i] = _with_constraints(stmt, constrained[stmt.name.value], ctx)
@@ -688,4 +688,44 @@ def drop_unused_aliases(body: list, ctx: FileContext) -> list:
             nxt = out[i + 1]
             out[i + 1] = nxt.with_changes(leading_lines=[*stmt.leading_lines, note, *nxt.leading_lines])
             out[i] = None
+    return [s for s in out if s is not None]
+
+
+
+def _drop_followed_names(body: list, ctx: FileContext) -> list:
+    """``reg = keras.regularizers.l2(1e-4)``, at module level or in a top-level function (the model's builder), whose
+    every use was a layer's regularizer argument this module followed (the penalty is in a regularization_loss()):
+    once no use of ``reg`` is left in its scope, its line (by then ``reg = KerasRegularizer(...)``, a helper nothing
+    else calls) becomes a comment (the line count stays), so the helper is not written for it."""
+    from fwport.core import written
+
+    helper = written.name(ctx, "KerasRegularizer")
+    noted = ctx.analyses.get(MODULE_NAMES) or {}
+    out = _drop_dead(body, helper, noted)
+    for i, stmt in enumerate(out):
+        if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
+            inner = _drop_dead(list(stmt.body.body), helper, {})
+            if len(inner) != len(stmt.body.body):
+                out[i] = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+    return out
+
+
+def _drop_dead(body: list, helper: str, noted: dict) -> list:
+    out = list(body)
+    for i, stmt in enumerate(body):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Call) and isinstance(small.value.func, cst.Name)
+                and small.value.func.value == helper):
+            continue
+        name = small.targets[0].target.value
+        if i + 1 >= len(out) or any(name in _free_names(other) for j, other in enumerate(out)
+                                    if j != i and other is not None):
+            continue
+        text = (f"# {name} = {code(noted[name])}  (a Keras regularizer: its penalty is in regularization_loss())"
+                if name in noted else f"# {name}: a Keras regularizer, its penalty is in regularization_loss()")
+        note = cst.EmptyLine(comment=cst.Comment(text))
+        nxt = out[i + 1]
+        out[i + 1] = nxt.with_changes(leading_lines=[*stmt.leading_lines, note, *nxt.leading_lines])
+        out[i] = None
     return [s for s in out if s is not None]
