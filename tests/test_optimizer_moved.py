@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages, needs
@@ -81,11 +82,25 @@ def test_the_line_moves_after_the_model():
     assert any("moves to just after model is bound" in f.message for f in r.findings)
 
 
-@needs("tensorflow", "torch")
-def test_the_moved_optimizer_trains_as_keras(tmp_path):
-    r = translate_source(SRC, "f.py")
+#: tensorflow/docs' tpu guide: apply_gradients given list(zip(grads, variables)), the same pairs
+LISTED = SRC.replace("optimizer.apply_gradients(zip(grads, model.trainable_variables))",
+                     "optimizer.apply_gradients(list(zip(grads, model.trainable_variables)))")
+
+
+def test_list_of_zip_is_followed():
+    assert "list(zip(" in LISTED
+    r = translate_source(LISTED, "f.py")
     assert not error_messages(r), error_messages(r)
-    keras = _run(SRC, tmp_path, "k.py", "keras")
+    assert "optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)" in r.output
+    assert "optimizer.step()" in r.output and "apply_gradients" not in r.output
+
+
+@needs("tensorflow", "torch")
+@pytest.mark.parametrize("src", [SRC, LISTED], ids=["zip", "list-of-zip"])
+def test_the_moved_optimizer_trains_as_keras(tmp_path, src):
+    r = translate_source(src, "f.py")
+    assert not error_messages(r), error_messages(r)
+    keras = _run(src, tmp_path, "k.py", "keras")
     torch = _run(r.output, tmp_path, "t.py", "torch")
     assert len(torch["losses"]) == 3 and keras["losses"][0] != keras["losses"][-1]
     np.testing.assert_allclose(torch["losses"], keras["losses"], rtol=1e-5, atol=1e-6)

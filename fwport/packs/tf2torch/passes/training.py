@@ -113,16 +113,45 @@ def _params_of(variables: cst.BaseExpression) -> str | None:
             isinstance(e, cst.Element) and isinstance(e.value, (cst.Name, cst.Attribute)) for e in variables.elements):
         return code(variables.with_changes(lpar=[], rpar=[])) if isinstance(variables, cst.List) else \
             "[" + ", ".join(code(e.value) for e in variables.elements) + "]"  # tf.Variables: torch leaf tensors
+    if _dict_values(variables):  # list(weights.values()): a dict's tf.Variables, torch leaf tensors
+        return code(variables.with_changes(lpar=[], rpar=[]))
     if isinstance(variables, cst.BinaryOperation) and isinstance(variables.operator, cst.Add):
         left, right = _params_of(variables.left), _params_of(variables.right)
         if left and right:
-            parts = [p[1:-1] if p.startswith("[") else f"*{p}" for p in (left, right)]
+            parts = [p[1:-1] if p.startswith("[") else f"*{p[5:-1]}" if p.startswith("list(") else f"*{p}"
+                     for p in (left, right)]
             return "[" + ", ".join(parts) + "]"
     return None
 
 
+def _dict_values(node: cst.BaseExpression) -> str | None:
+    """``list(D.values())`` (D a name) → D."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "list"
+            and len(node.args) == 1 and not node.args[0].keyword and not node.args[0].star):
+        inner = node.args[0].value
+        if (isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value == "values" and isinstance(inner.func.value, cst.Name)):
+            return inner.func.value.value
+    return None
+
+
+def _dicts_in(node: cst.BaseExpression) -> list[str] | None:
+    """The dicts of ``list(D.values())`` or a sum of such lists (and of ``m.trainable_variables``); None where
+    ``node`` is something else."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        left, right = _dicts_in(node.left), _dicts_in(node.right)
+        return None if left is None or right is None else left + right
+    d = _dict_values(node)
+    if d is not None:
+        return [d]
+    return [] if _variable_lists(node) else None
+
+
 def _zip_of(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    """``zip(grads, variables)`` → (grads, variables)."""
+    """``zip(grads, variables)`` (or ``list(zip(grads, variables))``, the same pairs) → (grads, variables)."""
+    if (isinstance(call.func, cst.Name) and call.func.value == "list" and len(call.args) == 1
+            and not call.args[0].keyword and not call.args[0].star and isinstance(call.args[0].value, cst.Call)):
+        call = call.args[0].value
     if (isinstance(call.func, cst.Name) and call.func.value == "zip" and len(call.args) == 2
             and not any(a.keyword or a.star for a in call.args)):
         return call.args[0].value, call.args[1].value
@@ -574,7 +603,7 @@ def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
                 values.append(None)
 
     scan(fn.body, _Bindings())
-    if len(values) == 1 and _variable_lists(values[0]) and name not in _names_in([values[0]]):
+    if len(values) == 1 and (_variable_lists(values[0]) or _dicts_in(values[0])) and name not in _names_in([values[0]]):
         return values[0]
     return variables
 
@@ -2709,7 +2738,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{rule.emit.get('options', {}).get('target', 'torch.optim...')}(model.parameters(), ...)",
                             call, rule)
             return self._settle(call, updated_node)
-        owners = _names_in([variables[0]])
+        dicts = _dicts_in(variables[0]) or []
+        for d in dicts:
+            why = self._fixed_variables(d)
+            if why is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{name} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                                f"created, and {name}.apply_gradients updates the values of {d}, which fwport cannot "
+                                f"take there ({why}); write {rule.emit.get('target', 'torch.optim...')}("
+                                f"list({d}.values()), ...) where {d} holds its final tensors", call, rule)
+                return self._settle(call, updated_node)
+        owners = _names_in([variables[0]]) - ({"list", "values"} if dicts else set())
         if "self" in owners and not self.classes:
             # apply_gradients in a method, on the method's own variables: `self` here is no model
             self.ctx.report(Severity.ERROR, "unsupported-construct",
@@ -2758,6 +2797,48 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "a torch optimizer takes its parameters when it is created (nothing in between reads "
                             f"{name})", call, rule)
         return made
+
+    def _fixed_variables(self, d: str) -> str | None:
+        """Whether the optimizer may take ``list(d.values())`` when it is created (None), else why not: ``d`` is
+        bound once, at the module's top level before this line, to a dict literal of tf.Variables (torch leaf
+        tensors), and the file only reads it (``d[k]``, ``d.values()``, ``d.keys()``, ``d.items()``, ``d.get(k)``):
+        the tensors the optimizer holds are those apply_gradients would update."""
+        bound = self.plan.bound_at.get(d, [])
+        if len(bound) != 1 or bound[0][1] != 0 or bound[0][0] >= self.order or d in self.plan.globals:
+            return f"{d} is not bound once, at the module's top level, before it"
+        value = next((v for _, where, v in self.plan.values.get(d, []) if where == 0), None)
+        if not (isinstance(value, cst.Dict) and value.elements and all(
+                isinstance(e, cst.DictElement) and isinstance(e.value, cst.Call)
+                and self.qualname(e.value.func) == "tensorflow.Variable" for e in value.elements)):
+            return f"{d} is not a dict literal of tf.Variables"
+        reads = set()  # ids of the Name nodes of d that only read it
+        for sub in find_all(self.module, cst.Subscript):
+            if isinstance(sub.value, cst.Name) and sub.value.value == d:
+                reads.add(id(sub.value))
+        for c in find_all(self.module, cst.Call):
+            f = c.func
+            if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == d
+                    and f.attr.value in ("values", "keys", "items", "get")):
+                reads.add(id(f.value))
+        written = set()  # d[k] = ..., del d[k], d[k] += ...
+        for node in [x for kind in (cst.AssignTarget, cst.AugAssign, cst.Del) for x in find_all(self.module, kind)]:
+            target = node.target
+            for sub in [target, *find_all(target, cst.Subscript)]:
+                if isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and sub.value.value == d:
+                    written.add(id(sub.value))
+        for n in find_all(self.module, cst.Name):
+            if n.value != d:
+                continue
+            if id(n) in written or (id(n) not in reads and not self._binding_name(n, d)):
+                return f"the file uses {d} otherwise than by reading its entries"
+        return None
+
+    def _binding_name(self, n: cst.Name, d: str) -> bool:
+        """``n`` is the target of ``d = {...}`` (the one binding) or an attribute's name (``x.d``)."""
+        for a in find_all(self.module, cst.Assign):
+            if any(t.target is n for t in a.targets):
+                return True
+        return any(attr.attr is n for attr in find_all(self.module, cst.Attribute))
 
     def _movable(self, original_node: cst.Assign, name: str, late: list[str]) -> str | None:
         """Whether the module-level line ``name = keras.optimizers.X(...)``, written before the models ``late``
