@@ -127,7 +127,9 @@ def go(x):
     assert "return forward(x, training=True), run(x, training=True)" in out
 
 
-def test_optimizer_created_before_the_model_is_one_error():
+def test_optimizer_created_before_the_model_moves_after_it():
+    """A torch optimizer takes its parameters when it is created: the line moves below the model's (nothing in
+    between reads it); test_optimizer_moved.py checks the training numerically and the cases that stay errors."""
     src = '''import tensorflow as tf
 from tensorflow import keras
 
@@ -136,9 +138,25 @@ model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
 loss_fn = keras.losses.MeanSquaredError()
 ''' + STEP
     r = _t(src)
+    assert not _errors(r), r.findings
+    lines = r.output.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("optimizer = torch.optim.Adam(model.parameters()"))
+    assert lines[at - 1].startswith("model = ")
+
+
+def test_optimizer_created_before_the_model_and_read_in_between_is_one_error():
+    src = '''import tensorflow as tf
+from tensorflow import keras
+
+optimizer = keras.optimizers.Adam()
+print(optimizer)
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
+loss_fn = keras.losses.MeanSquaredError()
+''' + STEP
+    r = _t(src)
     assert _errors(r) == Counter({("unsupported-construct", 4): 1}), r.findings
     msg = next(f.message for f in r.findings if f.line == 4 and f.severity.value == "error")
-    assert "created before model" in msg and "move this line after" in msg
+    assert "created before model" in msg and "move it after" in msg and "optimizer is read in between" in msg
     assert "optimizer = keras.optimizers.Adam()" in r.output
 
 

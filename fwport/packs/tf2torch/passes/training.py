@@ -113,16 +113,45 @@ def _params_of(variables: cst.BaseExpression) -> str | None:
             isinstance(e, cst.Element) and isinstance(e.value, (cst.Name, cst.Attribute)) for e in variables.elements):
         return code(variables.with_changes(lpar=[], rpar=[])) if isinstance(variables, cst.List) else \
             "[" + ", ".join(code(e.value) for e in variables.elements) + "]"  # tf.Variables: torch leaf tensors
+    if _dict_values(variables):  # list(weights.values()): a dict's tf.Variables, torch leaf tensors
+        return code(variables.with_changes(lpar=[], rpar=[]))
     if isinstance(variables, cst.BinaryOperation) and isinstance(variables.operator, cst.Add):
         left, right = _params_of(variables.left), _params_of(variables.right)
         if left and right:
-            parts = [p[1:-1] if p.startswith("[") else f"*{p}" for p in (left, right)]
+            parts = [p[1:-1] if p.startswith("[") else f"*{p[5:-1]}" if p.startswith("list(") else f"*{p}"
+                     for p in (left, right)]
             return "[" + ", ".join(parts) + "]"
     return None
 
 
+def _dict_values(node: cst.BaseExpression) -> str | None:
+    """``list(D.values())`` (D a name) → D."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "list"
+            and len(node.args) == 1 and not node.args[0].keyword and not node.args[0].star):
+        inner = node.args[0].value
+        if (isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute)
+                and inner.func.attr.value == "values" and isinstance(inner.func.value, cst.Name)):
+            return inner.func.value.value
+    return None
+
+
+def _dicts_in(node: cst.BaseExpression) -> list[str] | None:
+    """The dicts of ``list(D.values())`` or a sum of such lists (and of ``m.trainable_variables``); None where
+    ``node`` is something else."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        left, right = _dicts_in(node.left), _dicts_in(node.right)
+        return None if left is None or right is None else left + right
+    d = _dict_values(node)
+    if d is not None:
+        return [d]
+    return [] if _variable_lists(node) else None
+
+
 def _zip_of(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    """``zip(grads, variables)`` → (grads, variables)."""
+    """``zip(grads, variables)`` (or ``list(zip(grads, variables))``, the same pairs) → (grads, variables)."""
+    if (isinstance(call.func, cst.Name) and call.func.value == "list" and len(call.args) == 1
+            and not call.args[0].keyword and not call.args[0].star and isinstance(call.args[0].value, cst.Call)):
+        call = call.args[0].value
     if (isinstance(call.func, cst.Name) and call.func.value == "zip" and len(call.args) == 2
             and not any(a.keyword or a.star for a in call.args)):
         return call.args[0].value, call.args[1].value
@@ -574,7 +603,7 @@ def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
                 values.append(None)
 
     scan(fn.body, _Bindings())
-    if len(values) == 1 and _variable_lists(values[0]) and name not in _names_in([values[0]]):
+    if len(values) == 1 and (_variable_lists(values[0]) or _dicts_in(values[0])) and name not in _names_in([values[0]]):
         return values[0]
     return variables
 
@@ -905,6 +934,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._callback_predicts: set[int] = set()  # self.model.predict of callbacks → the written predict
         self._class_nodes: list[cst.ClassDef] = []  # the enclosing class definitions (input tree)
         self._moves: dict[int, list] = {}  # id of an __init__ → optimizer lines to move after their models
+        self._module_moves: list = []  # module-level optimizer lines to move after their models (_movable)
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
         self._deferred = 0  # open lambdas, conditional expressions, and / or: code that may run later or never
@@ -2708,7 +2738,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{rule.emit.get('options', {}).get('target', 'torch.optim...')}(model.parameters(), ...)",
                             call, rule)
             return self._settle(call, updated_node)
-        owners = _names_in([variables[0]])
+        dicts = _dicts_in(variables[0]) or []
+        for d in dicts:
+            why = self._fixed_variables(d)
+            if why is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{name} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                                f"created, and {name}.apply_gradients updates the values of {d}, which fwport cannot "
+                                f"take there ({why}); write {rule.emit.get('target', 'torch.optim...')}("
+                                f"list({d}.values()), ...) where {d} holds its final tensors", call, rule)
+                return self._settle(call, updated_node)
+        owners = _names_in([variables[0]]) - ({"list", "values"} if dicts else set())
         if "self" in owners and not self.classes:
             # apply_gradients in a method, on the method's own variables: `self` here is no model
             self.ctx.report(Severity.ERROR, "unsupported-construct",
@@ -2722,11 +2762,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             order < self.order or depth < len(self._scopes) for order, depth in self.plan.bound_at[o])
             and not _given_model(self._scopes[-1] if self._scopes else None, o)]
         if late:
-            self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{name} = {code(call)} is created before {', '.join(sorted(late))}: a torch optimizer "
-                            "takes the parameters when it is created; move this line after the model is built",
-                            call, rule)
-            return self._settle(call, updated_node)
+            why = self._movable(original_node, name, late)
+            if why is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{name} = {code(call)} is created before {', '.join(sorted(late))}: a torch optimizer "
+                                f"takes the parameters when it is created, and fwport cannot move this line after "
+                                f"{'them' if len(late) > 1 else 'it'} ({why}): move it after the model is built",
+                                call, rule)
+                return self._settle(call, updated_node)
         m = map_call(updated_node.value, rule, self.ctx, call)
         m.extras["params"] = parsed_expression(params)
         m.extras["clipping_handled"] = True  # written before each step() of its tape steps
@@ -2746,7 +2789,101 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.settle(out)
         if scheduled:
             self.suffixes[-1].append(self._scheduler(name, m, call, rule))
-        return updated_node.with_changes(value=out)
+        made = updated_node.with_changes(value=out)
+        if late:
+            self._module_moves.append((made, sorted(late)))
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{name} = {code(call.func)}(...) moves to just after {', '.join(sorted(late))} is bound: "
+                            "a torch optimizer takes its parameters when it is created (nothing in between reads "
+                            f"{name})", call, rule)
+        return made
+
+    def _fixed_variables(self, d: str) -> str | None:
+        """Whether the optimizer may take ``list(d.values())`` when it is created (None), else why not: ``d`` is
+        bound once, at the module's top level before this line, to a dict literal of tf.Variables (torch leaf
+        tensors), and the file only reads it (``d[k]``, ``d.values()``, ``d.keys()``, ``d.items()``, ``d.get(k)``):
+        the tensors the optimizer holds are those apply_gradients would update."""
+        bound = self.plan.bound_at.get(d, [])
+        if len(bound) != 1 or bound[0][1] != 0 or bound[0][0] >= self.order or d in self.plan.globals:
+            return f"{d} is not bound once, at the module's top level, before it"
+        value = next((v for _, where, v in self.plan.values.get(d, []) if where == 0), None)
+        if not (isinstance(value, cst.Dict) and value.elements and all(
+                isinstance(e, cst.DictElement) and isinstance(e.value, cst.Call)
+                and self.qualname(e.value.func) == "tensorflow.Variable" for e in value.elements)):
+            return f"{d} is not a dict literal of tf.Variables"
+        reads = set()  # ids of the Name nodes of d that only read it
+        for sub in find_all(self.module, cst.Subscript):
+            if isinstance(sub.value, cst.Name) and sub.value.value == d:
+                reads.add(id(sub.value))
+        for c in find_all(self.module, cst.Call):
+            f = c.func
+            if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == d
+                    and f.attr.value in ("values", "keys", "items", "get")):
+                reads.add(id(f.value))
+        written = set()  # d[k] = ..., del d[k], d[k] += ...
+        for node in [x for kind in (cst.AssignTarget, cst.AugAssign, cst.Del) for x in find_all(self.module, kind)]:
+            target = node.target
+            for sub in [target, *find_all(target, cst.Subscript)]:
+                if isinstance(sub, cst.Subscript) and isinstance(sub.value, cst.Name) and sub.value.value == d:
+                    written.add(id(sub.value))
+        for n in find_all(self.module, cst.Name):
+            if n.value != d:
+                continue
+            if id(n) in written or (id(n) not in reads and not self._binding_name(n, d)):
+                return f"the file uses {d} otherwise than by reading its entries"
+        return None
+
+    def _binding_name(self, n: cst.Name, d: str) -> bool:
+        """``n`` is the target of ``d = {...}`` (the one binding) or an attribute's name (``x.d``)."""
+        for a in find_all(self.module, cst.Assign):
+            if any(t.target is n for t in a.targets):
+                return True
+        return any(attr.attr is n for attr in find_all(self.module, cst.Attribute))
+
+    def _movable(self, original_node: cst.Assign, name: str, late: list[str]) -> str | None:
+        """Whether the module-level line ``name = keras.optimizers.X(...)``, written before the models ``late``
+        whose parameters it updates are bound, can move to just after the last line binding them (None), else
+        why not. It can where the line is a top-level statement of its own, ``name`` and each model are bound once
+        in the file, each model by a top-level ``model = ...`` line below it, and nothing in between runs code
+        that reads ``name`` or rebinds a name the optimizer's arguments read: no statement in between (other
+        than a def or class, whose body does not run there) mentions them, nor a function or class of the file
+        whose body mentions them (followed through the functions that call those)."""
+        if self._scopes or self.classes:
+            return "it is not at the module's top level"
+        body = list(self.module.body)
+        here = next((i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine)
+                     and any(b is original_node for b in s.body)), None)
+        if here is None or len(body[here].body) != 1:
+            return "it is not a statement of its own at the module's top level"
+        if len(self.plan.bound_at.get(name, [])) != 1 or name in self.plan.globals:
+            return f"{name} is bound more than once"
+        last = here
+        for o in late:
+            at = [i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and any(
+                isinstance(b, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == o
+                                                  for t in b.targets) for b in s.body)]
+            if len(self.plan.bound_at.get(o, [])) != 1 or len(at) != 1 or at[0] < here:
+                return f"{o} is not bound once, by a line of the module's top level below it"
+            last = max(last, at[0])
+        read = _names_in([a.value for a in original_node.value.args]) | {name}
+        defs = {s.name.value: s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        while True:  # the file's functions and classes that read those names, or call one that does
+            more = {n for n, d in defs.items() if n not in read and _names_in([d.body]) & read}
+            if not more:
+                break
+            read |= more
+        for s in body[here + 1:last + 1]:
+            if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+                outside = [*s.decorators, *(getattr(s, "bases", ()) or ()), *(getattr(s, "keywords", ()) or ())]
+                if isinstance(s, cst.FunctionDef):
+                    outside += [p.default for p in find_all(s.params, cst.Param) if p.default is not None]
+                if _names_in(outside) & read:
+                    return f"{s.name.value}, defined in between, reads it where it is defined"
+                continue
+            mentioned = _names_in([s]) & read
+            if mentioned:
+                return f"{', '.join(sorted(mentioned))} is read in between"
+        return None
 
     def _optimizer_attribute(self, original_node, updated_node) -> cst.Assign:
         """``self.g_optimizer = keras.optimizers.Adam(...)`` in the compile of a model with its own train_step
@@ -3685,12 +3822,50 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             scan(stmt, counter)
             order += counter.n
     tapes = t._tapes(body, list(module.body))
+    if t._module_moves:
+        tapes = _moved_lines(tapes if tapes is not None else body, t._module_moves, ctx)
     fits = [c for c in compiled if id(c) in ctx.options.get("_fit_helpers", ()) and c.loss is not None]
     if fits and not plan.own_training and not plan.train_step_classes:
         ctx.analyses[fitloop.ADDED_LOSSES] = False  # the subclass pass may translate add_loss (True: it did)
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
+
+
+def _moved_lines(body: list, moves: list, ctx: FileContext) -> list:
+    """Each module-level optimizer line :meth:`_Training._movable` allowed, moved to just after the last line
+    binding its models (in the order written, after the lines moved there before it)."""
+    body = list(body)
+    after: dict[tuple, int] = {}  # models → how many lines were moved after the last line binding them
+    for made, owners in moves:
+        line = next((s for s in body if isinstance(s, cst.SimpleStatementLine) and any(b is made for b in s.body)),
+                    None)
+        def anchors():
+            return [i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and any(
+                isinstance(b, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value in owners
+                                                  for t in b.targets) for b in s.body)]
+        if line is None or not anchors():  # (not expected: the translation must not create it before its model)
+            ctx.report(Severity.ERROR, "unsupported-construct",
+                       f"an optimizer over {', '.join(owners)} is created before {'them' if len(owners) > 1 else 'it'} "
+                       "and fwport could not move its line: move it after the model is built", made.value)
+            continue
+        i = next(i for i, x in enumerate(body) if x is line)
+        # the comment lines just above it go with it; blank lines and a notebook's cell markers stay
+        lead = list(line.leading_lines)
+        k = len(lead)
+        while k and lead[k - 1].comment is not None and not lead[k - 1].comment.value.startswith("# %%"):
+            k -= 1
+        if i + 1 < len(body) and k:
+            nxt = body[i + 1]
+            body[i + 1] = nxt.with_changes(leading_lines=[*lead[:k], *nxt.leading_lines])
+        line = line.with_changes(leading_lines=lead[k:])
+        del body[i]
+        last = max(anchors())
+        key = tuple(owners)
+        at = last + 1 + after.get(key, 0)
+        after[key] = after.get(key, 0) + 1
+        body.insert(at, line)
+    return body
 
 
 def _functional_left(module: cst.Module, ctx: FileContext, plan: _Plan) -> _LeftModels | None:
