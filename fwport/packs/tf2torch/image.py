@@ -482,10 +482,100 @@ def resize_area(images, size):
     return _resize_separable(images, size, "area")
 '''
 
+
+_RESIZE_V1 = '''
+
+def _resize_v1(images, size, method, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_bilinear / resize_bicubic / resize_nearest_neighbor on a batch of channels-last
+    images (N, H, W, C) (a list of (H, W, C) images is stacked), sampled as TensorFlow 1 samples them: the scale
+    in_size / out_size in float32 ((in_size - 1) / (out_size - 1) with align_corners=True), output pixel i reading the
+    input at i * scale (the default, which no torch interpolate mode samples at), or at (i + 0.5) * scale - 0.5 with
+    half_pixel_centers=True. bilinear: the two neighbours, clamped to the image; bicubic: Keys' kernel with
+    a = -0.75 read from a table of 1024 steps, the four taps clamped to the image (with half_pixel_centers: a = -0.5,
+    the taps outside dropped and the others renormalised); both give float32. nearest keeps the dtype: the pixel at
+    floor(i * scale) (rounded with align_corners; (i + 0.5) * scale with half_pixel_centers), clamped."""
+    if isinstance(images, (list, tuple)):
+        x = {torch}stack([{torch}as_tensor(i) for i in images])
+    else:
+        x = {torch}as_tensor(images)
+    if align_corners and half_pixel_centers:
+        raise ValueError("If half_pixel_centers is True, align_corners must be False.")
+
+    def scale_of(n_in, n_out):
+        if align_corners and n_out > 1:
+            return {torch}tensor(float(n_in - 1)) / {torch}tensor(float(n_out - 1))
+        return {torch}tensor(float(n_in)) / {torch}tensor(float(n_out))
+
+    def indices(n_in, n_out):
+        loc = {torch}arange(n_out, dtype={torch}float32) + (0.5 if half_pixel_centers else 0.0)
+        loc = loc * scale_of(n_in, n_out)
+        return ({torch}floor(loc + 0.5) if align_corners else {torch}floor(loc)).long().clamp(0, n_in - 1)
+
+    def weights(n_in, n_out):
+        loc = {torch}arange(n_out, dtype={torch}float32)
+        loc = (loc + 0.5) * scale_of(n_in, n_out) - 0.5 if half_pixel_centers else loc * scale_of(n_in, n_out)
+        start = {torch}floor(loc)
+        if method == "bilinear":
+            frac = (loc - start)[:, None]
+            w = {torch}cat([1 - frac, frac], dim=1)
+            index = start.long()[:, None] + {torch}arange(2)
+        else:
+            step = {torch}round((loc - start) * 1024).double() / 1024
+            a = -0.5 if half_pixel_centers else -0.75
+
+            def near(t):
+                return ((a + 2) * t - (a + 3)) * t * t + 1
+
+            def far(t):
+                return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+
+            w = {torch}stack([far(step + 1), near(step), near(1 - step), far(2 - step)], dim=1).float()
+            index = start.long()[:, None] + {torch}arange(-1, 3)
+            if half_pixel_centers:
+                w = {torch}where((index >= 0) & (index < n_in), w, 0.0)
+                w = w * (1.0 / w.sum(dim=1, keepdim=True))
+        matrix = {torch}zeros(n_out, n_in)
+        rows = {torch}arange(n_out)[:, None].expand_as(index)
+        return matrix.index_put_((rows, index.clamp(0, n_in - 1)), w, accumulate=True)
+
+    height, width = (int(s) for s in size)
+    if method == "nearest":
+        return x[:, indices(x.shape[1], height).to(x.device)][:, :, indices(x.shape[2], width).to(x.device)]
+    x = x.float()
+    y = {torch}einsum("oh,nhwc->nowc", weights(x.shape[1], height).to(x.device), x)
+    return {torch}einsum("pw,nowc->nopc", weights(x.shape[2], width).to(x.device), y)
+'''
+
+_RESIZE_BILINEAR_V1 = '''
+
+def resize_bilinear_v1(images, size, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_bilinear, see _resize_v1."""
+    return _resize_v1(images, size, "bilinear", align_corners, half_pixel_centers)
+'''
+
+_RESIZE_BICUBIC_V1 = '''
+
+def resize_bicubic_v1(images, size, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_bicubic, see _resize_v1."""
+    return _resize_v1(images, size, "bicubic", align_corners, half_pixel_centers)
+'''
+
+_RESIZE_NEAREST_V1 = '''
+
+def resize_nearest_v1(images, size, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_nearest_neighbor, see _resize_v1."""
+    return _resize_v1(images, size, "nearest", align_corners, half_pixel_centers)
+'''
+
+
 IMAGE_HELPERS = {
     "_resize_separable": _RESIZE_SEPARABLE,
     "resize_bicubic": _RESIZE_BICUBIC,
     "resize_area": _RESIZE_AREA,
+    "_resize_v1": _RESIZE_V1,
+    "resize_bilinear_v1": _RESIZE_BILINEAR_V1,
+    "resize_bicubic_v1": _RESIZE_BICUBIC_V1,
+    "resize_nearest_v1": _RESIZE_NEAREST_V1,
     "adjust_brightness": _ADJUST_BRIGHTNESS,
     "adjust_contrast": _ADJUST_CONTRAST,
     "adjust_saturation": _ADJUST_SATURATION,
@@ -521,7 +611,9 @@ helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhw
                           "adjust_saturation": ("convert_image_dtype",), "adjust_hue": ("convert_image_dtype",),
                           "random_brightness": ("adjust_brightness",), "random_contrast": ("adjust_contrast",),
                           "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",),
-                          "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",)})
+                          "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",),
+                          "resize_bilinear_v1": ("_resize_v1",), "resize_bicubic_v1": ("_resize_v1",),
+                          "resize_nearest_v1": ("_resize_v1",)})
 
 
 @call_transform("image-flip")
