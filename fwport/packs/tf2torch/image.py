@@ -568,6 +568,19 @@ def resize_nearest_v1(images, size, align_corners=False, half_pixel_centers=Fals
 '''
 
 
+_STATELESS_SPLIT = '''
+
+def stateless_split(seed, num=2):
+    """tf.random.split / tf.random.experimental.stateless_split: num new seeds, a (num, 2) tensor of the seed's
+    dtype (int32 for a seed of Python ints, as TensorFlow converts it), drawn over that dtype's whole range from a
+    torch.Generator seeded from the seed pair, so one seed gives the same new seeds every time, as in TensorFlow;
+    which ones differs from TensorFlow's (another generator)."""
+    seed = {torch}as_tensor(seed) if hasattr(seed, "dtype") else {torch}tensor(seed, dtype={torch}int32)
+    info = {torch}iinfo(seed.dtype)
+    return {torch}randint(info.min, info.max, (int(num), 2), generator=stateless_generator(seed), dtype=seed.dtype)
+'''
+
+
 IMAGE_HELPERS = {
     "_resize_separable": _RESIZE_SEPARABLE,
     "resize_bicubic": _RESIZE_BICUBIC,
@@ -585,6 +598,7 @@ IMAGE_HELPERS = {
     "random_saturation": _RANDOM_SATURATION,
     "random_hue": _RANDOM_HUE,
     "stateless_generator": _STATELESS_GENERATOR,
+    "stateless_split": _STATELESS_SPLIT,
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
     "_nhwc_window_args": _WINDOW_ARGS,
@@ -613,7 +627,7 @@ helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhw
                           "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",),
                           "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",),
                           "resize_bilinear_v1": ("_resize_v1",), "resize_bicubic_v1": ("_resize_v1",),
-                          "resize_nearest_v1": ("_resize_v1",)})
+                          "resize_nearest_v1": ("_resize_v1",), "stateless_split": ("stateless_generator",)})
 
 
 @call_transform("image-flip")
