@@ -79,3 +79,45 @@ def test_v1_default_differs_from_torch_interpolate_and_matches_tensorflow():
     for corners in (False, True):
         plain = torch.nn.functional.interpolate(x, size=(9, 11), mode="bilinear", align_corners=corners)
         assert np.abs(plain[0].permute(1, 2, 0).numpy() - want[0].numpy()).max() > 1.0
+
+
+RESIZE_IMAGES = '''import tensorflow as tf
+
+
+def run(images, size):
+    return (tf.compat.v1.image.resize(images, size),
+            tf.compat.v1.image.resize(images, size, tf.compat.v1.image.ResizeMethod.BICUBIC, align_corners=True),
+            tf.compat.v1.image.resize(images, size, method=1),
+            tf.compat.v1.image.resize_images(images, size, method=tf.compat.v1.image.ResizeMethod.NEAREST_NEIGHBOR,
+                                             align_corners=True))
+'''
+
+
+@pytest.mark.parametrize("shape,dtype,size", [
+    ((5, 7, 3), "uint8", (3, 4)),  # one image, shrunk: float32 out, nearest keeps uint8
+    ((2, 5, 7, 3), "float32", (10, 14)),  # a batch, doubled
+    ((2, 6, 6, 1), "uint8", (6, 6)),  # already that size: returned as it is, uint8 kept by every method
+])
+def test_v1_resize_images_matches_tensorflow(shape, dtype, size):
+    tf = pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    r = translate_source(RESIZE_IMAGES, "m.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "import tensorflow" not in r.output and r.output.count("resize_images_v1(images, size") == 5, r.output  # 4 calls and the def
+    ns: dict = {}
+    exec(compile(r.output, "translated.py", "exec"), ns)
+    images = (np.random.default_rng(2).random(shape) * 255).astype(dtype)
+    want = (tf.compat.v1.image.resize(images, size),
+            tf.compat.v1.image.resize(images, size, tf.compat.v1.image.ResizeMethod.BICUBIC, align_corners=True),
+            tf.compat.v1.image.resize(images, size, method=1),
+            tf.compat.v1.image.resize_images(images, size, method=1, align_corners=True))
+    _same(want, ns["run"](images, size))
+
+
+def test_v1_resize_area_and_unknown_methods_are_refused():
+    r = translate_source("import tensorflow as tf\n\na = tf.compat.v1.image.resize(x, (8, 8), method=3)\n"
+                         "b = tf.compat.v1.image.resize(x, (8, 8), method)\n"
+                         "c = tf.compat.v1.image.resize(x, (8, 8), preserve_aspect_ratio=True)\n", "m.py")
+    errors = [(f.line, f.code) for f in r.findings if f.severity == Severity.ERROR]
+    assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument")]
+    assert r.output.count("tf.compat.v1.image.resize(") == 3 and "resize_images_v1" not in r.output

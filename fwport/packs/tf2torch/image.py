@@ -581,6 +581,21 @@ def stateless_split(seed, num=2):
 '''
 
 
+_RESIZE_IMAGES_V1 = '''
+
+def resize_images_v1(images, size, method="bilinear", align_corners=False):
+    "\"\"tf.compat.v1.image.resize (resize_images): one channels-last image (H, W, C) or a batch (N, H, W, C), sampled
+    as TensorFlow 1 does (see _resize_v1, half-pixel centres off); images already of that size are returned as they
+    are (their dtype kept, as TensorFlow returns them), other bilinear and bicubic results are float32.\"\"\"
+    x = {torch}stack([{torch}as_tensor(i) for i in images]) if isinstance(images, (list, tuple)) else {torch}as_tensor(images)
+    if tuple(x.shape[-3:-1]) == tuple(int(s) for s in size):
+        return x
+    one = x.dim() == 3
+    y = _resize_v1(x[None] if one else x, size, method, align_corners)
+    return y[0] if one else y
+'''
+
+
 IMAGE_HELPERS = {
     "_resize_separable": _RESIZE_SEPARABLE,
     "resize_bicubic": _RESIZE_BICUBIC,
@@ -599,6 +614,7 @@ IMAGE_HELPERS = {
     "random_hue": _RANDOM_HUE,
     "stateless_generator": _STATELESS_GENERATOR,
     "stateless_split": _STATELESS_SPLIT,
+    "resize_images_v1": _RESIZE_IMAGES_V1,
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
     "_nhwc_window_args": _WINDOW_ARGS,
@@ -627,7 +643,8 @@ helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhw
                           "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",),
                           "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",),
                           "resize_bilinear_v1": ("_resize_v1",), "resize_bicubic_v1": ("_resize_v1",),
-                          "resize_nearest_v1": ("_resize_v1",), "stateless_split": ("stateless_generator",)})
+                          "resize_nearest_v1": ("_resize_v1",), "stateless_split": ("stateless_generator",),
+                          "resize_images_v1": ("_resize_v1",)})
 
 
 @call_transform("image-flip")
@@ -770,3 +787,34 @@ def image_resize(m, ctx):
                "write antialias=False (fwport writes TensorFlow's bicubic kernel for that)")
         return None
     return _e(f"{helpers.use(ctx, 'resize_' + method)}({_code(images)}, {_code(size)})")
+
+
+#: tf.compat.v1.image.ResizeMethod's values (ints) and names → the _resize_v1 method
+_V1_METHODS = {0: "bilinear", 1: "nearest", 2: "bicubic", "bilinear": "bilinear", "nearest": "nearest",
+               "bicubic": "bicubic", "BILINEAR": "bilinear", "NEAREST_NEIGHBOR": "nearest", "BICUBIC": "bicubic"}
+
+
+@call_transform("image-resize-v1")
+def image_resize_v1(m, ctx):
+    """``tf.compat.v1.image.resize(images, size, method=0, align_corners=False)`` → ``resize_images_v1(images, size[,
+    method][, align_corners=...])``: the method a literal (ResizeMethod's int or name, or a string) or
+    ``ResizeMethod.BILINEAR / NEAREST_NEIGHBOR / BICUBIC``; area (TensorFlow 1's area resize) or a method fwport
+    cannot read is refused."""
+    images, size = m.kwargs.get("images"), m.kwargs.get("size")
+    if images is None or size is None:
+        return None
+    args = [_code(images), _code(size)]
+    if "method" in m.kwargs:
+        written = m.written("method")
+        lit = _lit(m.kwargs["method"])
+        key = lit if isinstance(lit, (int, str)) and not isinstance(lit, bool) else written.rsplit(".", 1)[-1]
+        method = _V1_METHODS.get(key) if "ResizeMethod" in written or key == lit else None
+        if method is None:
+            m.fail(ctx, "unsupported-argument", f"method={written}: bilinear, nearest and bicubic (a literal or "
+                   "ResizeMethod.X) are translated; area, or a method fwport cannot read, is not")
+            return None
+        if method != "bilinear":
+            args.append(f'"{method}"')
+    if "align_corners" in m.kwargs:
+        args.append(f"align_corners={_code(m.kwargs['align_corners'])}")
+    return _e(f"{helpers.use(ctx, 'resize_images_v1')}({', '.join(args)})")
