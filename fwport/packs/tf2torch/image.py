@@ -482,10 +482,128 @@ def resize_area(images, size):
     return _resize_separable(images, size, "area")
 '''
 
+
+_RESIZE_V1 = '''
+
+def _resize_v1(images, size, method, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_bilinear / resize_bicubic / resize_nearest_neighbor on a batch of channels-last
+    images (N, H, W, C) (a list of (H, W, C) images is stacked), sampled as TensorFlow 1 samples them: the scale
+    in_size / out_size in float32 ((in_size - 1) / (out_size - 1) with align_corners=True), output pixel i reading the
+    input at i * scale (the default, which no torch interpolate mode samples at), or at (i + 0.5) * scale - 0.5 with
+    half_pixel_centers=True. bilinear: the two neighbours, clamped to the image; bicubic: Keys' kernel with
+    a = -0.75 read from a table of 1024 steps, the four taps clamped to the image (with half_pixel_centers: a = -0.5,
+    the taps outside dropped and the others renormalised); both give float32. nearest keeps the dtype: the pixel at
+    floor(i * scale) (rounded with align_corners; (i + 0.5) * scale with half_pixel_centers), clamped."""
+    if isinstance(images, (list, tuple)):
+        x = {torch}stack([{torch}as_tensor(i) for i in images])
+    else:
+        x = {torch}as_tensor(images)
+    if align_corners and half_pixel_centers:
+        raise ValueError("If half_pixel_centers is True, align_corners must be False.")
+
+    def scale_of(n_in, n_out):
+        if align_corners and n_out > 1:
+            return {torch}tensor(float(n_in - 1)) / {torch}tensor(float(n_out - 1))
+        return {torch}tensor(float(n_in)) / {torch}tensor(float(n_out))
+
+    def indices(n_in, n_out):
+        loc = {torch}arange(n_out, dtype={torch}float32) + (0.5 if half_pixel_centers else 0.0)
+        loc = loc * scale_of(n_in, n_out)
+        return ({torch}floor(loc + 0.5) if align_corners else {torch}floor(loc)).long().clamp(0, n_in - 1)
+
+    def weights(n_in, n_out):
+        loc = {torch}arange(n_out, dtype={torch}float32)
+        loc = (loc + 0.5) * scale_of(n_in, n_out) - 0.5 if half_pixel_centers else loc * scale_of(n_in, n_out)
+        start = {torch}floor(loc)
+        if method == "bilinear":
+            frac = (loc - start)[:, None]
+            w = {torch}cat([1 - frac, frac], dim=1)
+            index = start.long()[:, None] + {torch}arange(2)
+        else:
+            step = {torch}round((loc - start) * 1024).double() / 1024
+            a = -0.5 if half_pixel_centers else -0.75
+
+            def near(t):
+                return ((a + 2) * t - (a + 3)) * t * t + 1
+
+            def far(t):
+                return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+
+            w = {torch}stack([far(step + 1), near(step), near(1 - step), far(2 - step)], dim=1).float()
+            index = start.long()[:, None] + {torch}arange(-1, 3)
+            if half_pixel_centers:
+                w = {torch}where((index >= 0) & (index < n_in), w, 0.0)
+                w = w * (1.0 / w.sum(dim=1, keepdim=True))
+        matrix = {torch}zeros(n_out, n_in)
+        rows = {torch}arange(n_out)[:, None].expand_as(index)
+        return matrix.index_put_((rows, index.clamp(0, n_in - 1)), w, accumulate=True)
+
+    height, width = (int(s) for s in size)
+    if method == "nearest":
+        return x[:, indices(x.shape[1], height).to(x.device)][:, :, indices(x.shape[2], width).to(x.device)]
+    x = x.float()
+    y = {torch}einsum("oh,nhwc->nowc", weights(x.shape[1], height).to(x.device), x)
+    return {torch}einsum("pw,nowc->nopc", weights(x.shape[2], width).to(x.device), y)
+'''
+
+_RESIZE_BILINEAR_V1 = '''
+
+def resize_bilinear_v1(images, size, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_bilinear, see _resize_v1."""
+    return _resize_v1(images, size, "bilinear", align_corners, half_pixel_centers)
+'''
+
+_RESIZE_BICUBIC_V1 = '''
+
+def resize_bicubic_v1(images, size, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_bicubic, see _resize_v1."""
+    return _resize_v1(images, size, "bicubic", align_corners, half_pixel_centers)
+'''
+
+_RESIZE_NEAREST_V1 = '''
+
+def resize_nearest_v1(images, size, align_corners=False, half_pixel_centers=False):
+    """tf.compat.v1.image.resize_nearest_neighbor, see _resize_v1."""
+    return _resize_v1(images, size, "nearest", align_corners, half_pixel_centers)
+'''
+
+
+_STATELESS_SPLIT = '''
+
+def stateless_split(seed, num=2):
+    """tf.random.split / tf.random.experimental.stateless_split: num new seeds, a (num, 2) tensor of the seed's
+    dtype (int32 for a seed of Python ints, as TensorFlow converts it), drawn over that dtype's whole range from a
+    torch.Generator seeded from the seed pair, so one seed gives the same new seeds every time, as in TensorFlow;
+    which ones differs from TensorFlow's (another generator)."""
+    seed = {torch}as_tensor(seed) if hasattr(seed, "dtype") else {torch}tensor(seed, dtype={torch}int32)
+    info = {torch}iinfo(seed.dtype)
+    return {torch}randint(info.min, info.max, (int(num), 2), generator=stateless_generator(seed), dtype=seed.dtype)
+'''
+
+
+_RESIZE_IMAGES_V1 = '''
+
+def resize_images_v1(images, size, method="bilinear", align_corners=False):
+    "\"\"tf.compat.v1.image.resize (resize_images): one channels-last image (H, W, C) or a batch (N, H, W, C), sampled
+    as TensorFlow 1 does (see _resize_v1, half-pixel centres off); images already of that size are returned as they
+    are (their dtype kept, as TensorFlow returns them), other bilinear and bicubic results are float32.\"\"\"
+    x = {torch}stack([{torch}as_tensor(i) for i in images]) if isinstance(images, (list, tuple)) else {torch}as_tensor(images)
+    if tuple(x.shape[-3:-1]) == tuple(int(s) for s in size):
+        return x
+    one = x.dim() == 3
+    y = _resize_v1(x[None] if one else x, size, method, align_corners)
+    return y[0] if one else y
+'''
+
+
 IMAGE_HELPERS = {
     "_resize_separable": _RESIZE_SEPARABLE,
     "resize_bicubic": _RESIZE_BICUBIC,
     "resize_area": _RESIZE_AREA,
+    "_resize_v1": _RESIZE_V1,
+    "resize_bilinear_v1": _RESIZE_BILINEAR_V1,
+    "resize_bicubic_v1": _RESIZE_BICUBIC_V1,
+    "resize_nearest_v1": _RESIZE_NEAREST_V1,
     "adjust_brightness": _ADJUST_BRIGHTNESS,
     "adjust_contrast": _ADJUST_CONTRAST,
     "adjust_saturation": _ADJUST_SATURATION,
@@ -495,6 +613,8 @@ IMAGE_HELPERS = {
     "random_saturation": _RANDOM_SATURATION,
     "random_hue": _RANDOM_HUE,
     "stateless_generator": _STATELESS_GENERATOR,
+    "stateless_split": _STATELESS_SPLIT,
+    "resize_images_v1": _RESIZE_IMAGES_V1,
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
     "_nhwc_window_args": _WINDOW_ARGS,
@@ -521,7 +641,10 @@ helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhw
                           "adjust_saturation": ("convert_image_dtype",), "adjust_hue": ("convert_image_dtype",),
                           "random_brightness": ("adjust_brightness",), "random_contrast": ("adjust_contrast",),
                           "random_saturation": ("adjust_saturation",), "random_hue": ("adjust_hue",),
-                          "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",)})
+                          "resize_bicubic": ("_resize_separable",), "resize_area": ("_resize_separable",),
+                          "resize_bilinear_v1": ("_resize_v1",), "resize_bicubic_v1": ("_resize_v1",),
+                          "resize_nearest_v1": ("_resize_v1",), "stateless_split": ("stateless_generator",),
+                          "resize_images_v1": ("_resize_v1",)})
 
 
 @call_transform("image-flip")
@@ -664,3 +787,34 @@ def image_resize(m, ctx):
                "write antialias=False (fwport writes TensorFlow's bicubic kernel for that)")
         return None
     return _e(f"{helpers.use(ctx, 'resize_' + method)}({_code(images)}, {_code(size)})")
+
+
+#: tf.compat.v1.image.ResizeMethod's values (ints) and names → the _resize_v1 method
+_V1_METHODS = {0: "bilinear", 1: "nearest", 2: "bicubic", "bilinear": "bilinear", "nearest": "nearest",
+               "bicubic": "bicubic", "BILINEAR": "bilinear", "NEAREST_NEIGHBOR": "nearest", "BICUBIC": "bicubic"}
+
+
+@call_transform("image-resize-v1")
+def image_resize_v1(m, ctx):
+    """``tf.compat.v1.image.resize(images, size, method=0, align_corners=False)`` → ``resize_images_v1(images, size[,
+    method][, align_corners=...])``: the method a literal (ResizeMethod's int or name, or a string) or
+    ``ResizeMethod.BILINEAR / NEAREST_NEIGHBOR / BICUBIC``; area (TensorFlow 1's area resize) or a method fwport
+    cannot read is refused."""
+    images, size = m.kwargs.get("images"), m.kwargs.get("size")
+    if images is None or size is None:
+        return None
+    args = [_code(images), _code(size)]
+    if "method" in m.kwargs:
+        written = m.written("method")
+        lit = _lit(m.kwargs["method"])
+        key = lit if isinstance(lit, (int, str)) and not isinstance(lit, bool) else written.rsplit(".", 1)[-1]
+        method = _V1_METHODS.get(key) if "ResizeMethod" in written or key == lit else None
+        if method is None:
+            m.fail(ctx, "unsupported-argument", f"method={written}: bilinear, nearest and bicubic (a literal or "
+                   "ResizeMethod.X) are translated; area, or a method fwport cannot read, is not")
+            return None
+        if method != "bilinear":
+            args.append(f'"{method}"')
+    if "align_corners" in m.kwargs:
+        args.append(f"align_corners={_code(m.kwargs['align_corners'])}")
+    return _e(f"{helpers.use(ctx, 'resize_images_v1')}({', '.join(args)})")

@@ -1557,9 +1557,10 @@ def tnp_float64(m, ctx):
     dtype=float)`` → ``torch.ones(shape, dtype=torch.float64)`` (a dtype given is kept: Python's float / int / bool
     are float64 / int64 / bool in torch as in NumPy), ``tnp.random.randn(*shape)`` → ``torch.randn(*shape,
     dtype=torch.float64)`` (no size: one number, ``torch.randn(())``). In a file that may set prefer_float32 the
-    default is float32 there: refused."""
+    default is float32 there: refused, unless ``.astype(dtype)`` follows (ndarrays.py: the cast fixes the dtype)."""
     dtype = m.kwargs.pop("dtype", None)
-    if dtype is None and _prefers_float32(ctx):
+    from fwport.packs.tf2torch.ndarrays import CAST
+    if dtype is None and _prefers_float32(ctx) and id(m.node) not in ctx.analyses.get(CAST, ()):
         m.fail(ctx, "unsupported-argument", "the file may turn on experimental_enable_numpy_behavior(prefer_float32=True), "
                "which makes this default float32 instead of float64: write dtype=")
         return None

@@ -8,7 +8,7 @@ over the tree costs as much as parsing it).
 from __future__ import annotations
 
 from fwport.core.direction import Planner, Trigger, fast
-from fwport.packs.tf2torch import data, helpers, rngs, shapes, specs, strings, testcase, utilities
+from fwport.packs.tf2torch import data, helpers, ndarrays, rngs, shapes, specs, strings, testcase, utilities
 from fwport.packs.tf2torch.passes import (datasets, decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
                                           sequential, subclass, training, training_arg, valuekinds,
                                           variables)
@@ -97,6 +97,8 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) g = tf.random.Generator.from_seed(s) → torch.Generator().manual_seed(s), its g.normal / g.uniform
     # → torch.randn / torch.rand / torch.randint(..., generator=g) (rngs.py)
     Planner("rng_generators", Trigger(r"\bfrom_seed\b", "from_seed"), rngs.run),
+    # (read-only) tnp.<function>(...).astype(dtype) → the rule's translation .to(torch.<dtype>) (ndarrays.py)
+    Planner("tnp_astype", Trigger(r"\.\s*astype\s*\(", "astype", also=r"experimental\.numpy|\btnp\b"), ndarrays.run),
     # (read-only) Dataset.from_generator's output_signature of tf.TensorSpec objects → their dtypes (the rule's
     # from-generator transform gives them as output_types), f.get_concrete_function(specs) → f (specs.py; before
     # tensor_shapes, which leaves alone what it planned whole)
