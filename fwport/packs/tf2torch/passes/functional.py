@@ -104,7 +104,7 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
     trying `inputs = keras.Input(...)` and layers on it, with no model) are not the model's."""
     # (`model = keras.Model(...)` binds model: an earlier `model = ...` is not its; nor is an earlier `layer = ...`
     # the `layer` of `[layer.output for layer in base.layers]`)
-    needed = _reads(stmts[model]) - _comprehension_targets(stmts[model])
+    needed = _reads(stmts[model])  # (a comprehension's own names are not read: _NamesIn)
     outside = set()
     for i in range(model - 1, lo - 1, -1):
         st = stmts[i]
@@ -113,27 +113,12 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
         bound = _names_bound_in(st) | set(_assigned(st))
         if bound & needed:
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign):
-                needed = (needed - bound) | (_reads(st) - _comprehension_targets(st))  # (`x = f(x)` reads x again)
+                needed = (needed - bound) | _reads(st)  # (`x = f(x)` reads x again)
             else:
                 needed |= _names_in(st)
         else:
             outside.add(i)
     return outside
-
-
-class _CompTargets(cst.CSTVisitor):
-    def __init__(self):
-        self.out: set[str] = set()
-
-    def visit_CompFor(self, n: cst.CompFor) -> None:
-        self.out |= _names_in(n.target)
-
-
-def _comprehension_targets(stmt: cst.CSTNode) -> set[str]:
-    """The names the comprehensions of ``stmt`` bind (their own, in Python 3: not the enclosing scope's)."""
-    v = _CompTargets()
-    scan(stmt, v)
-    return v.out
 
 
 def _module_assignments(ctx: FileContext) -> dict[str, cst.BaseExpression]:
@@ -1195,6 +1180,35 @@ class _NamesIn(ValueVisitor):
 
     def visit_Lambda(self, n) -> bool:
         return False
+
+    def _comprehension(self, n, parts: list) -> bool:
+        # its for-targets are its own names (Python 3 scopes them to the comprehension): in
+        # `[f(x) for x in xs]` only f and xs are read from outside; the first iterable is read outside it
+        own: set[str] = set()
+        inner: list = list(parts)
+        comp = n.for_in
+        scan(comp.iter, self)
+        while comp is not None:
+            own |= _names_in(comp.target)
+            if comp is not n.for_in:
+                inner.append(comp.iter)
+            inner += [i.test for i in comp.ifs]
+            comp = comp.inner_for_in
+        for part in inner:
+            self.out |= _names_in(part) - own
+        return False
+
+    def visit_ListComp(self, n: cst.ListComp) -> bool:
+        return self._comprehension(n, [n.elt])
+
+    def visit_SetComp(self, n: cst.SetComp) -> bool:
+        return self._comprehension(n, [n.elt])
+
+    def visit_GeneratorExp(self, n: cst.GeneratorExp) -> bool:
+        return self._comprehension(n, [n.elt])
+
+    def visit_DictComp(self, n: cst.DictComp) -> bool:
+        return self._comprehension(n, [n.key, n.value])
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
