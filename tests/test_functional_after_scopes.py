@@ -94,3 +94,35 @@ def test_a_comprehension_target_is_not_an_input_of_another_model():
     assert not any("keras.Input tensors that are not inputs of the model" in m for m in same), same
     assert any("this operation on tensors of the functional model is not followed" in m for m in same), same
     assert [m.replace("input", "inp") for m in same] == [m.replace("input", "inp") for m in other]
+
+
+# tensorflow docs' load_data/csv: a notebook cell showing a symbolic tensor by its name alone (`result`), as the
+# functional API guide shows `inputs.shape`: Python evaluates the name and discards it, so it goes with the graph
+# (display-dropped) and the model is translated. Read any other way, the tensor is still an error.
+SHOWN_NAME = '''
+import tensorflow as tf
+from tensorflow.keras import layers
+
+input = tf.keras.Input(shape=(4,), dtype=tf.float32)
+hidden = layers.Dense(3, activation="tanh")(input)
+hidden
+result = 2 * hidden + 1
+
+# the result doesn't have a value
+result
+calc = tf.keras.Model(inputs=input, outputs=result)
+'''
+
+
+def test_a_graph_tensor_shown_by_its_name_alone_is_dropped_with_the_graph(tmp_path):
+    r = _tx(SHOWN_NAME)
+    assert not _errors(r), _errors(r)
+    shown = [(f.line, f.message.split(":")[0]) for f in r.findings if f.code == "display-dropped"]
+    assert shown == [(7, "hidden"), (11, "result")]
+    assert "class Calc(nn.Module)" in r.output and "calc = Calc()" in r.output
+    assert "tensorflow" not in r.output.replace("# fwport", "")
+    for line in ("print(result)", "r = result"):
+        errors = _errors(_tx(SHOWN_NAME.replace("\nresult\n", f"\n{line}\n")))
+        assert any("result: a tensor or layer of the functional model used by a statement" in e for e in errors), \
+            (line, errors)
+    keras3_forward_verified(tmp_path, SHOWN_NAME, r.output, "calc", "float32[5,4]")

@@ -2711,10 +2711,11 @@ class _Builder:
                 used = _names_in(stmt) & graph_bound
                 if used and _shown_only(stmt, used):
                     roles[i] = "input"  # gone with the graph (nothing of it exists in the translation)
+                    what = "a Keras tensor or layer of the model" if isinstance(stmt.body[0].value, cst.Name) \
+                        else "an attribute of a Keras tensor of the model"
                     ctx.report(Severity.INFO, "display-dropped", f"{code(stmt.body[0].value)}: a bare expression "
-                               "showing an attribute of a Keras tensor of the model (a notebook displays it; a script "
-                               "computes nothing with it): dropped with the graph, whose tensors the translation does "
-                               "not have", stmt)
+                               f"showing {what} (a notebook displays it; a script computes nothing with it): dropped "
+                               "with the graph, whose tensors the translation does not have", stmt)
                     continue
                 if used:
                     layer = None if builder else self._adapt_before(stmts, i, m_index, used)
@@ -5824,9 +5825,13 @@ _SHOWN = frozenset({"shape", "dtype", "name"})
 
 def _shown_only(stmt, used: set[str]) -> bool:
     """``inputs.shape`` / ``inputs.dtype`` / ``x.name`` alone on its line (functional_api's guide, a notebook
-    cell's display): a bare expression statement reading an attribute of a name of the model's graph, no call."""
+    cell's display): a bare expression statement reading an attribute of a name of the model's graph, no call;
+    or the name alone (tensorflow docs' load_data/csv: `result` after `result = 2*input + 1`, showing the symbolic
+    tensor): Python evaluates a name and discards it."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     value = small.value if isinstance(small, cst.Expr) else None
+    if isinstance(value, cst.Name):
+        return value.value in used
     return isinstance(value, cst.Attribute) and value.attr.value in _SHOWN and isinstance(value.value, cst.Name) \
         and value.value.value in used
 
