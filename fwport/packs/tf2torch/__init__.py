@@ -156,9 +156,10 @@ CODES = {
                  "so it is what the callers pass (Keras fills it from the input's mask only where they pass none)",
     "random-stream": "random draws translated onto torch's generator, another algorithm: a seed gives other values "
                      "than TensorFlow's (the same ones on each run of the translation)",
-    "display-dropped": "a bare expression statement showing an attribute of a Keras tensor of a module-level "
-                       "functional model (`inputs.shape`: what a notebook displays, which a script computes nothing "
-                       "with) was dropped with the graph, whose tensors the translation does not have",
+    "display-dropped": "a bare expression statement showing a Keras tensor of a module-level functional model or "
+                       "an attribute of one (`inputs.shape`, `result`: what a notebook displays, which a script "
+                       "computes nothing with) was dropped with the graph, whose tensors the translation does not "
+                       "have",
     "adapt-moved": "a module-level `normalizer.adapt(data)` on a Normalization layer a module-level functional "
                    "model calls became `model.<attribute>.adapt(data)` (the layer is a module of the translated "
                    "model), moved right after the model's statement when it was above it",

@@ -104,7 +104,7 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
     trying `inputs = keras.Input(...)` and layers on it, with no model) are not the model's."""
     # (`model = keras.Model(...)` binds model: an earlier `model = ...` is not its; nor is an earlier `layer = ...`
     # the `layer` of `[layer.output for layer in base.layers]`)
-    needed = _reads(stmts[model]) - _comprehension_targets(stmts[model])
+    needed = _reads(stmts[model])  # (a comprehension's own names are not read: _NamesIn)
     outside = set()
     for i in range(model - 1, lo - 1, -1):
         st = stmts[i]
@@ -113,27 +113,12 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
         bound = _names_bound_in(st) | set(_assigned(st))
         if bound & needed:
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign):
-                needed = (needed - bound) | (_reads(st) - _comprehension_targets(st))  # (`x = f(x)` reads x again)
+                needed = (needed - bound) | _reads(st)  # (`x = f(x)` reads x again)
             else:
                 needed |= _names_in(st)
         else:
             outside.add(i)
     return outside
-
-
-class _CompTargets(cst.CSTVisitor):
-    def __init__(self):
-        self.out: set[str] = set()
-
-    def visit_CompFor(self, n: cst.CompFor) -> None:
-        self.out |= _names_in(n.target)
-
-
-def _comprehension_targets(stmt: cst.CSTNode) -> set[str]:
-    """The names the comprehensions of ``stmt`` bind (their own, in Python 3: not the enclosing scope's)."""
-    v = _CompTargets()
-    scan(stmt, v)
-    return v.out
 
 
 def _module_assignments(ctx: FileContext) -> dict[str, cst.BaseExpression]:
@@ -1195,6 +1180,35 @@ class _NamesIn(ValueVisitor):
 
     def visit_Lambda(self, n) -> bool:
         return False
+
+    def _comprehension(self, n, parts: list) -> bool:
+        # its for-targets are its own names (Python 3 scopes them to the comprehension): in
+        # `[f(x) for x in xs]` only f and xs are read from outside; the first iterable is read outside it
+        own: set[str] = set()
+        inner: list = list(parts)
+        comp = n.for_in
+        scan(comp.iter, self)
+        while comp is not None:
+            own |= _names_in(comp.target)
+            if comp is not n.for_in:
+                inner.append(comp.iter)
+            inner += [i.test for i in comp.ifs]
+            comp = comp.inner_for_in
+        for part in inner:
+            self.out |= _names_in(part) - own
+        return False
+
+    def visit_ListComp(self, n: cst.ListComp) -> bool:
+        return self._comprehension(n, [n.elt])
+
+    def visit_SetComp(self, n: cst.SetComp) -> bool:
+        return self._comprehension(n, [n.elt])
+
+    def visit_GeneratorExp(self, n: cst.GeneratorExp) -> bool:
+        return self._comprehension(n, [n.elt])
+
+    def visit_DictComp(self, n: cst.DictComp) -> bool:
+        return self._comprehension(n, [n.key, n.value])
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:
@@ -2698,10 +2712,11 @@ class _Builder:
                 used = _names_in(stmt) & graph_bound
                 if used and _shown_only(stmt, used):
                     roles[i] = "input"  # gone with the graph (nothing of it exists in the translation)
+                    what = "a Keras tensor or layer of the model" if isinstance(stmt.body[0].value, cst.Name) \
+                        else "an attribute of a Keras tensor of the model"
                     ctx.report(Severity.INFO, "display-dropped", f"{code(stmt.body[0].value)}: a bare expression "
-                               "showing an attribute of a Keras tensor of the model (a notebook displays it; a script "
-                               "computes nothing with it): dropped with the graph, whose tensors the translation does "
-                               "not have", stmt)
+                               f"showing {what} (a notebook displays it; a script computes nothing with it): dropped "
+                               "with the graph, whose tensors the translation does not have", stmt)
                     continue
                 if used:
                     layer = None if builder else self._adapt_before(stmts, i, m_index, used)
@@ -5813,9 +5828,13 @@ _SHOWN = frozenset({"shape", "dtype", "name"})
 
 def _shown_only(stmt, used: set[str]) -> bool:
     """``inputs.shape`` / ``inputs.dtype`` / ``x.name`` alone on its line (functional_api's guide, a notebook
-    cell's display): a bare expression statement reading an attribute of a name of the model's graph, no call."""
+    cell's display): a bare expression statement reading an attribute of a name of the model's graph, no call;
+    or the name alone (tensorflow docs' load_data/csv: `result` after `result = 2*input + 1`, showing the symbolic
+    tensor): Python evaluates a name and discards it."""
     small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
     value = small.value if isinstance(small, cst.Expr) else None
+    if isinstance(value, cst.Name):
+        return value.value in used
     return isinstance(value, cst.Attribute) and value.attr.value in _SHOWN and isinstance(value.value, cst.Name) \
         and value.value.value in used
 
