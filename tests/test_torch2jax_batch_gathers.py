@@ -164,3 +164,56 @@ def test_a_method_no_jax_array_has_on_an_unbatched_tensor_of_a_forward_is_an_err
     # (left as written it would fail: the per-example forward is batch.py's, which the tensor-method pass skips)
     r = t2j(UNBATCHED)
     assert sorted((f.line, f.message.split("(")[0]) for f in errors(r)) == [(11, ".topk"), (12, ".scatter_")]
+
+
+COPY = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        batch = x.shape[0]
+        z = torch.ones(batch, 4, 8) * 3
+        return self.fc(x) + z[:, 1]
+'''
+
+
+def test_a_per_batch_copy_holds_the_batch_axis_first():
+    # (one example's copy is (4, 8): PyTorch's z[:, 1] is its row 1, not its column)
+    r = t2j(COPY)
+    assert errors(r) == [], r.findings
+    assert "z = jnp.ones((4, 8)) * 3" in r.output and "+ z[1]" in r.output
+
+
+@needs_frameworks
+def test_a_per_batch_copy_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, COPY, "Net", ["float64[3,8]"])
+
+
+NESTED = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, encoder, dim=8):
+        super().__init__()
+        self.encoder = encoder
+        self.fc = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        tokens = self.fc(x)
+        tokens += self.encoder.pos_embedding[:, 1:5]
+        return tokens
+'''
+
+
+def test_a_sliced_array_of_another_module_added_to_a_batched_tensor_is_an_error():
+    # (its first axis may be PyTorch's size-1 batch axis: one example's sum would keep it)
+    r = t2j(NESTED)
+    assert [f.line for f in errors(r) if "array of another module" in f.message] == [12], r.findings

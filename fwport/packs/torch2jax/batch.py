@@ -583,7 +583,8 @@ class Forward(cst.CSTTransformer):
         # names bound to the examples' numbers as a column, `batch_range = torch.arange(B)[:, None]` (MAE), read only
         # as the first index of a gather `x[batch_range, idx]` (batch_range_index); the reads :meth:`range_index` took
         self.batch_ranges: set[str] = set()
-        self.draws: dict[int, int] = {}  # per-example draws of a per-batch draw (`torch.rand(B, n)`): batched results
+        # per-example parts of a per-batch draw or copy (`torch.rand(B, n)`, `torch.zeros(B, n)`): batched results
+        self.draws: dict[int, int] = {}
         self.range_reads: set[int] = set()
         self.dtype_names: set[str] = set()  # names bound to an array's dtype (`dtype = x.dtype`), for x.to(dtype)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
@@ -948,13 +949,21 @@ class Forward(cst.CSTTransformer):
         while True:
             if id(node) in self.draws:
                 return True
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if isinstance(node, cst.Call) and node.args and dotted_text(node.func) in (
+                    "jnp.argsort", "jax.numpy.argsort"):
+                node = node.args[0].value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
                 node = node.func.value
             elif isinstance(node, cst.Attribute) and node.attr.value in ("indices", "values"):
                 node = node.value  # `torch.rand(B, n).topk(k, dim=-1).indices`
-            elif isinstance(node, cst.Call) and node.args and dotted_text(node.func) in (
-                    "jnp.argsort", "jax.numpy.argsort"):
-                node = node.args[0].value
+            elif isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.MatrixMultiply):
+                # `torch.ones(B, n) * 3`: with a number, or an array of no more axes than one example's part
+                for a, o in ((node.left, node.right), (node.right, node.left)):
+                    if self.drawn(a) and not self.is_batched(o) and (
+                            isinstance(o, (cst.Integer, cst.Float)) or self.rank_of(o) is not None
+                            and self.rank_of(o) <= self.rank_of(a)):
+                        return True
+                return False
             else:
                 return False
 
@@ -1532,13 +1541,27 @@ class Forward(cst.CSTTransformer):
             r = self.file.parameters.get(text[5:])  # nn.Parameter(torch.randn(heads, n, n)): 3
         return r is not None and rx is not None and r <= rx - int(b) - 1
 
-    def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation):
+    def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation, at: cst.CSTNode | None = None):
         """``x + self.pe[:x.size(0), :]``: a slice of a buffer whose rank and size-1 axes __init__ writes out
         (ranks.ClassRanks.buffers) meets a tensor computed from the input. PyTorch broadcasts from the right, so the
         buffer's axis that lines up with x's batch axis is known: of size 1 (word_language_model's (max_len, 1, E)
         against (L, N, E); a batch-first (1, max_len, E) against (N, L, E)), one example leaves it out (→
         ``self.pe[:x.shape[0], 0, :]``, ``self.pe[0, :x.shape[0]]``); of another size, it would meet the batch axis: an
         error. A buffer no longer than x's axes after the batch axis broadcasts as written. None: not such an operation."""
+        if not isinstance(original.operator, cst.MatrixMultiply):
+            for t, o in ((original.right, original.left), (original.left, original.right)):
+                text = dotted_text(t.value) if isinstance(t, cst.Subscript) else None
+                if text and text.startswith("self.") and text.count(".") >= 2 and len(t.slice) >= 2 \
+                        and all(isinstance(e.slice, cst.Slice) for e in t.slice) and self.is_batched(o) \
+                        and not self.is_batched(t):
+                    # `tokens += self.encoder.pos_embedding[:, 1:n + 1]` (MAE): an array of another module (given to
+                    # __init__) whose shape this file does not write out, sliced over several axes: its first may
+                    # be PyTorch's size-1 batch axis, which one example's sum would keep (a rank too many)
+                    self.error(at or original, f"{code(original)}: {text} is an array of another module whose shape fwport "
+                               "does not know, sliced over several axes: which of its axes lines up with the batch "
+                               f"axis is not known; write it for one example ({text}[0, ...] where its first axis is "
+                               "PyTorch's size-1 batch axis)")
+                    return updated
         if self.file is None or not self.file.buffers or isinstance(original.operator, cst.MatrixMultiply):
             return None
         def buffer(node) -> str:  # `self.pe[...]`: the buffer's name (the slice may read the input's sizes)
@@ -1678,7 +1701,7 @@ class Forward(cst.CSTTransformer):
         if isinstance(t, cst.Name) and type(original.operator) in _AUG_BINARY:  # `x += self.pos_embedding[:, :n]`
             op = _AUG_BINARY[type(original.operator)]()
             read = self.buffer_read(cst.BinaryOperation(t, op, original.value),
-                                    cst.BinaryOperation(updated.target, op, updated.value))
+                                    cst.BinaryOperation(updated.target, op, updated.value), original)
             if read is not None:
                 updated = updated.with_changes(value=read.right)
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
@@ -1989,8 +2012,8 @@ class Forward(cst.CSTTransformer):
                 # example by the caller: keys.py / the vmapped call), and the result holds the batch axis at d
                 self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: one draw per example (each example's "
                                 f"part of PyTorch's independent draws), without the batch size", original)
-                self.draws[id(out)] = len(sizes) - 1  # its per-example rank
-                return self.moved(out, d) if d else out
+            # (each example's part of PyTorch's copies, or of its draws: a batched value, its batch axis at d)
+            self.draws[id(out)] = len(sizes) - 1  # its per-example rank
             return self.moved(out, d) if d else out  # the copies hold the batch axis where its size was
         if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row;
             a, _ = _args(updated, ("tensor", "pattern"))  # else the pattern without b ('1 1 d -> f 1 d', f=frames)
