@@ -2012,8 +2012,10 @@ class Forward(cst.CSTTransformer):
                 # example by the caller: keys.py / the vmapped call), and the result holds the batch axis at d
                 self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: one draw per example (each example's "
                                 f"part of PyTorch's independent draws), without the batch size", original)
-            # (each example's part of PyTorch's copies, or of its draws: a batched value, its batch axis at d)
-            self.draws[id(out)] = len(sizes) - 1  # its per-example rank
+            # (each example's part of PyTorch's copies, or of its draws: a batched value, its batch axis at d; a
+            # copy of one number per example, `torch.full((B,), v)`, stays a number: no axis to index or move)
+            if q in DRAWS or len(sizes) > 1:
+                self.draws[id(out)] = len(sizes) - 1  # its per-example rank
             return self.moved(out, d) if d else out  # the copies hold the batch axis where its size was
         if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row;
             a, _ = _args(updated, ("tensor", "pattern"))  # else the pattern without b ('1 1 d -> f 1 d', f=frames)
