@@ -580,6 +580,12 @@ class Forward(cst.CSTTransformer):
         self.modules = dict(modules or {})
         self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
+        # names bound to the examples' numbers as a column, `batch_range = torch.arange(B)[:, None]` (MAE), read only
+        # as the first index of a gather `x[batch_range, idx]` (batch_range_index); the reads :meth:`range_index` took
+        self.batch_ranges: set[str] = set()
+        # per-example parts of a per-batch draw or copy (`torch.rand(B, n)`, `torch.zeros(B, n)`): batched results
+        self.draws: dict[int, int] = {}
+        self.range_reads: set[int] = set()
         self.dtype_names: set[str] = set()  # names bound to an array's dtype (`dtype = x.dtype`), for x.to(dtype)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
@@ -718,7 +724,16 @@ class Forward(cst.CSTTransformer):
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
+        if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
+                and self.batch_range_size(original.value) is not None:
+            self.batch_ranges.add(original.targets[0].target.value)
+            self.ctx.report(Severity.INFO, "batch-axis", f"{code(original.targets[0].target)} = "
+                            f"{code(original.value)}: the examples' numbers, which one example does not need: the "
+                            "statement goes, and each gather it indexes takes one example's rows", original)
+            return self.drop()
         t = original.targets[0].target if len(original.targets) == 1 else None
+        if isinstance(t, cst.Subscript) and self.range_first(t):
+            return self.range_update(t, updated.value, "set", original)
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
                 and self.is_tensor(t.value):
             return self.indexed_update(t, updated.value, "set", original)
@@ -741,7 +756,8 @@ class Forward(cst.CSTTransformer):
             return unpacked
         hit = self.is_batched(original.value) and not self.other_size(original.value) \
             or id(updated.value) in self.node_axis \
-            and self.node_axis[id(updated.value)] is not None  # (a shared input copied over the batch)
+            and self.node_axis[id(updated.value)] is not None \
+            or self.drawn(updated.value)  # (a shared input copied over the batch; a draw per example)
         r = self.rank_of(updated.value)
         self.unpack_ranks(original, updated)
         a = self.axis_of(updated.value) if hit else None
@@ -764,6 +780,13 @@ class Forward(cst.CSTTransformer):
                     self.rank[n] = r
                 elif n not in self.unpacked:
                     self.rank.pop(n, None)
+            if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(updated.value, (cst.Tuple, cst.List)) \
+                    and len(t.target.elements) == len(updated.value.elements) and not any(
+                    isinstance(e, cst.StarredElement) for e in (*t.target.elements, *updated.value.elements)):
+                for te, ve in zip(t.target.elements, updated.value.elements):  # `a, b = t[:k], t[k:]`: each its own
+                    ri = self.rank_of(ve.value) if isinstance(te.value, cst.Name) else None
+                    if ri is not None and te.value.value not in self.unpacked:
+                        self.rank[te.value.value] = ri
         self.unpacked = {}
         const = self.constant_rank(original.value) if not hit else None
         for t in original.targets:
@@ -839,6 +862,111 @@ class Forward(cst.CSTTransformer):
         self.dropped = True
         return cst.Expr(cst.Call(cst.Name(DROP)))
 
+    # --- `batch_range = torch.arange(B)[:, None]`, `x[batch_range, idx]` ----------------------------------------
+    def batch_range_size(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``torch.arange(B)[:, None]`` (``.unsqueeze(1)``, ``.unsqueeze(-1)``, ``.view(-1, 1)``, ``.reshape(B, 1)``;
+        a ``device=`` / ``dtype=`` keyword) of the batch size B: the examples' numbers as a column, which a gather
+        ``x[batch_range, idx]`` pairs with each example's row of idx. B's node; None for anything else."""
+        inner = None
+        if isinstance(node, cst.Subscript) and len(node.slice) == 2:
+            a, c = (e.slice for e in node.slice)
+            if isinstance(a, cst.Slice) and a.lower is None and a.upper is None and a.step is None \
+                    and isinstance(c, cst.Index) and code(c.value) == "None":
+                inner = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and len(node.args) >= 1 \
+                and not any(x.keyword or x.star for x in node.args):
+            sizes = [code(x.value) for x in node.args]
+            if node.func.attr.value == "unsqueeze" and sizes in (["1"], ["-1"]) \
+                    or node.func.attr.value in ("view", "reshape") and len(sizes) == 2 and sizes[1] == "1":
+                inner = node.func.value
+        if not isinstance(inner, cst.Call) or self.ctx.imports.resolve(inner.func) != "torch.arange":
+            return None
+        positional = [x for x in inner.args if x.keyword is None]
+        if len(positional) != 1 or positional[0].star or any(
+                x.keyword is not None and x.keyword.value not in ("device", "dtype") for x in inner.args):
+            return None
+        size = positional[0].value
+        if not self.is_batch_size(size, None):
+            return None
+        if isinstance(node, cst.Call) and node.func.attr.value in ("view", "reshape") \
+                and code(node.args[0].value) != "-1" and not self.is_batch_size(node.args[0].value, None):
+            return None
+        return size
+
+    def range_first(self, node: cst.Subscript) -> bool:
+        """``x[batch_range, ...]``: the first index a name :meth:`batch_range_size` bound."""
+        first = node.slice[0].slice if node.slice else None
+        return isinstance(first, cst.Index) and isinstance(first.value, cst.Name) \
+            and first.value.value in self.batch_ranges
+
+    def range_index(self, original: cst.Subscript, what: str) -> cst.SubscriptElement | None:
+        """``x[batch_range, idx]`` of x holding the batch axis first, idx a batched tensor holding it first with one
+        axis per example (PyTorch's (B, k): row i of the result is x[i][idx[i]]): one example's gather is
+        ``x[idx]``, whose index this returns. None (after an error) for anything else."""
+        x, elems = original.value, list(original.slice)
+        idx = elems[1].slice.value if len(elems) == 2 and isinstance(elems[1].slice, cst.Index) else None
+        self.range_reads.add(id(elems[0].slice.value))
+        xa = self.axis_of(x) if self.is_batched(x) else None
+        ia = self.axis_of(idx) if idx is not None and self.is_batched(idx) else None
+        if idx is None or xa != 0 or isinstance(xa, Merged) or ia != 0 or isinstance(ia, Merged) \
+                or self.rank_of(idx) not in (1, None):  # (of another rank, PyTorch's (B, 1) column would not pair
+            # each example with its row of idx: it raises, unless sizes happen to match; an unknown rank: the one case)
+            self.error(original, f"{what}: {code(elems[0].slice.value)} numbers the examples; fwport follows "
+                       "x[batch_range, idx] where x and idx are computed from the input, both hold the batch axis "
+                       "first, and idx has one axis per example; write the gather for one example "
+                       "(x[idx]) or do this outside the module, over the vmapped outputs")
+            return None
+        return elems[1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+
+    def range_gather(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        e = self.range_index(original, code(original))
+        if e is None:
+            return updated
+        self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: each example's rows at its indices; for "
+                        f"one example x[idx]", original)
+        return updated.with_changes(slice=[updated.slice[1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+
+    def range_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str,
+                     statement: cst.CSTNode | None = None):
+        """``x[batch_range, idx] = v`` (``+=``): one example's ``x = x.at[idx].set(v)``, as :meth:`range_index`
+        allows (x a name; one example's v has the rows of idx); else an error, left as written."""
+        what = f"{code(target)} = ..." if method == "set" else f"{code(target)} {_AT_TEXT[method]}= ..."
+        e = self.range_index(target, what) if isinstance(target.value, cst.Name) else None
+        name = target.value.value if isinstance(target.value, cst.Name) else None
+        if e is not None and statement is not None and name not in self.sole.get(id(statement), ()) \
+                and name not in self.inputs and self.shared_write(statement, name, what):
+            e = None
+        if e is None:
+            if name is None:
+                self.error(target, f"{what}: fwport follows x[batch_range, idx] = v into a name x only")
+            return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
+                cst.AugAssign(target, _AT_OPS[method], value)
+        at = cst.Subscript(cst.Attribute(cst.Name(name), cst.Name("at")), [e])
+        return cst.Assign([cst.AssignTarget(cst.Name(name))], _call(cst.Attribute(at, cst.Name(method)), [value]))
+
+    def drawn(self, node: cst.BaseExpression) -> bool:
+        """A per-example draw (:data:`DRAWS`), or a method chain on one (``torch.rand(B, n).argsort(dim=-1)``)."""
+        while True:
+            if id(node) in self.draws:
+                return True
+            if isinstance(node, cst.Call) and node.args and dotted_text(node.func) in (
+                    "jnp.argsort", "jax.numpy.argsort"):
+                node = node.args[0].value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                node = node.func.value
+            elif isinstance(node, cst.Attribute) and node.attr.value in ("indices", "values"):
+                node = node.value  # `torch.rand(B, n).topk(k, dim=-1).indices`
+            elif isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.MatrixMultiply):
+                # `torch.ones(B, n) * 3`: with a number, or an array of no more axes than one example's part
+                for a, o in ((node.left, node.right), (node.right, node.left)):
+                    if self.drawn(a) and not self.is_batched(o) and (
+                            isinstance(o, (cst.Integer, cst.Float)) or self.rank_of(o) is not None
+                            and self.rank_of(o) <= self.rank_of(a)):
+                        return True
+                return False
+            else:
+                return False
+
     def batch_size_binding(self, node: cst.Assign) -> bool:
         """``batch = x.shape[0]`` (``x.size(0)``, or another name for the batch size) of a batched x: the name
         holds the batch size, which one example does not have; the statement goes, and each use of the name is
@@ -879,6 +1007,10 @@ class Forward(cst.CSTTransformer):
                         self.dtype_names.discard(target.value)
         if self.batch_size_binding(node):
             self.kept.add(id(v))  # `batch = x.shape[0]`: removed by leave_Assign
+        size = self.batch_range_size(v) if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+            else None
+        if size is not None:
+            self.kept.add(id(size))  # `batch_range = torch.arange(batch)[:, None]`: removed by leave_Assign
         for i in self.batch_size_elements(node):
             self.kept.add(id(v.elements[i].value))  # `r, batch = x, x.size(0)`: removed by leave_Assign
         if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
@@ -1012,6 +1144,8 @@ class Forward(cst.CSTTransformer):
 
     def rank_of(self, node: cst.BaseExpression) -> int | None:
         """The per-example rank of a translated expression, where it follows from known ranks."""
+        if id(node) in self.draws:
+            return self.draws[id(node)]
         if isinstance(node, cst.Name):
             return self.rank.get(node.value)
         if isinstance(node, cst.BinaryOperation):
@@ -1042,6 +1176,9 @@ class Forward(cst.CSTTransformer):
                     r -= 1
                 elif isinstance(e.slice, cst.Index) and code(e.slice.value) == "None":
                     r += 1
+                elif len(node.slice) == 1 and isinstance(e.slice, cst.Index) and self.is_batched(e.slice.value) \
+                        and self.rank_of(e.slice.value) is not None and self.axis_of(e.slice.value) == 0:
+                    r += self.rank_of(e.slice.value) - 1  # `x[idx]`, one example's integer array idx: its axes first
                 elif not (isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index)
                           and isinstance(e.slice.value, cst.Ellipsis)):
                     return None
@@ -1071,6 +1208,8 @@ class Forward(cst.CSTTransformer):
             text = literal_value(args[-1], None)
             return len(text.split("->")[1].split()) if isinstance(text, str) and text.count("->") == 1 \
                 and "..." not in text else None
+        if text in ("jnp.argsort", "jax.numpy.argsort") and args:  # (batch.Forward.method's x.argsort(dim))
+            return self.rank_of(args[0])
         if q is not None:  # a source call the rules translate later
             if q == "torch.matmul" and len(args) == 2:
                 text = "jnp.matmul"
@@ -1402,13 +1541,27 @@ class Forward(cst.CSTTransformer):
             r = self.file.parameters.get(text[5:])  # nn.Parameter(torch.randn(heads, n, n)): 3
         return r is not None and rx is not None and r <= rx - int(b) - 1
 
-    def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation):
+    def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation, at: cst.CSTNode | None = None):
         """``x + self.pe[:x.size(0), :]``: a slice of a buffer whose rank and size-1 axes __init__ writes out
         (ranks.ClassRanks.buffers) meets a tensor computed from the input. PyTorch broadcasts from the right, so the
         buffer's axis that lines up with x's batch axis is known: of size 1 (word_language_model's (max_len, 1, E)
         against (L, N, E); a batch-first (1, max_len, E) against (N, L, E)), one example leaves it out (→
         ``self.pe[:x.shape[0], 0, :]``, ``self.pe[0, :x.shape[0]]``); of another size, it would meet the batch axis: an
         error. A buffer no longer than x's axes after the batch axis broadcasts as written. None: not such an operation."""
+        if not isinstance(original.operator, cst.MatrixMultiply):
+            for t, o in ((original.right, original.left), (original.left, original.right)):
+                text = dotted_text(t.value) if isinstance(t, cst.Subscript) else None
+                if text and text.startswith("self.") and text.count(".") >= 2 and len(t.slice) >= 2 \
+                        and all(isinstance(e.slice, cst.Slice) for e in t.slice) and self.is_batched(o) \
+                        and not self.is_batched(t):
+                    # `tokens += self.encoder.pos_embedding[:, 1:n + 1]` (MAE): an array of another module (given to
+                    # __init__) whose shape this file does not write out, sliced over several axes: its first may
+                    # be PyTorch's size-1 batch axis, which one example's sum would keep (a rank too many)
+                    self.error(at or original, f"{code(original)}: {text} is an array of another module whose shape fwport "
+                               "does not know, sliced over several axes: which of its axes lines up with the batch "
+                               f"axis is not known; write it for one example ({text}[0, ...] where its first axis is "
+                               "PyTorch's size-1 batch axis)")
+                    return updated
         if self.file is None or not self.file.buffers or isinstance(original.operator, cst.MatrixMultiply):
             return None
         def buffer(node) -> str:  # `self.pe[...]`: the buffer's name (the slice may read the input's sizes)
@@ -1511,6 +1664,10 @@ class Forward(cst.CSTTransformer):
                    "leading batch-of-one axis) or give the input's rank")
         return updated
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if self.range_first(node):  # (the read range_index takes, before leave_Name sees it)
+            self.range_reads.add(id(node.slice[0].slice.value))
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         t = node.target
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
@@ -1537,12 +1694,14 @@ class Forward(cst.CSTTransformer):
         if isinstance(t, cst.Name) and t.value in self.batched and self.is_tensor(t) \
                 and self.shared_write(original, t.value, f"{t.value} {code(original.operator).strip()} ..."):
             return updated
+        if id(t) in self.kept and isinstance(t, cst.Subscript) and self.range_first(t):
+            return self.range_update(t, updated.value, _AT_METHODS[type(original.operator)], original)
         if id(t) in self.kept and isinstance(t, cst.Subscript):
             return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)], original)
         if isinstance(t, cst.Name) and type(original.operator) in _AUG_BINARY:  # `x += self.pos_embedding[:, :n]`
             op = _AUG_BINARY[type(original.operator)]()
             read = self.buffer_read(cst.BinaryOperation(t, op, original.value),
-                                    cst.BinaryOperation(updated.target, op, updated.value))
+                                    cst.BinaryOperation(updated.target, op, updated.value), original)
             if read is not None:
                 updated = updated.with_changes(value=read.right)
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
@@ -1781,8 +1940,8 @@ class Forward(cst.CSTTransformer):
         ``torch.zeros(B, H)`` (ones, empty, full), ``t.expand(B, -1, -1)`` and ``einops.repeat(t, '... -> b ...', b=B)``
         of a tensor not computed from the input. None for any other call."""
         q = self.ctx.imports.resolve(node.func)
-        if q in FILLS:  # the batch size at any one position: `torch.zeros(layers * 2, x.size(0), H)` (a state)
-            at = [s for s in _fill_sizes(q, node) if self.is_batch_size(s, None)]
+        if q in FILLS or q in DRAWS:  # the batch size at any one position: `torch.zeros(layers * 2, x.size(0), H)`
+            at = [s for s in _fill_sizes(q, node) if self.is_batch_size(s, None)]  # (a state); a draw per example
             return at[0] if len(at) == 1 else None
         if q == "einops.repeat":
             a, _ = _args(node, ("tensor", "pattern"))
@@ -1829,7 +1988,7 @@ class Forward(cst.CSTTransformer):
 
     def per_example_copy(self, q: str | None, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """The call :meth:`batch_size_argument` accepted, for one example: the batch axis not built."""
-        if q in FILLS:  # torch.zeros(B, H) → torch.zeros(H); the rules translate the rest
+        if q in FILLS or q in DRAWS:  # torch.zeros(B, H) → torch.zeros(H); the rules translate the rest
             sizes = _fill_sizes(q, original)
             d = next(i for i, x in enumerate(sizes) if self.is_batch_size(x, None))  # (batch_size_argument: one)
             positional = [x for x in updated.args if x.keyword is None]
@@ -1849,6 +2008,14 @@ class Forward(cst.CSTTransformer):
                 if not any(x.keyword is None for x in args):  # torch.zeros(B) → one example's scalar
                     args = [cst.Arg(cst.Tuple([])), *args]
                 out = updated.with_changes(args=_commas(args[:-1]) + args[-1:])
+            if q in DRAWS:  # B independent draws: one per example, from its own key (the draw's key is split per
+                # example by the caller: keys.py / the vmapped call), and the result holds the batch axis at d
+                self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: one draw per example (each example's "
+                                f"part of PyTorch's independent draws), without the batch size", original)
+            # (each example's part of PyTorch's copies, or of its draws: a batched value, its batch axis at d; a
+            # copy of one number per example, `torch.full((B,), v)`, stays a number: no axis to index or move)
+            if q in DRAWS or len(sizes) > 1:
+                self.draws[id(out)] = len(sizes) - 1  # its per-example rank
             return self.moved(out, d) if d else out  # the copies hold the batch axis where its size was
         if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row;
             a, _ = _args(updated, ("tensor", "pattern"))  # else the pattern without b ('1 1 d -> f 1 d', f=frames)
@@ -1878,6 +2045,11 @@ class Forward(cst.CSTTransformer):
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
         if original.value in self.inputs and id(original) not in self.not_read:
             self.input_reads[original.value] = self.input_reads.get(original.value, 0) + 1
+        if original.value in self.batch_ranges and id(original) not in self.range_reads \
+                and id(original) not in self.not_read:
+            self.error(original, f"{original.value} numbers the examples (torch.arange of the batch size), which a "
+                       "per-example module does not have: fwport follows it as the first index of a gather, "
+                       "x[batch_range, idx]; do this outside the module, over the vmapped outputs")
         if original.value in self.batch_sizes and id(original) not in self.kept and id(original) not in self.not_read:
             self.size_uses.append(original)  # refused when its statement is left, unless a call around it was
         return updated
@@ -2068,7 +2240,7 @@ class Forward(cst.CSTTransformer):
                     if self.axes_moved():
                         self.set_axis(name, combine([before, *(self.axis_of(a.value) for a in updated.args)]))
                 return updated
-            if self.is_batched(func.value):
+            if self.is_batched(func.value) or self.drawn(updated.func.value):  # (`torch.rand(B, n).argsort(-1)`)
                 return self.method(func.attr.value, original, updated)
             if func.attr.value in _PARAMETER_ELEMENTWISE and not updated.args and self.modules.get(
                     (dotted_text(func.value) or "").removeprefix("self.")) == "torch.nn.Parameter":
@@ -2086,6 +2258,14 @@ class Forward(cst.CSTTransformer):
                                             or isinstance(other, cst.Attribute) and other.attr.value == "dtype") \
                     and not (dotted_text(func.value) or "").removeprefix("self.") in self.modules:
                 return _method(updated.func.value, "astype", [updated.args[0].value])  # t.to(dtype), dtype = x.dtype
+            if not self.batch_whole and func.attr.value in _UNBATCHED_REFUSED \
+                    and not (isinstance(func.value, cst.Name) and func.value.value == "self") \
+                    and (dotted_text(func.value) or "").removeprefix("self.") not in self.modules:
+                # (the tensor-method pass leaves a per-example forward to this class: a method no jax array has on a
+                # tensor without the batch axis, `torch.zeros(n).scatter_(...)`, is no silent AttributeError)
+                self.error(original, f".{func.attr.value}(...): a PyTorch tensor method no jax array has, not "
+                           "translated in a per-example forward: left as written it fails (AttributeError); write its "
+                           "jnp counterpart", "unsupported-construct")
         return updated
 
     def windows_of(self, original: cst.Call, updated: cst.Call) -> int | None:
@@ -2622,6 +2802,18 @@ class Forward(cst.CSTTransformer):
         if name in ("sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose",
                     "permute", "argmax"):
             return self.axis_method(name, original, updated, recv)
+        if name == "argsort":  # x.argsort(dim=-1, descending=False) → jnp.argsort(x, axis=...) over one example's axes
+            a, unknown = _args(updated, ("dim", "descending"))
+            if set(unknown) - {"stable"}:
+                self.error(original, f".argsort: arguments {', '.join(unknown)} not understood", "unsupported-construct")
+                return updated
+            axis = self.shift(original, a.get("dim", expr("-1")), ".argsort")
+            if axis is None:
+                return updated
+            kw = {"axis": axis}
+            if "descending" in a:  # (ties: PyTorch's order among equal values is unspecified, JAX's stable)
+                kw["descending"] = a["descending"]
+            return _call(self.ctx.spell("jax.numpy.argsort"), [recv], **kw)
         if name == "bmm" and len(args) == 1 and not args[0].keyword:
             if not self.is_batched(original.args[0].value):
                 self.error(original, ".bmm of a batched tensor with one that is not: the second one's first axis is "
@@ -3460,6 +3652,8 @@ class Forward(cst.CSTTransformer):
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         if id(original) in self.kept:
             return updated
+        if self.range_first(original):  # `x[batch_range, idx]`: one example's gather x[idx]
+            return self.range_gather(original, updated)
         v = original.value
         b = self.axis_of(updated.value) if self.axes_moved() else 0
         if isinstance(b, tuple):  # a layer's results: `self.attn(q, k, v)[0]`
@@ -3641,8 +3835,13 @@ _AT_TEXT = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 _AT_OPS = {"add": cst.AddAssign(), "subtract": cst.SubtractAssign(), "multiply": cst.MultiplyAssign(),
            "divide": cst.DivideAssign()}
 
+#: tensor methods no jax array has that a per-example forward leaves on a tensor without the batch axis: an error
+_UNBATCHED_REFUSED = frozenset({"scatter", "scatter_", "scatter_add", "scatter_add_", "topk", "gather", "index_select",
+                                "masked_scatter", "index_fill", "index_fill_", "index_add", "index_add_", "index_copy"})
 #: the functions that build a tensor of given sizes filled with one value
 FILLS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
+#: the functions that draw a tensor of given sizes, each element independent (`torch.rand(B, n)`: B examples' draws)
+DRAWS = frozenset({"torch.rand", "torch.randn"})
 
 
 def _fill_sizes(q: str, call: cst.Call) -> list[cst.BaseExpression]:
