@@ -773,6 +773,13 @@ _STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
                    "binary_crossentropy": "BinaryCrossentropy", "categorical_crossentropy": "CategoricalCrossentropy",
                    "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
                    "cosine_similarity": "CosineSimilarity"}
+# a Keras metric function given itself (`metrics=[keras.metrics.binary_accuracy]`): Keras wraps it in a
+# MeanMetricWrapper named after the function (its __name__: tf_keras's mse alias is mean_squared_error), the same
+# numbers as the string of that name
+_FUNCTION_METRICS = {n: n for n in ("sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy",
+                                    "mean_absolute_error", "mean_squared_error", "mean_absolute_percentage_error",
+                                    "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy")}
+_FUNCTION_METRICS.update(mae="mean_absolute_error", mse="mean_squared_error", mape="mean_absolute_percentage_error")
 # "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
 # one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
 _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
@@ -804,6 +811,10 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         if isinstance(e, cst.StarredElement):
             return f"metrics={code(node)} unpacks a list: write its metrics out"
         lit = literal_value(m, NOT_LITERAL)
+        function = qualname(m) if isinstance(m, (cst.Attribute, cst.Name)) else None
+        if function is not None and function.startswith("keras.metrics.") and \
+                function[len("keras.metrics."):] in _FUNCTION_METRICS:
+            lit = _FUNCTION_METRICS[function[len("keras.metrics."):]]
         if isinstance(lit, str):
             cls = _STRING_METRICS.get(lit)
             if lit in fitloop.ACCURACY:
