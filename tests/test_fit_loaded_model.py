@@ -12,6 +12,7 @@ trained model's on each side, and the translation's equals Keras's.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from test_fit_callbacks import _run, errors, tx
 
@@ -63,8 +64,33 @@ print("RESULT " + json.dumps({"before": [float(v) for v in before], "after": [fl
 '''.replace("SETUP", repr(SETUP))
 
 
-def test_the_loaded_model_evaluates_as_keras(tmp_path):
-    keras_out, torch_out = _run(tmp_path, SOURCE, DRIVER)
+FACTORY = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+from setup import x, y, start
+
+
+def build_and_compile():
+    model = keras.Sequential([keras.Input(shape=(6,)), layers.Dense(8, activation="tanh"),
+                              layers.Dense(3, activation="softmax")])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    return model
+
+
+dnn = build_and_compile()
+start(dnn)
+dnn.fit(x, y, epochs=2, batch_size=16, shuffle=False, verbose=0)
+before = dnn.evaluate(x, y, verbose=0)
+dnn.save("trained.keras")
+reloaded = keras.models.load_model("trained.keras")
+after = reloaded.evaluate(x, y, verbose=0)
+'''
+
+
+@pytest.mark.parametrize("src", [SOURCE, FACTORY], ids=["module", "factory"])
+def test_the_loaded_model_evaluates_as_keras(tmp_path, src):
+    keras_out, torch_out = _run(tmp_path, src, DRIVER)
     for side in (keras_out, torch_out):
         assert len(side["after"]) == 2  # [loss, accuracy]
         np.testing.assert_allclose(side["after"], side["before"], rtol=1e-6)
@@ -77,6 +103,8 @@ def test_the_translation_evaluates_with_the_saved_models_loss():
     assert errors(r) == []
     assert 'reloaded = torch.load("trained.keras", weights_only=False)' in r.output
     assert "after = evaluate(reloaded, loss_fn, x, y, verbose=0)" in r.output
+    # a factory's model: the loss its caller binds beside the saved model's name
+    assert "after = evaluate(reloaded, dnn_loss_fn, x, y, verbose=0)" in tx(FACTORY).output
 
 
 def _refused(src: str) -> list:

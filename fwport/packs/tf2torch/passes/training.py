@@ -1091,7 +1091,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method == "compile":
             c = next((c for c in self.compiled if c.call is call), None)
         elif id(call) in self.plan.loaded:  # a model load_model gives back from the file's own M.save(path)
-            return self.plan.loaded[id(call)]
+            return self.plan.loaded[id(call)][0]
         else:
             # (order, scope, compile) of each compile of `name`, and of each `name = <factory>(...)`
             events = []
@@ -1536,16 +1536,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.several = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
         metrics = [c.names["metrics"]] if c.metrics else []
-        if id(original_node) in self.plan.loaded:  # the loaded copy of the model that compile compiled
-            model = original_node.func.value.value
-            self.ctx.report(Severity.INFO, "idiom-replaced",
-                            f"{model}.evaluate(...) of the model keras.models.load_model(path) gives back → "
-                            f"{c.names[method]}({model}, {loss}, ...) with the loss and metrics of {c.model}'s compile: "
-                            f"the file saved {c.model} there itself ({c.model}.save(path), the whole module), and "
-                            "Keras's file holds that compile, which load_model restores", original_node)
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
             model = original_node.func.value.value
             opt, loss, *metrics = factory_names(c, model)
+        if id(original_node) in self.plan.loaded:  # the loaded copy of the model that compile compiled
+            model, saved = original_node.func.value.value, self.plan.loaded[id(original_node)][1]
+            if c.factory:
+                opt, loss, *metrics = factory_names(c, saved)
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{model}.evaluate(...) of the model keras.models.load_model(path) gives back → "
+                            f"evaluate({model}, {loss}, ...) with the loss and metrics of {saved}'s compile: "
+                            f"the file saved {saved} there itself ({saved}.save(path), the whole module), and "
+                            "Keras's file holds that compile, which load_model restores", original_node)
         fit_head = [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics]
         head = {"fit": fit_head, "train_on_batch": fit_head, "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
@@ -3805,8 +3807,8 @@ def _left_keras(plan: _Plan, name: str, call: cst.Call, scope: int) -> str | Non
 
 
 def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
-                   compiled: list[fitloop.Compiled]) -> fitloop.Compiled | None:
-    """The planned compile of the model a ``keras.models.load_model("path")`` gives back, where the file saved it there
+                   compiled: list[fitloop.Compiled]) -> tuple[fitloop.Compiled, str] | None:
+    """The planned compile (and the name) of the model a ``keras.models.load_model("path")`` gives back, where the file saved it there
     itself: ``M.save("path")`` (the translation: torch.save(M, path), the whole module; load_model: torch.load) the one
     call of the file naming that path literal but the loads, a statement of the module before the evaluate (or of its
     function), M bound once at the module's top, compiled once there before the save by a compile fwport writes out
@@ -3824,11 +3826,18 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
         return None
     bound = plan.values.get(model, [])
     mine = [k for m, k, _ in plan.compiles if m == model]
-    c = next((c for c in compiled if c.model == model), None)
-    if (len(bound) != 1 or bound[0][1] != 0 or len(mine) != 1 or c is None or c.call is not mine[0] or c.factory
-            or c.scope != 0 or not bound[0][0] < c.order < order):
+    if len(bound) != 1 or bound[0][1] != 0 or not bound[0][0] < order:
         return None
-    return c
+    value = bound[0][2]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and not mine:
+        # `M = build_and_compile(...)`, a model factory whose compile fwport writes out (its caller binds M's
+        # optimizer and loss beside it: factory_names)
+        c = next((c for c in compiled if c.factory and c.factory == value.func.value), None)
+        return (c, model) if c is not None and plan.assigned_call.get(id(value)) == model else None
+    c = next((c for c in compiled if c.model == model), None)
+    if len(mine) != 1 or c is None or c.call is not mine[0] or c.factory or c.scope != 0 or not bound[0][0] < c.order < order:
+        return None
+    return c, model
 
 
 def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None = None) -> None:
