@@ -104,3 +104,34 @@ def test_existing_imports_asked_about_wanted_lines_answer_as_the_full_set():
     assert few <= full and full - few == {"import os.path"}  # (no line asked about names `os`)
     assert [w for w in wanted if w in full] == [w for w in wanted if w in few] == [
         "import torch", "from torch import nn", "from torch.nn import functional as F", "from . import x"]
+
+
+def test_a_name_read_only_as_a_functions_parameter_is_not_a_use():
+    # the written fit / evaluate take `metrics` (their metric objects): not the file's `from keras import metrics`
+    # (tf2torch: `metrics=[metrics.binary_accuracy]` translated, the import stayed and the output imported Keras)
+    import textwrap
+
+    from fwport.core.imports import _parameters_only
+    import libcst as cst
+
+    fn = cst.parse_module(textwrap.dedent('''
+        def fit(model, metrics, x):
+            return [m(x) for m in metrics.values()]
+    ''')).body[0]
+    assert _parameters_only(fn, {"metrics", "x"}) == {"metrics", "x"}
+    for kept in ('''
+        def fit(model, metrics=metrics.Mean()):
+            return metrics
+    ''', '''
+        def fit(model, metrics):
+            def inner():
+                global metrics
+                return metrics.Mean()
+            return inner()
+    ''', '''
+        @metrics.wrap
+        def fit(model, metrics):
+            return metrics
+    '''):
+        fn = cst.parse_module(textwrap.dedent(kept)).body[0]
+        assert _parameters_only(fn, {"metrics"}) == set(), kept

@@ -14,7 +14,7 @@ import libcst as cst
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from fwport.core.hooks import TypeTest
-from fwport.core.names import scan
+from fwport.core.names import find_all, scan
 from fwport.core.parse import parse_module
 from fwport.core.position import render, share
 from fwport.core.rewrite import fresh_copy
@@ -219,8 +219,29 @@ def _used_among(module: cst.Module, asked: set[str], statement_text) -> set[str]
         names = _statement_names(text)
         if names is None:
             return None
+        if stmt.__class__ is cst.FunctionDef and names & asked:
+            names = names - _parameters_only(stmt, names & asked)
         found |= names & asked
     return found
+
+
+def _parameters_only(fn: cst.FunctionDef, names: set[str]) -> set[str]:
+    """The names of ``names`` that ``fn`` reads only as its own parameters (a helper's ``def fit(model, metrics,
+    ...)`` beside a source ``from keras import metrics``): a parameter of that name that neither its decorators, its
+    defaults and annotations (evaluated in the module) read nor a ``global`` statement in it hands back to the module."""
+    p = fn.params
+    params = [*p.posonly_params, *p.params, *p.kwonly_params,
+              *(a for a in (p.star_arg, p.star_kwarg) if isinstance(a, cst.Param))]
+    mine = {q.name.value for q in params} & names
+    if not mine:
+        return set()
+    header = [*fn.decorators, *(q.default for q in params if q.default is not None),
+              *(q.annotation for q in params if q.annotation is not None), *([fn.returns] if fn.returns else [])]
+    read = {n.value for h in header for n in find_all(h, cst.Name)}
+    freed = {a.name.value for g in find_all(fn.body, cst.Global) for a in g.names}
+    return mine - read - freed
+
+
 
 
 @functools.lru_cache(maxsize=2048)

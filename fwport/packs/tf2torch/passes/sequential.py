@@ -427,6 +427,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                                "inside a Sequential converted to channels-first would receive NCHW instead of "
                                "NHWC tensors; translate it by hand or make it layout-aware", el)
                     ctx.settle(el)
+                elif spans is not None and isinstance(el, (cst.Name, cst.Attribute)):
+                    # a model or layer of the file's own (`Sequential([base, Dense(3)])`): its one entry, as Keras's
+                    # model.layers lists a nested model as one layer
+                    spans.append((index, index + 1))
                 shape, flatten_of = None, None
                 index += 1
                 continue

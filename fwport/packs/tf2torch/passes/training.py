@@ -344,6 +344,12 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self._statement: cst.SimpleStatementLine | None = None
         self.compiled_optimizers: set[str] = set()  # optimizer names a planned compile creates over its model
         self.fit_orders: dict[str, list[tuple[int, int]]] = {}  # name → (statement, scope) of each `name.fit(...)`
+        # each `M.save("path")` (a string literal): its path → [(M, the call, its statement, its scope)], and the id of each
+        # evaluate of a model `keras.models.load_model("path")` gives back → the planned compile of the M saved there
+        self.saves: dict[str, list[tuple[str, cst.Call, int, int]]] = {}
+        self.loaded: dict[int, fitloop.Compiled] = {}
+        self.mentions: dict[str, int] = {}  # each string literal → how many times the file writes it
+        self.loads: dict[str, int] = {}  # each string literal → how many load_model(...) calls it is the path of
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
@@ -521,6 +527,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 node.attr.value == "losses" and not (self.qualname(node) or "").startswith("keras.")):
             self.own_training = True  # (keras.losses: the module)
 
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.mentions[node.value] = self.mentions.get(node.value, 0) + 1
+
     def visit_Global(self, node: cst.Global) -> None:
         self.globals |= {n.name.value for n in node.names}
 
@@ -550,6 +559,14 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.model_calls.append((node.func.value.value, node))
             if _loop_method(node) == "fit":
                 self.fit_orders.setdefault(node.func.value.value, []).append((self.order, self._scope_id()))
+        if (node.args and isinstance(node.args[0].value, cst.SimpleString) and (
+                node.func.attr.value if isinstance(node.func, cst.Attribute) else getattr(node.func, "value", "")) in (
+                "load_model",)):
+            self.loads[node.args[0].value.value] = self.loads.get(node.args[0].value.value, 0) + 1
+        if (isinstance(node.func, cst.Attribute) and node.func.attr.value == "save" and isinstance(node.func.value, cst.Name)
+                and node.args and isinstance(node.args[0].value, cst.SimpleString) and node.args[0].keyword is None):
+            self.saves.setdefault(node.args[0].value.value, []).append(
+                (node.func.value.value, node, self.order, self._scope_id()))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
             self.compile_args |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
 
@@ -785,6 +802,13 @@ _STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
                    "binary_crossentropy": "BinaryCrossentropy", "categorical_crossentropy": "CategoricalCrossentropy",
                    "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
                    "cosine_similarity": "CosineSimilarity"}
+# a Keras metric function given itself (`metrics=[keras.metrics.binary_accuracy]`): Keras wraps it in a
+# MeanMetricWrapper named after the function (its __name__: tf_keras's mse alias is mean_squared_error), the same
+# numbers as the string of that name
+_FUNCTION_METRICS = {n: n for n in ("sparse_categorical_accuracy", "categorical_accuracy", "binary_accuracy",
+                                    "mean_absolute_error", "mean_squared_error", "mean_absolute_percentage_error",
+                                    "binary_crossentropy", "categorical_crossentropy", "sparse_categorical_crossentropy")}
+_FUNCTION_METRICS.update(mae="mean_absolute_error", mse="mean_squared_error", mape="mean_absolute_percentage_error")
 # "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
 # one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
 _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
@@ -816,6 +840,10 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         if isinstance(e, cst.StarredElement):
             return f"metrics={code(node)} unpacks a list: write its metrics out"
         lit = literal_value(m, NOT_LITERAL)
+        function = qualname(m) if isinstance(m, (cst.Attribute, cst.Name)) else None
+        if function is not None and function.startswith("keras.metrics.") and \
+                function[len("keras.metrics."):] in _FUNCTION_METRICS:
+            lit = _FUNCTION_METRICS[function[len("keras.metrics."):]]
         if isinstance(lit, str):
             cls = _STRING_METRICS.get(lit)
             if lit in fitloop.ACCURACY:
@@ -1092,6 +1120,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         name = call.func.value.value
         if method == "compile":
             c = next((c for c in self.compiled if c.call is call), None)
+        elif id(call) in self.plan.loaded:  # a model load_model gives back from the file's own M.save(path)
+            return self.plan.loaded[id(call)][0]
         else:
             # (order, scope, compile) of each compile of `name`, and of each `name = <factory>(...)`
             events = []
@@ -1539,6 +1569,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
             model = original_node.func.value.value
             opt, loss, *metrics = factory_names(c, model)
+        if id(original_node) in self.plan.loaded:  # the loaded copy of the model that compile compiled
+            model, saved = original_node.func.value.value, self.plan.loaded[id(original_node)][1]
+            if c.factory:
+                opt, loss, *metrics = factory_names(c, saved)
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{model}.evaluate(...) of the model keras.models.load_model(path) gives back → "
+                            f"evaluate({model}, {loss}, ...) with the loss and metrics of {saved}'s compile: "
+                            f"the file saved {saved} there itself ({saved}.save(path), the whole module), and "
+                            "Keras's file holds that compile, which load_model restores", original_node)
         fit_head = [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics]
         head = {"fit": fit_head, "train_on_batch": fit_head, "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
@@ -3795,7 +3834,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if plan.compiles or plan.model_calls:
         plan.left_keras = _functional_left(module, ctx, plan)
     compiled = _plan_compiles(plan, ctx, models)
-    _refused_compiles_said(plan, ctx)
+    _refused_compiles_said(plan, ctx, compiled)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -3942,7 +3981,41 @@ def _left_keras(plan: _Plan, name: str, call: cst.Call, scope: int) -> str | Non
             "nn.Module), fwport writes its compile and fits out as a loop")
 
 
-def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
+def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
+                   compiled: list[fitloop.Compiled]) -> tuple[fitloop.Compiled, str] | None:
+    """The planned compile (and the name) of the model a ``keras.models.load_model("path")`` gives back, where the file saved it there
+    itself: ``M.save("path")`` (the translation: torch.save(M, path), the whole module; load_model: torch.load) the one
+    call of the file naming that path literal but the loads, a statement of the module before the evaluate (or of its
+    function), M bound once at the module's top, compiled once there before the save by a compile fwport writes out
+    (not a factory's). Keras's saved file holds that compile (loss, metrics), which load_model restores: the
+    evaluate of the loaded model computes them, as the written evaluate does with that compile's loss and metrics.
+    None otherwise (another saving, a path that is not a literal, a model compiled again or left Keras)."""
+    if not load.args or not isinstance(load.args[0].value, cst.SimpleString) or load.args[0].keyword is not None:
+        return None
+    path = load.args[0].value.value
+    saves = plan.saves.get(path, [])
+    if len(saves) != 1 or plan.mentions.get(path, 0) != 1 + plan.loads.get(path, 0):
+        return None
+    model, _, order, where = saves[0]
+    if where != 0 or not (order < at or scope != 0):
+        return None
+    bound = plan.values.get(model, [])
+    mine = [k for m, k, _ in plan.compiles if m == model]
+    if len(bound) != 1 or bound[0][1] != 0 or not bound[0][0] < order:
+        return None
+    value = bound[0][2]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and not mine:
+        # `M = build_and_compile(...)`, a model factory whose compile fwport writes out (its caller binds M's
+        # optimizer and loss beside it: factory_names)
+        c = next((c for c in compiled if c.factory and c.factory == value.func.value), None)
+        return (c, model) if c is not None and plan.assigned_call.get(id(value)) == model else None
+    c = next((c for c in compiled if c.model == model), None)
+    if len(mine) != 1 or c is None or c.call is not mine[0] or c.factory or c.scope != 0 or not bound[0][0] < c.order < order:
+        return None
+    return c, model
+
+
+def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None = None) -> None:
     """Each fit / evaluate / predict of a model whose last compile before it (in its scope, else the module's) is
     left as written says so, with that compile's reason, in model_api's error on it."""
     refusals = ctx.analyses.setdefault("compile_refusals", {})
@@ -3962,6 +4035,10 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
         seen = _binding_seen(plan, name, at, scope) if not before else None
         if (isinstance(seen, cst.Call) and id(call) not in refusals and _loop_method(call) != "predict"
                 and ctx.imports.resolve(seen.func) in ("keras.models.load_model", "keras.saving.load_model")):
+            saved = _saved_compile(plan, seen, at, scope, compiled or [])
+            if saved is not None and _loop_method(call) == "evaluate":
+                plan.loaded[id(call)] = saved
+                continue
             refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...), which gives back the model compiled "
                                   "with the optimizer and loss it was saved with; fwport does not know them: compile "
                                   f"{name} again in the file (model.compile(optimizer=..., loss=...)), whose fits "
