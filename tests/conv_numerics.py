@@ -1,22 +1,22 @@
 """Numerical check of a whole translated model against Keras, for tests/test_conv_models.py.
 
 The original runs under TensorFlow in one subprocess, the translation under torch in another
-(this process imports neither). Weights move by order: Keras's ``model.weights`` (a layer's own
-variables, then its sub-layers' in tracking order) against torch's ``state_dict`` (registration
-order, ``num_batches_tracked`` skipped), each kernel put into torch's layout by its rank (a Dense
-kernel transposed, a conv kernel's (k..., in, out) → (out, in, k...)). The test names the layout
-of the translation's input and output.
+(this process imports neither; each is a warm worker of the test file, runners.Warm). Weights move
+by order: Keras's ``model.weights`` (a layer's own variables, then its sub-layers' in tracking
+order) against torch's ``state_dict`` (registration order, ``num_batches_tracked`` skipped), each
+kernel put into torch's layout by its rank (a Dense kernel transposed, a conv kernel's
+(k..., in, out) → (out, in, k...)). The test names the layout of the translation's input and output.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from runners import Warm
+
+ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
 
 _TF = r'''
 import json, sys, types
@@ -80,15 +80,12 @@ def compare_model(original: str, translated: str, build: str, shape: tuple, *, l
         (d / "tr.py").write_text(translated)
         x = np.random.default_rng(seed).standard_normal(shape).astype("float32")
         np.savez(d / "x.npz", x=x)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
         flag = "1" if training else "0"
-        p = subprocess.run([sys.executable, "-c", _TF, str(d / "orig.py"), build, str(d / "x.npz"),
-                            str(d / "k.npz"), flag, keras_value], capture_output=True, text=True, env=env, timeout=600)
+        p = Warm.run(_TF, [str(d / "orig.py"), build, str(d / "x.npz"), str(d / "k.npz"), flag, keras_value],
+                     "keras", ENV)
         assert p.returncode == 0, p.stderr[-3000:]
-        p = subprocess.run([sys.executable, "-c", _TORCH, str(d / "tr.py"), translated_build or build,
-                            str(d / "x.npz"), str(d / "k.npz"), str(d / "t.npz"), layout_in, layout_out, flag,
-                            torch_value],
-                           capture_output=True, text=True, env=env, timeout=600)
+        p = Warm.run(_TORCH, [str(d / "tr.py"), translated_build or build, str(d / "x.npz"), str(d / "k.npz"),
+                              str(d / "t.npz"), layout_in, layout_out, flag, torch_value], "torch", ENV)
         assert p.returncode == 0, p.stderr[-3000:]
         k, t = np.load(d / "k.npz"), np.load(d / "t.npz")
         if keras_value or torch_value:
@@ -148,12 +145,9 @@ def compare_weightless(cases: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         (d / "cases.json").write_text(json.dumps(cases))
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-        p = subprocess.run([sys.executable, "-c", _TF_MANY, str(d / "cases.json"), str(d / "k.npz")],
-                           capture_output=True, text=True, env=env, timeout=600)
+        p = Warm.run(_TF_MANY, [str(d / "cases.json"), str(d / "k.npz")], "keras", ENV)
         assert p.returncode == 0, p.stderr[-3000:]
-        p = subprocess.run([sys.executable, "-c", _TORCH_MANY, str(d / "cases.json"), str(d / "k.npz"),
-                            str(d / "t.npz")], capture_output=True, text=True, env=env, timeout=600)
+        p = Warm.run(_TORCH_MANY, [str(d / "cases.json"), str(d / "k.npz"), str(d / "t.npz")], "torch", ENV)
         assert p.returncode == 0, p.stderr[-3000:]
         k, t = np.load(d / "k.npz"), np.load(d / "t.npz")
         return [(k[f"y{i}"], t[f"y{i}"]) for i in range(len(cases))]

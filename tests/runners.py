@@ -23,17 +23,191 @@ WITHOUT_TENSORFLOW = ["-c", "import sys; sys.modules['tensorflow'] = None; sys.m
                             "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
 
 
+#: a warm worker (runners.Warm): runs request after request (a script's path and argv) in this one process, its
+#: stdout and stderr captured, as ``python SCRIPT ARGS`` would; after each, what a script may change that a new
+#: process would not have is put back: sys.argv/path/modules (a module it imported from outside the installed
+#: packages is dropped, a module it blocked with None is back), the working folder, Keras's session and global
+#: settings, torch's seed (random, as in a new process), default dtype and grad mode
+_WARM = r"""
+import contextlib, io, json, os, runpy, sys, sysconfig, traceback
+if sys.argv[1] == "without-tensorflow":
+    sys.modules["tensorflow"] = None
+    sys.modules["keras"] = None
+INSTALLED = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+proto = os.fdopen(os.dup(1), "w")
+for line in sys.stdin:
+    req = json.loads(line)
+    argv, path, modules, cwd = sys.argv, list(sys.path), dict(sys.modules), os.getcwd()
+    out, err, rc = io.StringIO(), io.StringIO(), 0
+    sys.argv = list(req["argv"])
+    try:
+        os.chdir(req["cwd"])
+        sys.path.insert(0, req["path0"])
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                runpy.run_path(sys.argv[0], run_name="__main__")
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if not isinstance(e.code, (int, type(None))):
+                    print(e.code, file=sys.stderr)
+            except BaseException:
+                rc = 1
+                traceback.print_exc()
+    finally:
+        sys.argv, sys.path[:] = argv, path
+        os.chdir(cwd)
+        for m in list(sys.modules):
+            if m not in modules:
+                f = getattr(sys.modules[m], "__file__", None)
+                if sys.modules[m] is None or f and not os.path.abspath(f).startswith(INSTALLED):
+                    del sys.modules[m]
+            elif sys.modules[m] is None and modules[m] is not None:
+                sys.modules[m] = modules[m]
+        try:
+            for k in ("keras", "tf_keras"):
+                if sys.modules.get(k) is not None:
+                    sys.modules[k].backend.clear_session()
+            if sys.modules.get("tensorflow") is not None:
+                import tensorflow as tf
+                tf.config.run_functions_eagerly(False)
+            if sys.modules.get("keras") is not None:
+                import keras
+                keras.config.set_floatx("float32")
+                keras.config.set_image_data_format("channels_last")
+                keras.config.set_dtype_policy("float32")
+            if sys.modules.get("jax") is not None:
+                import jax
+                jax.config.update("jax_enable_x64", False)
+            if sys.modules.get("torch") is not None:
+                import torch
+                torch.seed()  # a new process's seed: not the one a run set
+                torch.set_default_dtype(torch.float32)
+                torch.set_grad_enabled(True)
+        except BaseException:
+            rc = rc or 1
+            err.write("resetting the worker failed:\n" + traceback.format_exc())
+    with open(req["reply"], "w") as fh:
+        json.dump({"returncode": rc, "stdout": out.getvalue(), "stderr": err.getvalue()}, fh)
+    proto.write("DONE\n")
+    proto.flush()
+"""
+
+
+class Warm:
+    """Warm framework subprocesses for run_side: one per side ("keras": TensorFlow importable; any other: not) and
+    environment, each running driver after driver (_WARM) so that TensorFlow or torch is imported once per test file
+    rather than once per run; a test file's workers end when a test of another file runs one."""
+
+    workers: dict = {}
+    owner: str | None = None
+    verify_session = None  # fwport verify's Session of the test file (Warm.session)
+
+    @classmethod
+    def _own(cls) -> None:
+        owner = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[0]
+        if owner != cls.owner:
+            cls.close()
+            cls.owner = owner
+
+    @classmethod
+    def session(cls):
+        """A ``fwport verify`` Session shared by the test file's verifications (its workers are made to be reused)."""
+        from fwport.verify.run import Session
+
+        cls._own()
+        if cls.verify_session is None:
+            cls.verify_session = Session()
+        return cls.verify_session
+
+    @classmethod
+    def run(cls, script: Path | str, args: list, side: str, env: dict | None = None, timeout: float = 600,
+            cwd: Path | str | None = None) -> subprocess.CompletedProcess:
+        """As ``subprocess.run([python, script, *args], cwd=cwd, env=os.environ + env)`` with its output captured
+        (``script`` a Path: a file; a str: the code of ``python -c``), in the worker of ``side`` (TensorFlow
+        unimportable on the "torch" side; PyTorch and JAX each in their own worker)."""
+        import selectors
+        import tempfile
+        import time
+
+        env = {k: str(v) for k, v in (env or {}).items()}
+        cwd = os.path.abspath(cwd or os.getcwd())
+
+        cls._own()
+        block = "without-tensorflow" if side == "torch" else "with-tensorflow"
+        key = (side, tuple(sorted(env.items())))
+        proc = cls.workers.get(key)
+        if proc is None or proc.poll() is not None:
+            proc = subprocess.Popen([sys.executable, "-c", _WARM, block], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ, **env))
+            cls.workers[key] = proc
+        with tempfile.TemporaryDirectory() as d:
+            if isinstance(script, str):  # python -c: the code from a file, the working folder first on the path
+                (Path(d) / "c.py").write_text(script)
+                argv, path0 = [str(Path(d) / "c.py"), *map(str, args)], cwd
+            else:
+                argv = [os.path.join(cwd, script), *map(str, args)]
+                path0 = os.path.dirname(argv[0])
+            reply = Path(d) / "reply.json"
+            proc.stdin.write((json.dumps({"argv": argv, "reply": str(reply), "cwd": cwd, "path0": path0}) + "\n")
+                             .encode())
+            proc.stdin.flush()
+            deadline, buf = time.monotonic() + timeout, b""
+            with selectors.DefaultSelector() as sel:
+                sel.register(proc.stdout, selectors.EVENT_READ)
+                while b"DONE\n" not in buf:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        proc.kill()
+                        proc.wait()
+                        del cls.workers[key]
+                        raise subprocess.TimeoutExpired(argv, timeout)
+                    if sel.select(min(left, 1.0)):
+                        chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                        if not chunk:
+                            break
+                        buf += chunk
+                    elif proc.poll() is not None:
+                        break
+            if not reply.exists():
+                proc.kill()
+                code = proc.wait()
+                del cls.workers[key]
+                return subprocess.CompletedProcess(argv, code or 1, "", "the warm worker died")
+            r = json.loads(reply.read_text())
+        return subprocess.CompletedProcess(argv, r["returncode"], r["stdout"], r["stderr"])
+
+    @classmethod
+    def close(cls) -> None:
+        if cls.verify_session is not None:
+            cls.verify_session.close()
+            cls.verify_session = None
+        for proc in cls.workers.values():
+            if proc.poll() is None:
+                proc.stdin.close()
+        for proc in cls.workers.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        cls.workers = {}
+
+
+import atexit  # noqa: E402
+
+atexit.register(Warm.close)
+
+
 def run_side(directory: Path, side: str, code: str, driver: str, *args: str, timeout: int = 600,
              **env: str) -> dict:
     """``code`` as model.py and ``driver`` as drive.py in ``directory`` (made here), the driver run with
     ``directory`` and ``args`` as its arguments (TensorFlow unimportable unless ``side`` is "keras",
-    TF_CPP_MIN_LOG_LEVEL=3 and ``env`` set); the JSON of its last ``RESULT`` line."""
-    directory.mkdir()
+    TF_CPP_MIN_LOG_LEVEL=3 and ``env`` set; in a warm worker of the test file, Warm); the JSON of its last
+    ``RESULT`` line."""
+    directory.mkdir(parents=True)
     (directory / "model.py").write_text(code)
     (directory / "drive.py").write_text(driver)
-    pre = [] if side == "keras" else WITHOUT_TENSORFLOW
-    p = subprocess.run([sys.executable, *pre, str(directory / "drive.py"), str(directory), *args], capture_output=True,
-                       text=True, timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **env))
+    p = Warm.run(directory / "drive.py", [str(directory), *args], side, dict(env, TF_CPP_MIN_LOG_LEVEL="3"), timeout)
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, p.stderr[-3000:]
     return json.loads(line[-1][len("RESULT "):])
@@ -44,6 +218,44 @@ def keras_and_torch(tmp_path: Path, keras_code: str, torch_code: str, driver: st
     driver's second argument)."""
     return (run_side(tmp_path / "keras", "keras", keras_code, driver, "keras", **env),
             run_side(tmp_path / "torch", "torch", torch_code, driver, "torch", **env))
+
+
+class Runs:
+    """The results of keras_and_torch_cases: ``runs[name]`` is the case's (Keras result, torch result) as
+    keras_and_torch gives them (None for a side not run); a case that failed on a side, or whose translation
+    failed, raises an AssertionError that names it."""
+
+    def __init__(self, results: dict):
+        self.results = results
+
+    def __getitem__(self, name: str) -> tuple:
+        pair = []
+        for side, r in zip(("keras", "torch"), self.results[name]):
+            if isinstance(r, BaseException):
+                raise AssertionError(f"case {name!r}: {r}") from r
+            if r is not None and "error" in r:
+                raise AssertionError(f"case {name!r} failed on the {side} side:\n{r['error']}")
+            pair.append(None if r is None else r["result"])
+        return tuple(pair)
+
+
+def keras_and_torch_cases(directory: Path, cases: dict) -> Runs:
+    """keras_and_torch for several cases at once (for a module-scoped fixture: the tests assert on their case's
+    results). ``cases`` maps a name to (keras_code, torch_code, driver) or (keras_code, torch_code, driver, env):
+    torch_code None runs the Keras side only, an exception (a translation that failed) is that case's failure; a
+    case that fails on a side is that case's failure, not the others'."""
+    results = {}
+    for name, (kcode, tcode, driver, *env) in cases.items():
+        env = env[0] if env else {}
+        results[name] = []
+        for side, code in (("keras", kcode), ("torch", tcode)):
+            if isinstance(code, str):
+                try:
+                    code = {"result": run_side(directory / name / side, side, code, driver, side, **env)}
+                except AssertionError as e:
+                    code = {"error": str(e)}
+            results[name].append(code)
+    return Runs(results)
 
 
 def compare_fit(keras_out: dict, torch_out: dict, keys: list[str], *, atol: float = 1e-6) -> None:
@@ -91,8 +303,8 @@ def torch_and_jax(tmp_path: Path, torch_code: str, jax_code: str, body: str, tim
     (tmp_path / "jax_side.py").write_text(jax_code)
     (tmp_path / "drive.py").write_text(TORCH_OR_JAX + body)
     for side in ("torch", "jax"):
-        p = subprocess.run([sys.executable, "drive.py", side, f"{side}_side.py", f"{side}.npy"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=timeout)
+        p = Warm.run(Path("drive.py"), [side, f"{side}_side.py", f"{side}.npy"], f"torch2jax-{side}", {}, timeout,
+                     tmp_path)
         assert p.returncode == 0, f"the {side} side failed:\n{p.stderr[-3000:]}"
     return np.load(tmp_path / "torch.npy"), np.load(tmp_path / "jax.npy")
 
@@ -112,10 +324,14 @@ ns = runpy.run_path(sys.argv[2])
 """
 
 
-def run_driver(driver: str, *args, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
-    """``python -c driver args...`` (``kw`` to subprocess.run: cwd, env), which must succeed."""
-    p = subprocess.run([sys.executable, "-c", driver, *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, **kw)
+def run_driver(driver: str, *args, timeout: int = 300, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """``python -c driver args...`` (in ``cwd``; in a warm worker of the test file and side, Warm, where the first
+    argument is the side, "torch" or "jax", and ``env`` does not give the whole environment), which must succeed."""
+    if env is None and args and str(args[0]) in ("torch", "jax"):  # SIDE_HEAD's: a warm worker per side
+        p = Warm.run(driver, args, f"torch2jax-{args[0]}", {}, timeout, cwd)
+    else:
+        p = subprocess.run([sys.executable, "-c", driver, *map(str, args)], capture_output=True, text=True,
+                           timeout=timeout, cwd=cwd, env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     return p
 
@@ -158,13 +374,12 @@ def both_sides(tmp_path, src: str, body: str) -> tuple[list, list]:
 def verify_torch2jax(original: Path, translated: Path, model: str, inputs: list[str], **options) -> dict:
     """The certificate of ``fwport verify`` of ``translated`` against ``original`` (torch2jax on the CPU, forward and
     gradients in float64 unless ``options`` say otherwise; ``options`` are verify's Options)."""
-    from fwport.verify.run import Options, Session, verify
+    from fwport.verify.run import Options, verify
 
     options = {"checks": ("forward", "grad"), "dtype": "float64", **options}
     opts = Options(str(original), str(translated), model, inputs=inputs, device="cpu", direction="torch2jax",
                    **options)
-    with Session() as session:
-        return verify(opts, session)
+    return verify(opts, Warm.session())
 
 
 def verify_model(tmp_path: Path, source: str, model: str, inputs: list[str], **options) -> dict:
@@ -193,5 +408,5 @@ def keras3_forward_verified(tmp_path: Path, src: str, out: str, model: str, shap
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
-                          checks=("forward",), device="cpu", keras=3))
+                          checks=("forward",), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

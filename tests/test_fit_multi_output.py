@@ -20,7 +20,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from runners import compare_fit, keras_and_torch
+from runners import compare_fit, keras_and_torch_cases
 from test_fit_callbacks import errors, tx
 
 SRC = '''
@@ -82,19 +82,53 @@ print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels()
 KEYS = ["loss", "out_a_loss", "out_b_loss", "val_loss", "val_out_a_loss", "val_out_b_loss"]
 
 
-def _run(tmp_path, src: str, keras2: bool = False):
-    src = textwrap.dedent(src)
-    if keras2:  # tensorflow.keras is tf_keras, and fwport translates the file as Keras 2 code
-        src = "# fwport: keras=2\n" + src.lstrip("\n")
-    trans = tx(src)
-    assert errors(trans) == [], errors(trans)
-    env = {"TF_USE_LEGACY_KERAS": "1"} if keras2 else {}
-    return trans.output, keras_and_torch(tmp_path, src, trans.output, DRIVER, **env)
+def _cases() -> dict:
+    """Every program the tests train, by name: (its source, whether it is Keras 2 code, its driver)."""
+    cases = {f"dict-keras{2 if k2 else 3}": (SRC, k2, DRIVER) for k2 in (False, True)}
+    cases["evaluate-dict"] = (SRC.replace('model.evaluate(x, {"out_a": ya, "out_b": yb}, batch_size=4, verbose=0)',
+                                          'model.evaluate(x, [ya, yb], batch_size=4, verbose=0, return_dict=True)'),
+                              False, DRIVER)
+    cases["one"] = (ONE, False, DRIVER)
+    cases["two-in"] = (TWO_IN, False, TWO_IN_DRIVER)
+    for k2 in (False, True):
+        n = 2 if k2 else 3
+        cases[f"listed-keras{n}"] = (LISTED, k2, DRIVER)
+        cases[f"classes-keras{n}"] = (CLASSES, k2, CLASSES_DRIVER)
+        cases[f"stopped-keras{n}"] = (STOPPED, k2, DRIVER)
+        cases[f"outputs-dict-keras{n}"] = (DICT.replace(
+            "    return history.history, model.evaluate(",
+            '    history.history["predict"] = model.predict(x[:5], verbose=0)["b"].tolist()\n'
+            "    return history.history, model.evaluate("), k2, DRIVER)
+    for (metrics, k2, _), name in zip(PER_OUTPUT, PER_OUTPUT_IDS, strict=True):
+        cases[f"metrics-{name}"] = (_with_metrics(metrics), k2, DRIVER)
+    return cases
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Each case of _cases translated, and trained by Keras and by its translation (all in one Keras subprocess and
+    one torch subprocess per Keras version): (the translations by name, runners.Runs)."""
+    outs, todo = {}, {}
+    for name, (src, keras2, driver) in _cases().items():
+        src = textwrap.dedent(src)
+        if keras2:  # tensorflow.keras is tf_keras, and fwport translates the file as Keras 2 code
+            src = "# fwport: keras=2\n" + src.lstrip("\n")
+        trans = tx(src)
+        outs[name] = trans.output
+        torch_code = trans.output if not errors(trans) else AssertionError(f"translation errors: {errors(trans)}")
+        todo[name] = (src, torch_code, driver, {"TF_USE_LEGACY_KERAS": "1"} if keras2 else {})
+    return outs, keras_and_torch_cases(tmp_path_factory.mktemp("fits"), todo)
+
+
+def _run(runs, name: str):
+    """The translation of case ``name`` of _cases, and (Keras's results, the translation's)."""
+    outs, results = runs
+    return outs[name], results[name]
 
 
 @pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
-def test_a_dict_of_losses_and_weights_trains_as_keras(tmp_path, keras2):
-    out, (keras_out, torch_out) = _run(tmp_path, SRC, keras2)
+def test_a_dict_of_losses_and_weights_trains_as_keras(runs, keras2):
+    out, (keras_out, torch_out) = _run(runs, f"dict-keras{2 if keras2 else 3}")
     assert 'loss_fn = {"out_a": nn.MSELoss(), "out_b": ' in out
     assert "loss = 1.0 * losses[0] + 0.5 * losses[1]" in out
     compare_fit(keras_out, torch_out, KEYS)
@@ -105,13 +139,11 @@ def test_a_dict_of_losses_and_weights_trains_as_keras(tmp_path, keras2):
         assert abs(kh["loss"][0] - (kh["out_a_loss"][0] + 0.5 * kh["out_b_loss"][0])) > 1e-4
 
 
-def test_keras2_and_keras3_average_each_output_differently(tmp_path):
+def test_keras2_and_keras3_average_each_output_differently(runs):
     """The same program, the same weights: Keras 2's and Keras 3's "loss" agree, their "out_a_loss" do not
     (averaged by samples, by batches), and each translation gives its Keras's."""
-    (tmp_path / "3").mkdir()
-    (tmp_path / "2").mkdir()
-    _, (k3, t3) = _run(tmp_path / "3", SRC)
-    _, (k2, t2) = _run(tmp_path / "2", SRC, keras2=True)
+    _, (k3, t3) = _run(runs, "dict-keras3")
+    _, (k2, t2) = _run(runs, "dict-keras2")
     assert abs(k3["history"]["loss"][0] - k2["history"]["loss"][0]) < 1e-5
     assert abs(k3["history"]["out_a_loss"][0] - k2["history"]["out_a_loss"][0]) > 1e-3
     assert abs(t3["history"]["out_a_loss"][0] - k3["history"]["out_a_loss"][0]) < 1e-5
@@ -119,24 +151,23 @@ def test_keras2_and_keras3_average_each_output_differently(tmp_path):
 
 
 @pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
-def test_a_list_of_losses_with_a_loss_object_and_a_list_of_weights(tmp_path, keras2):
-    out, (keras_out, torch_out) = _run(tmp_path, LISTED, keras2)
+def test_a_list_of_losses_with_a_loss_object_and_a_list_of_weights(runs, keras2):
+    out, (keras_out, torch_out) = _run(runs, f"listed-keras{2 if keras2 else 3}")
     assert 'loss_fn = {"out_a": nn.MSELoss(), "out_b": nn.HuberLoss(delta=0.5)}' in out
     assert "loss = 2.0 * losses[0] + 0.25 * losses[1]" in out
     compare_fit(keras_out, torch_out, KEYS)
 
 
-def test_one_loss_is_every_outputs_loss(tmp_path):
-    out, (keras_out, torch_out) = _run(tmp_path, ONE)
+def test_one_loss_is_every_outputs_loss(runs):
+    out, (keras_out, torch_out) = _run(runs, "one")
     assert 'loss_fn = {"out_a": nn.L1Loss(), "out_b": nn.L1Loss()}' in out
     assert "loss = losses[0] + losses[1]" in out
     compare_fit(keras_out, torch_out, KEYS)
 
 
-def test_evaluate_return_dict_has_keras_keys(tmp_path):
-    src = SRC.replace('model.evaluate(x, {"out_a": ya, "out_b": yb}, batch_size=4, verbose=0)',
-                      'model.evaluate(x, [ya, yb], batch_size=4, verbose=0, return_dict=True)')
-    out, (keras_out, torch_out) = _run(tmp_path, src)
+def test_evaluate_return_dict_has_keras_keys(runs):
+    out, (keras_out, torch_out) = _run(runs, "evaluate-dict")
+    assert "return_dict=True" in _cases()["evaluate-dict"][0]
     assert sorted(keras_out["evaluate"]) == sorted(torch_out["evaluate"]) == ["loss", "out_a_loss", "out_b_loss"]
     for k, v in keras_out["evaluate"].items():
         assert abs(torch_out["evaluate"][k] - v) <= 2e-4 * abs(v) + 1e-6, k
@@ -218,16 +249,12 @@ CLASSES_DRIVER = DRIVER.replace("(rng.normal(size=(8, 1)) * 0.7).astype(\"float3
 
 
 @pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
-def test_sparse_labels_and_a_logits_loss_per_output(tmp_path, keras2):
+def test_sparse_labels_and_a_logits_loss_per_output(runs, keras2):
     """A softmax output's sparse cross-entropy (labels (n,), a class axis) and a logits output's binary one; the
     dict of losses in another order than the outputs', a list of weights in theirs; validation_data with a list."""
-    src = "# fwport: keras=2\n" + CLASSES.lstrip("\n") if keras2 else CLASSES
-    trans = tx(src)
-    assert errors(trans) == [], errors(trans)
-    assert 'loss_fn = {"kind": nn.NLLLoss(), "flag": nn.BCEWithLogitsLoss()}' in trans.output
-    assert "loss = 0.3 * losses[0] + 1.5 * losses[1]" in trans.output
-    env = {"TF_USE_LEGACY_KERAS": "1"} if keras2 else {}
-    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(src), trans.output, CLASSES_DRIVER, **env)
+    out, (keras_out, torch_out) = _run(runs, f"classes-keras{2 if keras2 else 3}")
+    assert 'loss_fn = {"kind": nn.NLLLoss(), "flag": nn.BCEWithLogitsLoss()}' in out
+    assert "loss = 0.3 * losses[0] + 1.5 * losses[1]" in out
     compare_fit(keras_out, torch_out, ["loss", "kind_loss", "flag_loss", "val_loss", "val_kind_loss",
                                        "val_flag_loss"])
 
@@ -279,15 +306,12 @@ def train(x, ya, yb):
 TWO_IN_DRIVER = DRIVER.replace("W = [(rng.normal(size=(4, 8)) * 0.7)", "W = [(rng.normal(size=(6, 8)) * 0.7)")
 
 
-def test_several_inputs_and_several_outputs(tmp_path):
+def test_several_inputs_and_several_outputs(runs):
     """keras-io's guides (functional_api, training_with_built_in_methods): x a dict by the inputs' names (or a list),
     y a list or a dict by the outputs' names."""
-    trans = tx(TWO_IN)
-    assert errors(trans) == [], errors(trans)
-    out = trans.output
+    out, (keras_out, torch_out) = _run(runs, "two-in")
     assert "fit(model, optimizer, loss_fn, [x, x[:, 2:]], [ya, yb]," in out
     assert "pred = model(*xb)" in out
-    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(TWO_IN), out, TWO_IN_DRIVER)
     compare_fit(keras_out, torch_out, KEYS)
 
 
@@ -300,11 +324,11 @@ STOPPED = SRC.replace(
 
 
 @pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
-def test_callbacks_see_each_outputs_history_keys(tmp_path, keras2):
+def test_callbacks_see_each_outputs_history_keys(runs, keras2):
     """keras-io training_with_built_in_methods: callbacks of a fit of several outputs; EarlyStopping monitoring
     val_out_a_loss stops both at the same epoch (fewer than the 12 asked), with the same History."""
     assert "callbacks=[keras.callbacks.EarlyStopping(" in STOPPED
-    out, (keras_out, torch_out) = _run(tmp_path, STOPPED, keras2)
+    out, (keras_out, torch_out) = _run(runs, f"stopped-keras{2 if keras2 else 3}")
     assert "callbacks=[EarlyStopping(" in out and "callback.on_epoch_end(epoch, logs)" in out
     assert 2 < len(keras_out["history"]["loss"]) < 12
     compare_fit(keras_out, torch_out, KEYS)
@@ -351,13 +375,17 @@ PER_OUTPUT = [
 ]
 
 
-@pytest.mark.parametrize("metrics, keras2, names", PER_OUTPUT,
-                         ids=["dict-keras3", "dict-keras2", "lists-keras3", "flat-keras3", "flat-keras2", "some-keras2"])
-def test_each_outputs_metrics_have_keras_history_keys_and_values(tmp_path, metrics, keras2, names):
+PER_OUTPUT_IDS = ["dict-keras3", "dict-keras2", "lists-keras3", "flat-keras3", "flat-keras2", "some-keras2"]
+
+
+@pytest.mark.parametrize("metrics, keras2, names", PER_OUTPUT, ids=PER_OUTPUT_IDS)
+def test_each_outputs_metrics_have_keras_history_keys_and_values(runs, request, metrics, keras2, names):
     """Each metric on its output, named "<output>_<metric>" in the History (val_ likewise), averaged by samples;
     evaluate's list in Keras's order (Keras 3: the metrics sorted by name after the losses; Keras 2: output by
     output as given)."""
-    out, (keras_out, torch_out) = _run(tmp_path, _with_metrics(metrics), keras2)
+    name = "metrics-" + request.node.callspec.id
+    assert _cases()[name][:2] == (_with_metrics(metrics), keras2)
+    out, (keras_out, torch_out) = _run(runs, name)
     assert "metric.update_state(yb[at], pred[at])" in out
     compare_fit(keras_out, torch_out, _metric_keys(*names))
     assert len(torch_out["evaluate"]) == 3 + len(names)
@@ -386,15 +414,12 @@ DICT = SRC.replace("model = keras.Model(inputs, [out_a, out_b])", 'model = keras
 
 
 @pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
-def test_a_dict_of_outputs(tmp_path, keras2):
+def test_a_dict_of_outputs(runs, keras2):
     """keras.Model(inputs, {"b": out_b, "a": out_a}): Keras orders the outputs by their keys; the History names them
     by the keys in Keras 3 ("a_loss", "a_mae") and by the output layers' names in Keras 2 ("out_a_loss"), measured;
     predict gives a dict of arrays."""
     assert DICT.count('"a"') == 6  # the model, loss, weights, metrics, fit's and evaluate's labels
-    src = DICT.replace("    return history.history, model.evaluate(",
-                       '    history.history["predict"] = model.predict(x[:5], verbose=0)["b"].tolist()\n'
-                       "    return history.history, model.evaluate(")
-    out, (keras_out, torch_out) = _run(tmp_path, src, keras2)
+    out, (keras_out, torch_out) = _run(runs, f"outputs-dict-keras{2 if keras2 else 3}")
     assert "pred = [pred[name] for name in loss_fn]" in out
     names = ["out_a", "out_b"] if keras2 else ["a", "b"]
     keys = ["loss", *(f"{n}_loss" for n in names), f"{names[0]}_mae", f"{names[1]}_accuracy"]
