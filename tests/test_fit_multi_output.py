@@ -253,7 +253,7 @@ def test_sparse_labels_and_a_logits_loss_per_output(runs, keras2):
     """A softmax output's sparse cross-entropy (labels (n,), a class axis) and a logits output's binary one; the
     dict of losses in another order than the outputs', a list of weights in theirs; validation_data with a list."""
     out, (keras_out, torch_out) = _run(runs, f"classes-keras{2 if keras2 else 3}")
-    assert 'loss_fn = {"kind": nn.NLLLoss(), "flag": nn.BCEWithLogitsLoss()}' in out
+    assert 'loss_fn = {"kind": nn.CrossEntropyLoss(), "flag": nn.BCEWithLogitsLoss()}' in out
     assert "loss = 0.3 * losses[0] + 1.5 * losses[1]" in out
     compare_fit(keras_out, torch_out, ["loss", "kind_loss", "flag_loss", "val_loss", "val_kind_loss",
                                        "val_flag_loss"])

@@ -94,10 +94,10 @@ model.compile(optimizer="adam", loss=["sparse_categorical_crossentropy", "mse"],
 def test_losses_per_output_are_translated_or_refused_precisely():
     # a functional model of named outputs: a loss per output (tests/test_fit_multi_output.py measures the loops)
     out = tx(MULTI).output
-    assert 'loss_fn = {"a": nn.NLLLoss(), "b": nn.MSELoss()}' in out
+    assert 'loss_fn = {"a": nn.CrossEntropyLoss(), "b": nn.MSELoss()}' in out
     src = MULTI.replace('loss=["sparse_categorical_crossentropy", "mse"]',
                         'loss={"a": "sparse_categorical_crossentropy", "b": "mse"}')
-    assert 'loss_fn = {"a": nn.NLLLoss(), "b": nn.MSELoss()}' in tx(src).output
+    assert 'loss_fn = {"a": nn.CrossEntropyLoss(), "b": nn.MSELoss()}' in tx(src).output
     # a model whose outputs fwport does not read (a subclass): the refusal gives Keras's sum
     src = MULTI.replace("model = keras.Model(inputs, [a, b])", "model = Two()").replace("inputs = keras.Input", """
 
