@@ -205,7 +205,8 @@ def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     "b = x.shape[0]\nreturn x * b",
     # (b, n, _ = x.shape; x.reshape(b * n, -1) is translated since t2jbatch3: one example's rows, the batch merged
     # outermost into dimension 0, verified in test_torch2jax_batch_rows.py)
-    "return torch.randn(x.size(0), 4)",
+    # (torch.randn(x.size(0), 4) is translated since t2jbatch4: one draw per example from its own key, checked in
+    # test_torch2jax_batch_gathers.py)
     "return torch.zeros(x.size(0) + 1, 4)",
     "return x[0, :]",
 ])
