@@ -2821,6 +2821,8 @@ class _Builder:
                             "for them only (an if, a loop or a keras.Input's shape depends on them); its __init__ "
                             "raises ValueError for others", self.origin.get(id(model_call), (None, model_call))[1])
         ctx.settle(model_call)
+        # (translated, not left as written: variables.py's x.numpy() of its output gets .detach())
+        ctx.analyses.setdefault("functional_translated_models", {})[id(model_call)] = model_call
         for said in self.mode_said:
             gone = next((f for f in ctx.findings if f.message.startswith(said)), None)
             if gone is not None:

@@ -270,7 +270,8 @@ class _Methods(cst.CSTVisitor):
         """Whether every one of these constructor calls is left as written (settled, or refused with an error at
         it) by the time the rule pass reaches a later statement."""
         errors = {id(p.node) for p in self.ctx.pending if p.finding.severity is Severity.ERROR}
-        return all(self.ctx.is_settled(c) or id(c) in errors for c in calls)
+        translated = self.ctx.analyses.get("functional_translated_models", {})  # settled, but by a translation
+        return all(self.ctx.is_settled(c) and translated.get(id(c)) is not c or id(c) in errors for c in calls)
 
     def _detached(self, node: cst.Call, sources: list[cst.Call] | None = None) -> None:
         """``x.numpy()`` on any other receiver: ``x.detach().numpy()`` (x may be a model's output, a loss, or
