@@ -2145,6 +2145,21 @@ class Forward(cst.CSTTransformer):
                        "the batch axis), which a per-example module does not have (left as written it would be the size "
                        "of the example's first axis): do this outside the module, over the vmapped outputs")
             return updated
+        entry = self.ctx.analyses.get(FUNCTION_DIMS, {}).get(original.func.value) \
+            if isinstance(original.func, cst.Name) and not self.batch_whole else None
+        if entry is not None and any(self.is_batched(a.value) for a in original.args):
+            from fwport.packs.torch2jax.passes.modules import function_dims_used
+            dims = function_dims_used(entry, original)
+        else:
+            dims = None
+        if dims:
+            shown = ", ".join(code(d) if len(code(d)) <= 40 else code(d)[:37] + "..." for d in dims[:3])
+            self.error(original, f"{original.func.value}() is a function of this file, given a batched tensor here, "
+                       f"where one example reaches it; its dimensions and sizes are written for the batch ({shown}"
+                       f"{', ...' if len(dims) > 3 else ''}) and would be translated as written, counting the batch "
+                       "axis one example does not have: write the function for one example, or call it outside the "
+                       "module, over the vmapped outputs")
+            return updated
         module = self.module_called(original.func)
         if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
             rows = id(original) in self.windowed  # (over_windows: the callee gets one row of the windows)
@@ -4018,6 +4033,8 @@ def _group(names: list[str]) -> str:
 #: ctx.analyses entry: the source code of einops layers whose pattern moves the batch axis and which batch.Forward
 #: follows (the last layer of a Sequential every call of which it saw): ops.py writes them for one example
 MOVING_LAYERS = "torch2jax.moving-einops-layers"
+#: analyses key (modules.py's _function_dims): module-level functions written for the batch → their dimensions
+FUNCTION_DIMS = "torch2jax.function-dims"
 
 
 def moving_last_layer(seq) -> tuple[cst.Call, int] | None:

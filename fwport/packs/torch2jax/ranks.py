@@ -96,6 +96,12 @@ def _agreed_axes(values: list):
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
+def forward_params(fn: cst.FunctionDef) -> list[str]:
+    """A forward's inputs: its parameters after self, the keyword-only ones last (``forward(self, x, *, mask)``: a
+    caller gives ``mask=m`` by name, which :func:`_param_axes` reads; positions index the positional ones alone)."""
+    return [p.name.value for p in (*fn.params.params[1:], *fn.params.kwonly_params)]
+
+
 def _param_axes(params: list[str], calls: list, optimistic: bool = False) -> dict[str, object]:
     """A module class's parameters → the batch position its callers agree on for each, where not first (a parameter
     given a batched value at different positions: batch.UNKNOWN). ``optimistic`` (while ranks.analyse iterates): a
@@ -158,7 +164,10 @@ def through(seq: Sequence, rank: int | None, blind: list | None = None) -> tuple
     return rank, wraps
 
 
-def _sequence(value: cst.BaseExpression, ctx) -> Sequence | None:
+def _sequence(value: cst.BaseExpression, ctx, local: dict | None = None) -> Sequence | None:
+    """``nn.Sequential(<layer calls>)`` (or one branch of ``... if c else nn.Identity()``) → its Sequence. ``local``:
+    the values __init__ assigned to its plain names so far: a layer given by a name bound once to a layer call
+    (FiLM's ``proj = nn.Linear(dim, 2 * dim)``, then ``nn.Sequential(proj, Rearrange(...))``) is that call."""
     other = None
     if isinstance(value, cst.IfExp):
         for seq, alt in ((value.body, value.orelse), (value.orelse, value.body)):
@@ -168,10 +177,17 @@ def _sequence(value: cst.BaseExpression, ctx) -> Sequence | None:
                 break
         else:
             return None
-    if not isinstance(value, cst.Call) or ctx.imports.resolve(value.func) != "torch.nn.Sequential" \
-            or any(a.star or a.keyword or not isinstance(a.value, cst.Call) for a in value.args):
+    if not isinstance(value, cst.Call) or ctx.imports.resolve(value.func) != "torch.nn.Sequential":
         return None
-    return Sequence([(ctx.imports.resolve(a.value.func), a.value) for a in value.args], other)
+    layers = []
+    for a in value.args:
+        v = a.value
+        if isinstance(v, cst.Name) and local is not None and len(local.get(v.value, ())) == 1:
+            v = local[v.value][0]
+        if a.star or a.keyword or not isinstance(v, cst.Call):
+            return None
+        layers.append((ctx.imports.resolve(v.func), v))
+    return Sequence(layers, other)
 
 
 def _elements(value: cst.BaseExpression, ctx, classes: set[str]) -> tuple[str, ...] | None:
@@ -410,8 +426,13 @@ class _InitAttributes(cst.CSTVisitor):
         self.added = added
         self.assigned: dict[str, list] = {}  # attribute → the values __init__ assigns it
         self.params = {p.name.value for p in cls_init_params(cls)}
+        self.local: dict[str, list] = {}  # plain name → the values assigned to it so far (None: unpacked, augmented)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            for name in target_names(target.target):
+                self.local.setdefault(name, []).append(
+                    node.value if isinstance(target.target, cst.Name) else None)
         t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
         if not t or not t.startswith("self.") or t.count(".") != 1:
             return
@@ -433,7 +454,7 @@ class _InitAttributes(cst.CSTVisitor):
                 kinds.add(None)
         if _activation(v, self.ctx, self.functions or {}):
             self.info.activations.add(t[5:])
-        seq = _sequence(v, self.ctx)
+        seq = _sequence(v, self.ctx, self.local)
         if seq is not None:
             self.info.sequences[t[5:]] = seq
         if isinstance(v, cst.Call) and self.ctx.imports.resolve(v.func) == "torch.nn.ModuleDict" and v.args \
@@ -616,7 +637,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
         blind: dict[str, list] = {}
         changed = False
         for name, (fwd, subs) in forwards.items():
-            params = [p.name.value for p in fwd.params.params[1:]]
+            params = forward_params(fwd)
             f = Forward(probe, set(params), set(), subs, ranks=table[name])
             rewrite(fwd.body, f)
             for k, v in f.seen_calls.items():
@@ -633,7 +654,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             second[name] = f.second
             shared[name] = f.unbatched
         for name, (fwd, _) in forwards.items():
-            params = [p.name.value for p in fwd.params.params[1:]]
+            params = forward_params(fwd)
             calls = seen.get(name, [])
             axes = _param_axes(params, seen_axes.get(name, []), optimistic=True) if seen_axes.get(name) else \
                 {**table[name].axes, **{p: 1 for p in second.get(name, ())},
@@ -654,5 +675,5 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             break
     for name, (fwd, _) in forwards.items():  # what the settled table's calls give, without optimism
         if seen_axes.get(name):
-            table[name].axes = _param_axes([p.name.value for p in fwd.params.params[1:]], seen_axes[name])
+            table[name].axes = _param_axes(forward_params(fwd), seen_axes[name])
     return table

@@ -35,7 +35,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, modes, ranks
 from fwport.packs.torch2jax import surgery, tying
-from fwport.packs.torch2jax.batch import DROP, SEQ_PROVEN, Forward
+from fwport.packs.torch2jax.batch import DROP, FUNCTION_DIMS, SEQ_PROVEN, Forward
 
 PLANS = "torch2jax.modules"
 
@@ -133,6 +133,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     # per-example ranks across the classes (ranks.py); per-vector layers a Sequential gives more than one axis wrapped
     whole = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes
              and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(s))}
+    ctx.analyses[FUNCTION_DIMS] = _function_dims(module, ctx, classes)
     table = ranks.analyse(module, ctx, classes, whole)
     outside["ranks"] = table
     outside["batched"] = _batched_classes(module, ctx, classes, whole, table)
@@ -913,9 +914,18 @@ class _HelperDims(cst.CSTVisitor):
     translated as written, counting the batch axis that is not there (``torch.cat([a, b], dim=1)`` would join the
     wrong axis). Each is a ``batch-axis`` error; negative dimensions count from the end and are the same."""
 
-    def __init__(self, ctx, where: str):
+    def __init__(self, ctx, where: str, found: list | None = None):
         super().__init__()
         self.ctx, self.where = ctx, where
+        self.found = found  # (a module-level function: _function_dims) collected, not reported
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """``x.shape[0]`` (a literal non-negative index): the batch size in PyTorch, a size of the example in one
+        (collected for module-level functions; a method's keep what they had)."""
+        if self.found is not None and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
+                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and isinstance(node.slice[0].slice.value, cst.Integer):
+            self.found.append((node, [None]))
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
@@ -934,10 +944,64 @@ class _HelperDims(cst.CSTVisitor):
         if dims and all(d is not None and _negative(d) for d in dims):
             return
         name = f"{dotted_text(f) or ''}" if not method else f".{f.attr.value}"
+        if self.found is not None:
+            self.found.append((node, dims))
+            return
         self.ctx.report(Severity.ERROR, "batch-axis", f"{name}(...) in {self.where}, which forward calls with one "
                         "example: its dimensions and sizes are written for the batch and are translated as written "
                         "(fwport writes them for one example in forward only); compute this in forward, or write "
                         "the method for one example (negative dimensions are the same for both)", node)
+
+
+def _function_dims(module: cst.Module, ctx, classes: set[str]) -> dict[str, tuple]:
+    """The module-level functions (not classes) whose dimensions or sizes are written for the batch (_HelperDims's:
+    ``x.sum(0)``, ``torch.cat(..., dim=1)``, ``x.size(0)``, and ``x.shape[0]``), or that call such a function of the
+    file: name → (its parameters, [(expression, the parameters giving its dimensions, or None: written there)]); a
+    dimension that is a parameter counts where a call leaves it a non-negative one (function_dims_used).
+    batch.Forward refuses a call of one given a batched tensor in a per-example forward: one example reaches it, its
+    dimensions would be translated as written (timm's ``drop_path(x, p)``, ``shape = (x.shape[0],) + (1,) *
+    (x.ndim - 1)``, would drop features of one example, not whole examples)."""
+    defs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in classes}
+    out: dict[str, tuple] = {}
+    for name, fn in defs.items():
+        params = {p.name.value: p.default for p in (*fn.params.posonly_params, *fn.params.params,
+                                                    *fn.params.kwonly_params)}
+        found: list = []
+        scan(fn.body, _HelperDims(ctx, f"{name}()", found))
+        entries = []
+        for node, dims in found:
+            given = {d.value for d in dims if isinstance(d, cst.Name) and d.value in params}
+            written = any(not (isinstance(d, cst.Name) and d.value in params) for d in dims)
+            entries.append((node, None if written or not given else frozenset(given)))
+        if entries:
+            out[name] = (fn.params, entries)
+    changed = True
+    while changed:  # (a function calling one of them by name hands it the batch too)
+        changed = False
+        for name, fn in defs.items():
+            if name not in out:
+                calls = [(c, None) for c in _calls(fn) if isinstance(c.func, cst.Name) and c.func.value in out]
+                if calls:
+                    out[name], changed = (fn.params, calls), True
+    return out
+
+
+def function_dims_used(entry: tuple, call: cst.Call) -> list[cst.CSTNode]:
+    """The expressions of a _function_dims entry that count the batch axis for this call: those written there, and
+    those whose dimension is a parameter the call gives (or leaves at its default) as other than a negative literal
+    (``l2norm(t, dim=-1)`` called as ``l2norm(x)`` counts from the end: the same per example)."""
+    params, entries = entry
+    names = [p.name.value for p in (*params.posonly_params, *params.params)]
+    given = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    given.update({names[i]: a.value for i, a in enumerate(a for a in call.args if a.keyword is None and not a.star)
+                  if i < len(names)})
+    defaults = {p.name.value: p.default for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    starred = any(a.star for a in call.args)
+
+    def counts(p: str) -> bool:
+        v = given.get(p, defaults.get(p))
+        return starred or v is None or not _negative(v)
+    return [node for node, ps in entries if ps is None or any(counts(p) for p in ps)]
 
 
 def _negative(node: cst.BaseExpression) -> bool:
@@ -2060,7 +2124,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     refused: set[str] = set()
     for m in traced:
         fn = methods[m]
-        mf = Forward(ctx, {p.name.value for p in fn.params.params[1:]},
+        mf = Forward(ctx, set(ranks.forward_params(fn)),
                      keyed | {n for n, q in entries.items() if q in RANDOM}, {**given, **subs, **entries}, stateful,
                      buffers, table[ranks.method_key(cls.name.value, m)], leading)
         mf.keyed_classes = keyed_classes
@@ -2084,8 +2148,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             body[i] = written[cls.body.body[i].name.value]
         elif s is None:
             s = cls.body.body[i]
-            params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set() if plan["whole"] else set(params),
+            params = [p.name.value for p in s.params.params[1:]]  # (positional: jax.vmap's in_axes)
+            fwd = Forward(ctx, set() if plan["whole"] else set(ranks.forward_params(s)),
                           keyed | (at_call - {"forward"}) | {n for n, q in entries.items() if q in RANDOM},
                           {**given, **subs, **entries}, stateful, buffers,
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
@@ -2384,7 +2448,7 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
         leading: dict[str, tuple[int, int]] = {}  # (as the real rewrite sees them: a causal mask's leading ones)
         if init is not None:
             rewrite(init, _Buffers(probe, buffers, leading))
-        f = Forward(probe, {p.name.value for p in fwd.params.params[1:]}, set(), subs, buffers=buffers,
+        f = Forward(probe, set(ranks.forward_params(fwd)), set(), subs, buffers=buffers,
                     ranks=table.get(name), leading_ones=leading)
         rewrite(fwd.body, f)
         if probe.refused:
