@@ -6,7 +6,9 @@ an error.
 
 Numbers: the program runs under TensorFlow and translated (TensorFlow unimportable there); the shapes and the
 elements (TensorFlow's bytes decoded) agree, and so do a gather by an argmax (the kio tf_serving pattern: a label
-looked up by the predicted class) and tf.strings.lower of the constant."""
+looked up by the predicted class) and tf.strings.lower of the constant. ``x.dtype == tf.string`` (``!=``) becomes
+a test of the NumPy dtype kind (strings.py), True for such an array and False for a torch tensor, as TensorFlow's
+for string and numeric tensors."""
 from __future__ import annotations
 
 import textwrap
@@ -33,6 +35,18 @@ def predicted(logits, labels=labels):
 
 def lowered():
     return tf.strings.lower(labels)
+
+
+numbers = tf.constant([1.0, 2.0])
+counts = tf.constant([[1, 2]])
+
+
+def is_text(x):
+    return x.dtype == tf.string
+
+
+def not_text(x):
+    return (tf.string != x.dtype)
 '''
 
 DRIVER = '''
@@ -56,6 +70,7 @@ else:
     logits = tf.constant(logits)
 out = {k: text(v) for k, v in dict(labels=labels, grid=grid, word=word, raw=raw, again=again,
                                    predicted=predicted(logits), lowered=lowered()).items()}
+out["checks"] = [[is_text(v), not_text(v)] for v in (labels, grid, word, raw, numbers, counts, logits)]
 print("RESULT " + json.dumps(out))
 '''
 
@@ -72,6 +87,8 @@ def test_string_constants_match_tensorflow(tmp_path):
     assert tf_out == torch_out
     assert tf_out["predicted"] == {"shape": [3], "values": ["dog", "cat", "Émile"]}
     assert tf_out["grid"]["shape"] == [2, 2] and tf_out["word"]["shape"] == []
+    assert tf_out["checks"] == [[True, False]] * 4 + [[False, True]] * 3
+    assert 'getattr(x.dtype, "kind", None) in ("O", "S", "U")' in r.output
 
 
 def test_refused_string_constants_stay_errors():
