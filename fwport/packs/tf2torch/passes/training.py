@@ -2917,7 +2917,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if len(self.plan.bound_at.get(o, [])) != 1 or len(at) != 1 or at[0] < here:
                 return f"{o} is not bound once, by a line of the module's top level below it"
             last = max(last, at[0])
-        read = _names_in([a.value for a in original_node.value.args]) | {name}
+        # (the names of TensorFlow / Keras the file imports, `keras` of keras.optimizers.schedules...: code in
+        # between that reads them changes nothing the optimizer's arguments read; one the file may rebind counts)
+        fixed = self.ctx.imports.source_aliases() - (self.ctx.imports.rebindable
+                                                     if self.ctx.imports.rebindable is not None else
+                                                     self.ctx.imports.source_aliases())
+        read = (_names_in([a.value for a in original_node.value.args]) - fixed) | {name}
         defs = {s.name.value: s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
         while True:  # the file's functions and classes that read those names, or call one that does
             more = {n for n, d in defs.items() if n not in read and _names_in([d.body]) & read}
