@@ -112,3 +112,24 @@ def test_gradients_of_variables_it_was_not_created_over_stay_as_written():
     r = translate_source(src, "m.py")
     assert any(f.severity is Severity.ERROR and "opt = " in f.message for f in r.findings)
     assert ".grad = " not in r.output
+
+
+def test_pairs_on_a_function_parameter_stay_an_error():
+    """``opt.apply_gradients([(grad, image)])`` where ``image`` is a parameter of the step function (TensorFlow's
+    style-transfer tutorial): the variable is whatever the callers pass, not the module's ``image``, so the
+    optimizer is not created over it (an error), and the tape step is refused."""
+    src = textwrap.dedent('''
+        import tensorflow as tf
+        image = tf.Variable(tf.ones([2]))
+        opt = tf.keras.optimizers.Adam(0.02)
+        def train_step(image):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(image ** 2)
+            grad = tape.gradient(loss, image)
+            opt.apply_gradients([(grad, image)])
+        train_step(image)
+    ''')
+    r = translate_source(src, "m.py")
+    errors = [f.message for f in r.findings if f.severity is Severity.ERROR]
+    assert any(m.startswith("opt = ") for m in errors), errors
+    assert "torch.optim.Adam" not in r.output

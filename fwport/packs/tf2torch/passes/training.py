@@ -593,8 +593,11 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
                 and call.args and isinstance(call.args[0].value, (cst.Call, cst.List, cst.Tuple))):
             pair = _zip_of(call.args[0].value)
+            fn = self._scopes[-1] if self._scopes else None
+            if pair and isinstance(call.args[0].value, (cst.List, cst.Tuple)) and isinstance(
+                    fn, (cst.FunctionDef, cst.Lambda)) and _names_in([pair[1]]) & bound_names(fn):
+                pair = None  # [(grad, image)] on a parameter or local of a function: not the module's image
             if pair:  # keyed by the optimizer's name, or `self.d_optimizer` for an attribute
-                fn = self._scopes[-1] if self._scopes else None
                 variables = _bound_variables(fn, pair[1])
                 self.variables.setdefault(code(call.func.value), []).append(variables)
                 self.applied.append((code(call.func.value), fn, variables))
