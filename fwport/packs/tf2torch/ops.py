@@ -124,6 +124,8 @@ def constant(m, ctx):
     as TensorFlow does (a one-element value of rank 2 or more, which TensorFlow refuses, is filled). Anything
     else (a shape fwport cannot read with a list or value it cannot count) stays an error."""
     shape = m.extras.pop("shape", None)
+    if m.extras.pop("string", False) or _has_text(_lit(m.kwargs.get("data"))):
+        return _string_constant(m, ctx, shape)
     if shape is None or _lit(shape) is None:
         return call(m, ctx)
     value = m.kwargs.get("data")
@@ -157,6 +159,55 @@ def constant(m, ctx):
         return None
     out = call(m, ctx)
     return None if out is None else _e(f"{_atom_code(out)}.reshape(-1).broadcast_to(({n},)).reshape({_code(shape)})")
+
+
+def _has_text(value) -> bool:
+    """Whether a literal is a str / bytes or a (nested) list or tuple holding one."""
+    if isinstance(value, (str, bytes)):
+        return True
+    return isinstance(value, (list, tuple)) and any(_has_text(v) for v in value)
+
+
+def _string_constant(m, ctx, shape):
+    """``tf.constant`` of strings (a str / bytes literal or a list of them, or ``dtype=tf.string``): strings stay
+    Python strings in a translation (strings.py, texthelpers.py), so a string tensor becomes what its ``.numpy()``
+    is in TensorFlow, a NumPy object array of the same shape (``numpy.array(value, dtype=object)``), which the
+    translated string helpers and NumPy indexing take. Its elements are the values written (str), where
+    TensorFlow's are UTF-8 bytes (a warning says so). A shape is refused (TensorFlow's fill / reshape of
+    strings is not written), and so are values mixing strings and numbers (TensorFlow raises)."""
+    lit = _lit(m.kwargs.get("data"))
+    if shape is not None:
+        m.fail(ctx, "unsupported-argument", f"shape={m.written('shape')} on a string constant: fwport translates "
+               "a string tensor as a NumPy object array and does not write TensorFlow's fill / reshape for it: "
+               "write numpy.full(shape, value, dtype=object) or numpy.array(value, dtype=object).reshape(shape)")
+        return None
+    if lit is not NOT_LITERAL and lit is not None and (not _all_text(lit) or _text_shape(lit) is None):
+        m.fail(ctx, "unsupported-argument", f"tf.constant({m.written('value')}): "
+               + ("strings mixed with other values" if not _all_text(lit) else "rows of different lengths")
+               + ", which TensorFlow refuses (it raises): nothing to translate")
+        return None
+    ctx.report("warning", "idiom-replaced",
+               f"tf.constant({m.written('value')}) of strings → np.array(..., dtype=object), what TensorFlow's "
+               "string tensor's .numpy() is: its elements are the str values as written where TensorFlow's are "
+               "UTF-8 bytes (b'...'); there is no torch string tensor", m.node, m.rule)
+    ctx.needed_imports.add("import numpy as np")
+    return _e(f"np.array({_code(m.kwargs['data'])}, dtype=object)")
+
+
+def _text_shape(value) -> tuple | None:
+    """The shape of a nested list literal of strings; None for a ragged one."""
+    if not isinstance(value, (list, tuple)):
+        return ()
+    shapes = {_text_shape(v) for v in value}
+    if None in shapes or len(shapes) > 1:
+        return None
+    return (len(value), *(shapes.pop() if shapes else ()))
+
+
+def _all_text(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_all_text(v) for v in value)
+    return isinstance(value, (str, bytes))
 
 
 def _count(value) -> int | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import scan
 from fwport.packs.tf2torch.data import helper
@@ -93,3 +94,57 @@ def reduce_join(m, ctx):
                    "partial reduction), where TensorFlow gives a string tensor: a later .numpy().decode() on it "
                    "is the str itself (drop it)", m.node, m.rule)
     return out
+
+
+# --- `x.dtype == tf.string` ------------------------------------------------------------------------------------
+STRING_DTYPES = ("tensorflow.string", "tensorflow.dtypes.string")
+#: NumPy's dtype kinds of string arrays: object (what a translated string constant is), bytes, str
+_STRING_KINDS = '("O", "S", "U")'
+
+
+class _StringChecks(cst.CSTVisitor):
+    """``<expr>.dtype == tf.string`` (``!=``, either side): whether a value is a string tensor. Strings are Python
+    strings in a translation, a string tensor a NumPy array of them (an object array for a translated tf.constant,
+    ops.py), and a tensor's dtype is a torch.dtype, which has no ``kind``: the test becomes
+    ``getattr(<expr>.dtype, "kind", None) in ("O", "S", "U")`` (``not in``), True for such an array and False for a
+    torch tensor, as TensorFlow's is for a string and a numeric tensor."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def _is_string(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, (cst.Attribute, cst.Name)) and self.ctx.imports.resolve(node) in STRING_DTYPES
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if len(node.comparisons) != 1:
+            return
+        target = node.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual)):
+            return
+        left, right = node.left, target.comparator
+        if self._is_string(left):
+            left, right = right, left
+        if not (self._is_string(right) and isinstance(left, cst.Attribute) and left.attr.value == "dtype"):
+            return
+        ctx = self.ctx
+        negated = isinstance(target.operator, cst.NotEqual)
+        ctx.report("info", "idiom-replaced", f"{code(node)}: strings are Python strings in a translation and a "
+                   "string tensor a NumPy array of them (a torch tensor has a torch.dtype, no string dtype): the "
+                   "test is whether the dtype is a NumPy string or object kind", node)
+        flipped = left is not node.left
+        op = "not in" if negated else "in"
+
+        def edit(orig, upd):
+            from fwport.core.engine import expr
+            dtype = upd.comparisons[0].comparator if flipped else upd.left
+            return expr(f"getattr({code(dtype)}, \"kind\", None) {op} {_STRING_KINDS}").with_changes(
+                lpar=upd.lpar, rpar=upd.rpar)
+
+        ctx.settle(right)  # (the edit replaces it: not residue)
+        ctx.plans.add(node, edit, by="string_checks")
+
+
+def run_string_checks(module: cst.Module, ctx) -> cst.Module:
+    """Planner (read-only): ``x.dtype == tf.string`` → a NumPy dtype-kind test (:class:`_StringChecks`)."""
+    scan(module, _StringChecks(ctx))
+    return module

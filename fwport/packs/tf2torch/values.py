@@ -79,6 +79,18 @@ def dtype(value, spec, m, ctx):
         m.kwargs[spec.to or "dtype"] = out
 
 
+@value_transform("dtype-or-string")
+def dtype_or_string(value, spec, m, ctx):
+    """:func:`dtype`, except that ``tf.string`` / ``"string"`` sets ``m.extras["string"]`` for the call transform
+    (tf.constant's: a string constant is a NumPy object array, ops.py) instead of failing."""
+    lit = literal_value(value, NOT_LITERAL)
+    if lit == "string" or (not isinstance(lit, str) and ctx.imports.resolve(value) in ("tensorflow.string",
+                                                                                      "tensorflow.dtypes.string")):
+        m.extras["string"] = True
+        return
+    dtype(value, spec, m, ctx)
+
+
 @value_transform("axis-or-last")
 def axis_or_last(value, spec, m, ctx):
     """An ``axis`` whose None means the last axis (tf.nn.softmax): torch needs it spelled."""

@@ -67,6 +67,9 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) tf.strings.reduce_join(x).numpy().decode("utf-8") → the reduce_join helper's call alone, a str
     # (strings.py; before variables, which leaves that .numpy() to it)
     # and a RaggedTensor method (.to_tensor()) on tf.strings.split / unicode_split / to_number refused
+    # (read-only) x.dtype == tf.string → getattr(x.dtype, "kind", None) in ("O", "S", "U"): strings are NumPy
+    # arrays of Python strings in a translation (strings.py)
+    Planner("string_checks", fast(r"\bstring\b"), strings.run_string_checks),
     Planner("string_chains", Trigger(r"\b(?:reduce_join|split|unicode_split|to_number)\s*\(", "reduce_join", "split",
                                      "to_number"), strings.run),
     # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/..., and any

@@ -147,8 +147,20 @@ def _dicts_in(node: cst.BaseExpression) -> list[str] | None:
     return [] if _variable_lists(node) else None
 
 
-def _zip_of(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
-    """``zip(grads, variables)`` (or ``list(zip(grads, variables))``, the same pairs) → (grads, variables)."""
+def _zip_of(call: cst.BaseExpression) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """``zip(grads, variables)`` (or ``list(zip(grads, variables))``, the same pairs) → (grads, variables); a list or
+    tuple of pairs written out, ``[(g, v), (g2, v2)]`` (a style transfer's ``[(grads, image)]``), → the list of
+    its gradients and the list of its variables, ``[g, g2]`` and ``[v, v2]``."""
+    if isinstance(call, (cst.List, cst.Tuple)):
+        pairs = [e.value for e in call.elements]
+        if not pairs or any(isinstance(e, cst.StarredElement) for e in call.elements) or not all(
+                isinstance(p, cst.Tuple) and len(p.elements) == 2
+                and not any(isinstance(x, cst.StarredElement) for x in p.elements) for p in pairs):
+            return None
+        return (cst.List([cst.Element(p.elements[0].value) for p in pairs]),
+                cst.List([cst.Element(p.elements[1].value) for p in pairs]))
+    if not isinstance(call, cst.Call):
+        return None
     if (isinstance(call.func, cst.Name) and call.func.value == "list" and len(call.args) == 1
             and not call.args[0].keyword and not call.args[0].star and isinstance(call.args[0].value, cst.Call)):
         call = call.args[0].value
@@ -165,7 +177,8 @@ def _apply_gradients(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, cst.Ba
     call = node.body[0].value
     if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
-            and len(call.args) == 1 and not call.args[0].keyword and isinstance(call.args[0].value, cst.Call)):
+            and len(call.args) == 1 and not call.args[0].keyword
+            and isinstance(call.args[0].value, (cst.Call, cst.List, cst.Tuple))):
         return None
     pair = _zip_of(call.args[0].value)
     return (code(call.func.value), *pair) if pair else None
@@ -578,10 +591,13 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.compile_statements[id(call)] = self._statement
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
-                and call.args and isinstance(call.args[0].value, cst.Call)):
+                and call.args and isinstance(call.args[0].value, (cst.Call, cst.List, cst.Tuple))):
             pair = _zip_of(call.args[0].value)
+            fn = self._scopes[-1] if self._scopes else None
+            if pair and isinstance(call.args[0].value, (cst.List, cst.Tuple)) and isinstance(
+                    fn, (cst.FunctionDef, cst.Lambda)) and _names_in([pair[1]]) & bound_names(fn):
+                pair = None  # [(grad, image)] on a parameter or local of a function: not the module's image
             if pair:  # keyed by the optimizer's name, or `self.d_optimizer` for an attribute
-                fn = self._scopes[-1] if self._scopes else None
                 variables = _bound_variables(fn, pair[1])
                 self.variables.setdefault(code(call.func.value), []).append(variables)
                 self.applied.append((code(call.func.value), fn, variables))
@@ -2904,7 +2920,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if len(self.plan.bound_at.get(o, [])) != 1 or len(at) != 1 or at[0] < here:
                 return f"{o} is not bound once, by a line of the module's top level below it"
             last = max(last, at[0])
-        read = _names_in([a.value for a in original_node.value.args]) | {name}
+        # (the names of TensorFlow / Keras the file imports, `keras` of keras.optimizers.schedules...: code in
+        # between that reads them changes nothing the optimizer's arguments read; one the file may rebind counts)
+        fixed = self.ctx.imports.source_aliases() - (self.ctx.imports.rebindable
+                                                     if self.ctx.imports.rebindable is not None else
+                                                     self.ctx.imports.source_aliases())
+        read = (_names_in([a.value for a in original_node.value.args]) - fixed) | {name}
         defs = {s.name.value: s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
         while True:  # the file's functions and classes that read those names, or call one that does
             more = {n for n, d in defs.items() if n not in read and _names_in([d.body]) & read}
@@ -3128,6 +3149,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             tape = self._tape_of(stmt)
             if tape is None:
                 done = self._tapes_step(stmt, body, i, report=True)
+                if done is None:
+                    done = self._given_gradients(stmt, i)
                 if done is not None:
                     out += done[0]
                     i = done[1]
@@ -3176,6 +3199,52 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             i = consumed
             changed = True
         return out if changed else None
+
+    def _given_gradients(self, stmt, i: int):
+        """``opt.apply_gradients([(grads, image)])`` (or ``zip([g, g2], [v, v2])``) apart from any tape step, on
+        variables that are names bound to ``tf.Variable(...)`` (torch leaf tensors of the same shapes) that ``opt``
+        was created over (a style transfer: the gradients of one image, computed elsewhere):
+
+            opt.apply_gradients([(grads, image)])    →    image.grad = grads
+                                                          opt.step()          (and its scheduler's step)
+
+        Each gradient is written to its variable's ``.grad``, which torch's step reads (Keras's apply_gradients
+        takes the pairs). Returns (statements, next index) or None."""
+        apply = _apply_gradients(stmt)
+        if apply is None:
+            return None
+        opt, grads, variables = apply
+        if not (isinstance(variables, (cst.List, cst.Tuple)) and variables.elements):
+            return None
+        if not hasattr(self, "_variable_bindings"):
+            from fwport.packs.tf2torch.passes.variables import variable_bindings
+            self._variable_bindings = variable_bindings(self.module, self.ctx)
+        names = self._variable_bindings[0]
+        items = [e.value for e in variables.elements]
+        if not all(isinstance(v, cst.Name) and v.value in names for v in items):
+            return None
+        given = {code(_bound_variables(None, v)) for v in self.plan.variables.get(opt, [])}
+        params = _params_of(variables)
+        if given != {code(variables)} or params is None or self._schedule_refusal(opt) is not None:
+            return None
+        pairs = isinstance(grads, (cst.List, cst.Tuple)) and len(grads.elements) == len(items) and not any(
+            isinstance(e, cst.StarredElement) for e in grads.elements)
+        taken = _names_in([stmt])
+        if pairs:
+            writes = [parsed_statement(f"{v.value}.grad = {code(g.value)}\n") for v, g in zip(items, grads.elements)]
+            for w in writes:  # (torch's attribute of the variable's tensor: the variables pass leaves it)
+                self.ctx.settle(w.body[0].targets[0].target)
+        else:
+            p = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
+            g = next(n for n in ("grad", "grad_", "fwport_grad") if n not in taken)
+            writes = [parsed_statement(f"for {p}, {g} in zip({params}, {code(grads)}):\n    {p}.grad = {g}\n")]
+        source = self._originals[i] if i < len(self._originals) else stmt
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{opt}.apply_gradients(...) of gradients computed elsewhere → each gradient written to its "
+                        f"variable's .grad, then {opt}.step(): torch's step reads .grad", source)
+        step = self._step(opt, params, source, taken)
+        writes[0] = writes[0].with_changes(leading_lines=stmt.leading_lines)
+        return [*writes, stmt.with_changes(body=step, leading_lines=[])], i + 1
 
     def _gradient_inside(self, stmt: cst.With, tape: str) -> list | None:
         """A tape's ``with`` whose block holds ``g = tape.gradient(...)`` after other statements (and
@@ -3738,6 +3807,8 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
         elif self.ctx.imports.resolve(node.func) == TAPE:
             self.found = True
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "apply_gradients":
+            self.found = True  # (apart from a tape step: _given_gradients)
 
 
 class _Rebase(cst.CSTTransformer):

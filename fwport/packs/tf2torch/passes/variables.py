@@ -302,7 +302,7 @@ class _Methods(cst.CSTVisitor):
                             node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if id(node) in self.called:
+        if id(node) in self.called or self.ctx.is_settled(node):  # (the training pass's `image.grad = grads`)
             return
         recv = self._receiver(node.value)
         if recv is None:
