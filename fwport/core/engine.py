@@ -202,11 +202,17 @@ def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
         if _is_number(receiver):
             # a Python number has no tensor methods: make it a tensor first (tf ops accept numbers)
             receiver = cst.Call(ctx.spell("torch.tensor"), [cst.Arg(receiver)])
+        elif _is_sequence(receiver):
+            _unknown_sequence(m, ctx, emit["self_arg"])
+            return None
         return cst.Call(cst.Attribute(_atom(receiver), cst.Name(emit["method"])), args)
     number = m.kwargs.get("input")
     if target is None and number is not None and _is_number(number) and args and args[0].value is number:
         # torch.square(1e-3) raises (its input must be a tensor), tf.square(1e-3) converts the number
         args[0] = args[0].with_changes(value=cst.Call(ctx.spell("torch.tensor"), [cst.Arg(number)]))
+    elif target is None and number is not None and _is_sequence(number) and args and args[0].value is number:
+        _unknown_sequence(m, ctx, "input")
+        return None
     return cst.Call(ctx.spell(target or emit["target"]), args)
 
 
@@ -215,6 +221,22 @@ def _is_number(node: cst.BaseExpression) -> bool:
     tensor method or function needs a tensor (``tf.expand_dims([1.0, 2.0], -1)``, ``tf.reduce_sum([1, 2])``)."""
     value = literal_value(node, None)
     return _numbers(value)
+
+
+def _is_sequence(node: cst.BaseExpression) -> bool:
+    """A list / tuple display or comprehension (not one of numbers only, see :func:`_is_number`)."""
+    return isinstance(node, (cst.List, cst.Tuple, cst.ListComp)) and not _is_number(node)
+
+
+def _unknown_sequence(m: MappedCall, ctx: FileContext, param: str) -> None:
+    """A Python list given where the source op converts it to a tensor and the target needs one: its
+    elements may be numbers (a new tensor of them) or tensors (stacked, gradients kept), which the
+    source tells apart at run time; the translation cannot, so the call is refused."""
+    m.fail(ctx, "unsupported-construct",
+           f"{m.rule.names[0].rsplit('.', 1)[-1]}({m.written(param)}, ...): TensorFlow converts the list to a "
+           "tensor, the target needs a tensor there and fwport cannot tell what the list holds: write "
+           "torch.tensor([...]) around it for Python numbers (TensorFlow makes ints int32: dtype=torch.int32), "
+           "torch.stack([...]) for tensors")
 
 
 def _numbers(value) -> bool:
