@@ -102,3 +102,31 @@ def test_an_unknown_model_is_an_error_and_other_files_load_as_before():
     assert "load_checkpointed" not in r.output and 'torch.load("best.keras", weights_only=False)' in r.output
     other = SOURCE.replace('load_model("best.keras")', 'load_model("other.keras")')
     assert 'torch.load("other.keras", weights_only=False)' in tx(other).output
+
+
+NOTEBOOK = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+from setup import x, y
+
+small = keras.Sequential([keras.Input(shape=(6,)), layers.Dense(3, activation="softmax")])
+small.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+callbacks = [keras.callbacks.ModelCheckpoint("small.keras", save_best_only=True)]
+small.fit(x, y, epochs=2, validation_split=0.25, callbacks=callbacks, verbose=0)
+first = keras.models.load_model("small.keras")
+large = keras.Sequential([keras.Input(shape=(6,)), layers.Dense(8), layers.Dense(3, activation="softmax")])
+large.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+callbacks = [keras.callbacks.ModelCheckpoint("large.keras", save_best_only=True)]
+large.fit(x, y, epochs=2, validation_split=0.25, callbacks=callbacks, verbose=0)
+second = keras.models.load_model("large.keras")
+again = keras.models.load_model("small.keras")
+'''
+
+
+def test_each_load_takes_the_model_its_checkpoint_saved():
+    # a notebook's blocks: the name `callbacks` bound again to each model's checkpoint
+    r = tx(NOTEBOOK)
+    assert errors(r) == []
+    assert 'first = load_checkpointed(small, "small.keras")' in r.output
+    assert 'second = load_checkpointed(large, "large.keras")' in r.output
+    assert 'again = load_checkpointed(small, "small.keras")' in r.output

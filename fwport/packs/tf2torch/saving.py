@@ -311,8 +311,9 @@ def _checkpointed(m, ctx):
     """keras.models.load_model(path) where a keras.callbacks.ModelCheckpoint of the file writes ``path`` (the same
     string literal or name) with its default save_weights_only=False (Keras then saves the whole model, the
     translation the state_dict): None where none does; else (the model name, path node): the model is the receiver
-    of the one fit call in load_model's function (or the module) whose callbacks hold that checkpoint (the call in
-    the list, or a name bound to it or to a list of it), None where fwport cannot tell."""
+    of the last fit call before the load, in load_model's function (or the module), whose callbacks hold the last such
+    checkpoint before the load there (the call in its list, or a name bound to it or to a list of it after it and not
+    bound again since), None where fwport cannot tell."""
     from fwport.core.bind import NOT_LITERAL, literal_value
     parsed = ctx.analyses.get("parsed")
     filepath = _argument(m.node, "filepath", 0)
@@ -340,28 +341,42 @@ def _checkpointed(m, ctx):
         return None
     scope = _enclosing(module, m.node)
     body = scope if scope is not None else module
-    # what holds the checkpoints in that scope: the calls, the names bound to them, the names bound to lists of them
-    holders = {id(c) for c in ours}
-    names: set[str] = set()
-    for _ in range(2):
-        for a in find_all(body, cst.Assign):
-            if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and any(
-                    id(n) in holders or (isinstance(n, cst.Name) and n.value in names)
-                    for n in _elements(a.value)):
-                names.add(a.targets[0].target.value)
-    models = []
-    for call in find_all(body, cst.Call):
-        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "fit"):
+    # source order: each call's index among the module's calls (an assignment's: the first call in its value)
+    order = {id(c): i for i, c in enumerate(find_all(module, cst.Call))}
+    at = order.get(id(m.node))
+    before = [c for c in ours if at is not None and order[id(c)] < at and _enclosing(module, c) is scope]
+    if not before:
+        return None, filepath
+    checkpoint = before[-1]  # the checkpoint that wrote the file last before the load
+    start = order[id(checkpoint)]
+    # the names bound to it (or to a list holding it) in the scope, and where each is bound again after it
+    holders: set[str] = set()
+    rebound: dict[str, list[int]] = {}
+    for a in find_all(body, cst.Assign):
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
             continue
-        if _enclosing(module, call) is not scope:
+        name = a.targets[0].target.value
+        if any(n is checkpoint for n in _elements(a.value)):
+            holders.add(name)
+        else:
+            first = next((order[id(c)] for c in find_all(a.value, cst.Call) if id(c) in order), None)
+            if first is not None:
+                rebound.setdefault(name, []).append(first)
+    model = None
+    for call in find_all(body, cst.Call):
+        where = order.get(id(call), -1)
+        if not (where < at and isinstance(call.func, cst.Attribute) and call.func.attr.value == "fit"
+                and _enclosing(module, call) is scope):
             continue
         given = _argument(call, "callbacks", 99)
-        if given is None or not any(id(n) in holders or (isinstance(n, cst.Name) and n.value in names)
-                                    for n in [given, *_elements(given)]):
+        if given is None:
             continue
-        models.append(call.func.value)
-    if len(models) == 1 and isinstance(models[0], cst.Name):
-        return models[0].value, filepath
+        held = [n for n in _elements(given) if isinstance(n, cst.Name) and n.value in holders and start < where
+                and not any(start < r < where for r in rebound.get(n.value, ()))]
+        if any(n is checkpoint for n in _elements(given)) or held:  # (a checkpoint in the fit's list: inside it)
+            model = call.func.value  # the last fit with it before the load
+    if isinstance(model, cst.Name):
+        return model.value, filepath
     return None, filepath
 
 
