@@ -1366,6 +1366,38 @@ class Keras2BCELoss({nn}Module):
         return loss.sum() if self.reduction == "sum" else loss.mean()
 '''
 DATA_DEPS["Keras2BCELoss"] = ("keras2_binary_crossentropy",)
+# Keras's categorical cross-entropy of probabilities (rules categorical-crossentropy, categorical-crossentropy-fn)
+HELPERS["categorical_crossentropy"] = '''
+
+def categorical_crossentropy(input, target, label_smoothing=0.0):
+    """Each sample's categorical cross-entropy of probabilities as Keras (3 and 2) computes it, the class axis 1
+    (torch's): the predictions divided by their sum over the classes, then clipped to [1e-7, 1 - 1e-7], then
+    -sum(target * log p) over the classes (no renormalisation after the clip, which F.cross_entropy of the log
+    would add); label_smoothing as Keras's, target * (1 - ls) + ls / classes."""
+    target = target.to(input.dtype)
+    if label_smoothing:
+        target = target * (1.0 - label_smoothing) + label_smoothing / input.shape[1]
+    p = (input / input.sum(1, keepdim=True)).clamp(1e-7, 1 - 1e-7)
+    return -(target * {torch}log(p)).sum(1)
+'''
+HELPERS["CategoricalCrossentropyLoss"] = '''
+
+class CategoricalCrossentropyLoss({nn}Module):
+    """nn.CrossEntropyLoss of probability targets as Keras computes its CategoricalCrossentropy of probabilities
+    (categorical_crossentropy), called as torch losses are, loss(input, target), the class axis 1; reduction "mean",
+    "sum" or "none" as nn.CrossEntropyLoss's."""
+
+    def __init__(self, label_smoothing=0.0, reduction="mean"):
+        super().__init__()
+        self.label_smoothing, self.reduction = label_smoothing, reduction
+
+    def forward(self, input, target):
+        loss = categorical_crossentropy(input, target, self.label_smoothing)
+        if self.reduction == "none":
+            return loss
+        return loss.sum() if self.reduction == "sum" else loss.mean()
+'''
+DATA_DEPS["CategoricalCrossentropyLoss"] = ("categorical_crossentropy",)
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 # tf.train.Checkpoint / CheckpointManager / latest_checkpoint (saving.py)

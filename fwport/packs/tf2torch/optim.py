@@ -229,7 +229,7 @@ def loss(m, ctx):
     if opts.get("helper"):  # a module written into the file (helpers.py), called as torch losses are
         return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
     if flag is False and opts.get("probabilities_helper"):  # Keras 2's formula, written into the file (helpers.py)
-        if m.extras.get("compiled"):  # computed in a tf.function by Keras (its graph's order of the operations)
+        if m.extras.get("compiled") and opts.get("helper_graph"):  # computed in a tf.function by Keras (its graph's order)
             kwargs["graph"] = cst.Name("True")
         return cst.Call(cst.Name(helpers.use(ctx, opts["probabilities_helper"])),
                         _with_commas([_kw(k, v) for k, v in kwargs.items()]))
@@ -297,7 +297,8 @@ def loss_function(m, ctx):
     """``keras.losses.<name>(y_true, y_pred, ...)``: the per-sample loss (Keras reduces over the last
     axis only), from torch's functional loss with ``reduction='none'``. ``emit.options``: ``logits`` /
     ``probabilities`` (the F. function for each), ``target`` (long / float), ``input`` for
-    probabilities (log-clip / clip), ``classes_first`` (move the class axis to 1), ``mean_last``; or
+    probabilities (log-clip / clip; normalize-clip: the ``probabilities_helper`` divides them by their sum and clips
+    them), ``classes_first`` (move the class axis to 1), ``mean_last``; or
     ``helper``: a function of helpers.py written into the file, called as ``helper(y_true, y_pred)``."""
     from fwport.core.position import render
 
@@ -317,7 +318,7 @@ def loss_function(m, ctx):
     p, t = _atom_text(y_pred), _atom_text(y_true)
     labels_of = p if isinstance(y_pred, (cst.Name, cst.Attribute)) else None  # the shape labels take
     fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]
-    if not flag and m.rule.emit.get("options", {}).get("input") in ("log-clip", "clip"):
+    if not flag and m.rule.emit.get("options", {}).get("input") in ("log-clip", "clip", "normalize-clip"):
         probabilities_warning(ctx, m.node, m.rule.names[0].rsplit(".", 1)[-1])
     helper = opts.get("probabilities_helper") if not flag else None  # Keras 2's formula (helpers.py), torch's order
     if not flag and opts.get("input") == "log-clip":

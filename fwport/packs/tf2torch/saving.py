@@ -19,6 +19,8 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import build_call
+from fwport.core.names import find_all
+from fwport.core.position import render
 from fwport.packs.tf2torch.registry import call_transform
 
 _CHECKPOINT = '''
@@ -226,8 +228,20 @@ def latest_checkpoint(checkpoint_dir):
     return None
 '''
 
+_LOAD_CHECKPOINTED = '''
+
+def load_checkpointed(model, filepath):
+    """keras.models.load_model of the file a ModelCheckpoint of `model` wrote: the written ModelCheckpoint saves
+    the model's state_dict, so the model comes back as a copy of the one it checkpointed (its class and layers)
+    holding the file's weights; load_state_dict refuses a file of another architecture."""
+    loaded = {copy}deepcopy(model)
+    loaded.load_state_dict({torch}load(filepath))
+    return loaded
+'''
+
 #: helper name → its text ({torch} / {os}: spelled by helpers.py, the imports recorded)
-SAVING_HELPERS = {"Checkpoint": _CHECKPOINT, "CheckpointManager": _MANAGER, "latest_checkpoint": _LATEST}
+SAVING_HELPERS = {"Checkpoint": _CHECKPOINT, "CheckpointManager": _MANAGER, "latest_checkpoint": _LATEST,
+                  "load_checkpointed": _LOAD_CHECKPOINTED}
 #: helpers that use another one
 SAVING_DEPS = {"CheckpointManager": ("Checkpoint",)}
 
@@ -245,6 +259,23 @@ def load_model(m, ctx):
     """keras.models.load_model(path) → ``torch.load(path, weights_only=False)``: the whole module that
     ``model.save(path)`` / ``save_model`` pickled (torch.save of the module). ``weights_only=False``
     because the file holds a module, not only tensors: pickle runs code, so load only files you trust."""
+    paired = _checkpointed(m, ctx)
+    if paired is not None:
+        model, filepath = paired
+        if model is None:
+            m.fail(ctx, "unsupported-construct",
+                   f"{m.rule.names[0]}({render(filepath)}) of the file a keras.callbacks.ModelCheckpoint writes: the "
+                   "written ModelCheckpoint saves the model's state_dict (its weights), not a model, and fwport does "
+                   "not know which model it checkpoints here: build that model again and load the file into it, "
+                   "model.load_state_dict(torch.load(path))")
+            return None
+        from fwport.packs.tf2torch import helpers
+        ctx.report("info", "idiom-replaced", f"{m.rule.names[0]}({render(filepath)}) of the file "
+                   f"ModelCheckpoint writes for {model}.fit: load_checkpointed({model}, path), a copy of {model} "
+                   "holding the state_dict the checkpoint saved", m.node, m.rule)
+        return cst.Call(cst.Name(helpers.use(ctx, "load_checkpointed")),
+                        [cst.Arg(cst.Name(model), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                         cst.Arg(filepath)])
     out = build_call(m, ctx, target=m.rule.emit["target"])
     if out is None:
         return None
@@ -257,3 +288,109 @@ def load_model(m, ctx):
         whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(cst.Name("False"), keyword=cst.Name("weights_only"),
                                                               equal=cst.AssignEqual(cst.SimpleWhitespace(""),
                                                                                     cst.SimpleWhitespace("")))])
+
+
+def _path_key(node) -> str | None:
+    """A checkpoint's or load_model's path as fwport can compare it: a string literal's value, a name's text."""
+    if isinstance(node, cst.SimpleString):
+        return "str:" + node.evaluated_value if isinstance(node.evaluated_value, str) else None
+    if isinstance(node, cst.Name):
+        return "name:" + node.value
+    return None
+
+
+def _argument(call: cst.Call, name: str, position: int):
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return positional[position].value if len(positional) > position else None
+
+
+def _checkpointed(m, ctx):
+    """keras.models.load_model(path) where a keras.callbacks.ModelCheckpoint of the file writes ``path`` (the same
+    string literal or name) with its default save_weights_only=False (Keras then saves the whole model, the
+    translation the state_dict): None where none does; else (the model name, path node): the model is the receiver
+    of the last fit call before the load, in load_model's function (or the module), whose callbacks hold the last such
+    checkpoint before the load there (the call in its list, or a name bound to it or to a list of it after it and not
+    bound again since), None where fwport cannot tell."""
+    from fwport.core.bind import NOT_LITERAL, literal_value
+    parsed = ctx.analyses.get("parsed")
+    filepath = _argument(m.node, "filepath", 0)
+    if filepath is None:
+        filepath = _argument(m.node, "path", 0)
+    key = _path_key(filepath) if filepath is not None else None
+    if parsed is None or key is None:
+        return None
+    module = parsed[0]
+    # Keras's, or the class fwport wrote for it (a translation translated again: the same answer)
+    written = any(isinstance(c, cst.ClassDef) and c.name.value == "ModelCheckpoint" for c in module.body)
+    checkpoints = [c for c in find_all(module, cst.Call) if ctx.imports.resolve(c.func) ==
+                   "keras.callbacks.ModelCheckpoint" or (written and isinstance(c.func, cst.Name)
+                                                         and c.func.value == "ModelCheckpoint")]
+    ours = []
+    for c in checkpoints:
+        path = _argument(c, "filepath", 0)
+        weights_only = _argument(c, "save_weights_only", 4)
+        if path is None or _path_key(path) != key:
+            continue
+        if weights_only is not None and literal_value(weights_only, NOT_LITERAL) is not False:
+            continue  # a weights file (or one fwport cannot tell): Keras's load_model would not read it either
+        ours.append(c)
+    if not ours:
+        return None
+    scope = _enclosing(module, m.node)
+    body = scope if scope is not None else module
+    # source order: each call's index among the module's calls (an assignment's: the first call in its value)
+    order = {id(c): i for i, c in enumerate(find_all(module, cst.Call))}
+    at = order.get(id(m.node))
+    before = [c for c in ours if at is not None and order[id(c)] < at and _enclosing(module, c) is scope]
+    if not before:
+        return None, filepath
+    checkpoint = before[-1]  # the checkpoint that wrote the file last before the load
+    start = order[id(checkpoint)]
+    # the names bound to it (or to a list holding it) in the scope, and where each is bound again after it
+    holders: set[str] = set()
+    rebound: dict[str, list[int]] = {}
+    for a in find_all(body, cst.Assign):
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
+            continue
+        name = a.targets[0].target.value
+        if any(n is checkpoint for n in _elements(a.value)):
+            holders.add(name)
+        else:
+            first = next((order[id(c)] for c in find_all(a.value, cst.Call) if id(c) in order), None)
+            if first is not None:
+                rebound.setdefault(name, []).append(first)
+    model = None
+    for call in find_all(body, cst.Call):
+        where = order.get(id(call), -1)
+        if not (where < at and isinstance(call.func, cst.Attribute) and call.func.attr.value == "fit"
+                and _enclosing(module, call) is scope):
+            continue
+        given = _argument(call, "callbacks", 99)
+        if given is None:
+            continue
+        held = [n for n in _elements(given) if isinstance(n, cst.Name) and n.value in holders and start < where
+                and not any(start < r < where for r in rebound.get(n.value, ()))]
+        if any(n is checkpoint for n in _elements(given)) or held:  # (a checkpoint in the fit's list: inside it)
+            model = call.func.value  # the last fit with it before the load
+    if isinstance(model, cst.Name):
+        return model.value, filepath
+    return None, filepath
+
+
+def _elements(node) -> list:
+    """A value and, for a list / tuple literal, its elements."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [node, *(e.value for e in node.elements)]
+    return [node]
+
+
+def _enclosing(module: cst.Module, node: cst.CSTNode):
+    """The innermost function definition of ``module`` holding ``node`` (by identity), None at module level."""
+    found = None
+    for fn in find_all(module, cst.FunctionDef):
+        if any(n is node for n in find_all(fn, type(node))):
+            found = fn  # find_all meets outer functions first: the last holding it is the innermost
+    return found

@@ -4381,6 +4381,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         outputs, history_names = outputs
     per_output = None  # several outputs: [(name, its loss's node, its factor as written or "")]
     planned = call
+    if outputs is None and not isinstance(call_argument(call, "loss", 1), (cst.List, cst.Tuple, cst.Dict)):
+        several = _subclass_outputs(plan, model, call, scope, ctx)  # (a loss per output: refused below)
+        if several:
+            return refuse(several)
     if isinstance(outputs, str):
         given = call_argument(call, "loss", 1)
         values = ([e.value for e in given.elements if isinstance(e, (cst.Element, cst.DictElement))]
@@ -4870,6 +4874,37 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
 
 _NO_LOSS = ("loss= gives {what} no loss (None), and Keras then trains only the others, with other "
             "History keys: give every output a loss, or write the loop by hand")
+
+
+def _subclass_outputs(plan: _Plan, model: str, call: cst.Call, scope: int, ctx) -> str | None:
+    """Why not, where the model a compile compiles is an instance of a keras.Model subclass of the file (the binding of
+    the name the compile sees: ``model = MyModel(...)``) whose ``call`` returns several outputs (a tuple, list or dict
+    of them): Keras then gives each output its loss (one loss: the same for each) and sums them, times loss_weights=;
+    the written loops compute one loss of one output (a tuple given to it failed at run time). None otherwise."""
+    parsed = ctx.analyses.get("parsed")
+    if parsed is None:
+        return None
+    at = plan.call_order.get(id(call), 0)
+    bindings = plan.values.get(model, [])
+    before = [value for order, where, value in bindings if where == scope and order < at]
+    seen = [before[-1]] if before else [value for _, where, value in bindings if where == 0]
+    classes = {c.name.value: c for c in parsed[0].body if isinstance(c, cst.ClassDef)}
+    for value in seen:
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes):
+            continue
+        cls = classes[value.func.value]
+        for fn in cls.body.body:
+            if not (isinstance(fn, cst.FunctionDef) and fn.name.value == "call"):
+                continue
+            for r in find_all(fn, cst.Return):
+                v = r.value
+                if isinstance(v, cst.Dict) or (isinstance(v, (cst.List, cst.Tuple)) and len(v.elements) != 1):
+                    return (f"{model} is a {cls.name.value}, whose call returns several outputs ({code(v)}): Keras "
+                            "gives each output its loss (one loss= string or object: the same for each; a list or "
+                            "dict: one per output) and trains on their sum, times loss_weights=, which the written "
+                            "loop, of one output, does not compute: write the loop by hand, its loss the sum of each "
+                            "output's loss times its factor")
+    return None
 
 
 def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
