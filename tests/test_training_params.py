@@ -122,9 +122,9 @@ classifier = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activati
 
 def test_a_loss_object_given_to_compile_by_name_is_the_loss_the_loop_calls(tmp_path):
     """``loss=loss_fn``, a name bound once to a Keras loss object (probabilities, label smoothing): that
-    binding becomes the torch loss, the loop calls it (its input clipped and logged as Keras does)."""
+    binding becomes the torch loss, the loop calls it (its input normalised, clipped and logged as Keras does)."""
     r = tx(NAMED_LOSS)
-    assert "loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)\n" in r.output
+    assert "loss_fn = CategoricalCrossentropyLoss(label_smoothing=0.1)\n" in r.output
     assert "    history = fit(model, optimizer, loss_fn, x_train, y_train, batch_size=4" in r.output
     keras_out, torch_out = _run(tmp_path, NAMED_LOSS, {
         "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
