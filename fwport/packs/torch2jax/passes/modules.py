@@ -196,10 +196,12 @@ def run(module: cst.Module, ctx) -> cst.Module:
     built = {q[9:] for qs in qualified for q in qs if q and q.startswith("torch.nn.") and q.count(".") == 2}
     applied = Counter(c.args[0].value.value for cs in calls for c in cs if isinstance(c.func, cst.Attribute)
                       and c.func.attr.value == "apply" and len(c.args) == 1 and isinstance(c.args[0].value, cst.Name))
-    used = _name_reads(module)
+    used = None  # (the module's name reads, counted once a function could be one: a walk of the whole module)
     fns: set[str] = set()
     for i, s in enumerate(body):
         if isinstance(s, cst.FunctionDef) and s.name.value not in builders and s.name.value not in classes:
+            if used is None:
+                used = _name_reads(module)
             # read only as model.apply(fn) in this file (or not at all: the apply is in the script importing it)
             if used[s.name.value] == 1 + applied[s.name.value]:
                 new = _init_function(s, ctx, built)
