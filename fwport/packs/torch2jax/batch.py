@@ -19,7 +19,7 @@ import libcst as cst
 
 from fwport.core.engine import NOT_LITERAL, code, expr, literal_value
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, find_all, scan
+from fwport.core.names import _CHILD_FIELDS, _IS_NODE, _LEAF, _child_fields, _is_node, dotted_text, find_all, scan
 from fwport.packs.torch2jax import layers, ops
 
 F = "torch.nn.functional."
@@ -262,6 +262,11 @@ def _unsqueezed(inner, d: int | None) -> tuple[frozenset, int] | None:
     return frozenset({d, *(o if o < d else o + 1 for o in ones)}), rank + 1
 
 
+#: ctx.analyses: id(a forward's body) → (the body, its _device_only, its sole_holders_in by (inputs, passing names),
+#: its _tensor_reads by the modules given), for Forward.visit_IndentedBlock
+_BODY_FACTS = "torch2jax.batch.body-facts"
+
+
 class _NamesIn(cst.CSTVisitor):
     # (a class of the module, not of each call: creating a visitor class costs several times its walk)
     def __init__(self) -> None:
@@ -277,9 +282,35 @@ class _NamesIn(cst.CSTVisitor):
 
 
 def names_in(node: cst.CSTNode) -> set[str]:
-    v = _NamesIn()
-    scan(node, v)
-    return v.out
+    """The names written in ``node`` but an attribute's (``x.shape``: x): what ``scan`` with :class:`_NamesIn`
+    collects, by a walk of its own (asked of nearly every expression a forward translates)."""
+    out: set[str] = set()
+    _names_into(node, out)
+    return out
+
+
+def _names_into(node: cst.CSTNode, out: set[str]) -> None:
+    t = node.__class__
+    while t is cst.Attribute:  # its value's names, not its own
+        node = node.value
+        t = node.__class__
+    if t is cst.Name:
+        out.add(node.value)
+        return
+    for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        value = getattr(node, name)
+        c = value.__class__
+        if c is tuple or c is list:
+            for child in value:
+                if child.__class__ is cst.Name:
+                    out.add(child.value)
+                elif _CHILD_FIELDS.get(child.__class__) is not _LEAF:
+                    _names_into(child, out)
+        elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
+            if c is cst.Name:
+                out.add(value.value)
+            elif _CHILD_FIELDS.get(c) is not _LEAF:
+                _names_into(value, out)
 
 
 def _args(call: cst.Call, names: tuple[str, ...]) -> tuple[dict[str, cst.BaseExpression], list[str]]:
@@ -707,10 +738,24 @@ class Forward(cst.CSTTransformer):
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self.device_names is None:  # the forward's body, the first block seen
-            self.device_names = _device_only(node)
-            self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
             from fwport.packs.torch2jax.inplace import passing_names, sole_holders_in
-            self.sole = sole_holders_in(node.body, self.inputs, passing_names(self.ctx))
+            # what the body's own text says, asked of the same body by every probe (ranks.py, _batched_classes) and by
+            # the rewrite: kept by the body's identity, with what each answer depends on besides it
+            facts = self.ctx.analyses.setdefault(_BODY_FACTS, {})
+            held = facts.get(id(node))
+            if held is None or held[0] is not node:
+                held = facts[id(node)] = (node, _device_only(node), {}, [])
+            self.device_names = set(held[1])
+            key = (self.inputs, passing_names(self.ctx))
+            sole = held[2].get(key)
+            if sole is None:
+                sole = held[2][key] = sole_holders_in(node.body, self.inputs, key[1])
+            self.sole = dict(sole)
+            reads = next((r for m, r in held[3] if m == self.modules), None)
+            if reads is None:
+                reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
+                held[3].append((dict(self.modules), reads))
+            self.tensor_reads = set(reads)
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \

@@ -271,8 +271,10 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
     name bound in the calling function only to calls (``encoder_layer = TransformerEncoderLayer(...)``, DETR), or
     either branch of a conditional (``nn.LayerNorm(d) if pre_norm else None``)."""
     from fwport.packs.torch2jax.passes.modules import _bind
+    # (an __init__ taking no positional parameter but self is given nothing: its calls need no walk)
     inits = {s.name.value: m for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes
-             for m in s.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"}
+             for m in s.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"
+             and len(m.params.params) > 1}
     out: dict[tuple[str, str], set] = {}
 
     def kinds(value, bound: dict) -> set:

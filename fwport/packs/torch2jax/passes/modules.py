@@ -35,7 +35,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, modes, ranks
 from fwport.packs.torch2jax import surgery, tying
-from fwport.packs.torch2jax.batch import DROP, FUNCTION_DIMS, SEQ_PROVEN, Forward
+from fwport.packs.torch2jax.batch import DROP, FUNCTION_DIMS, SEQ_PROVEN, Forward, names_in
 
 PLANS = "torch2jax.modules"
 
@@ -197,10 +197,12 @@ def run(module: cst.Module, ctx) -> cst.Module:
     built = {q[9:] for qs in qualified for q in qs if q and q.startswith("torch.nn.") and q.count(".") == 2}
     applied = Counter(c.args[0].value.value for cs in calls for c in cs if isinstance(c.func, cst.Attribute)
                       and c.func.attr.value == "apply" and len(c.args) == 1 and isinstance(c.args[0].value, cst.Name))
-    used = _name_reads(module)
+    used = None  # (the module's name reads, counted once a function could be one: a walk of the whole module)
     fns: set[str] = set()
     for i, s in enumerate(body):
         if isinstance(s, cst.FunctionDef) and s.name.value not in builders and s.name.value not in classes:
+            if used is None:
+                used = _name_reads(module)
             # read only as model.apply(fn) in this file (or not at all: the apply is in the script importing it)
             if used[s.name.value] == 1 + applied[s.name.value]:
                 new = _init_function(s, ctx, built)
@@ -2200,30 +2202,37 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
 def _constructions(init: cst.FunctionDef, attrs: set[str]) -> list[cst.Call]:
     """The calls ``self.NAME = <call>`` anywhere in ``__init__`` builds for the attributes ``attrs`` (and the layer a
     transformer stack among them is given: ``nn.TransformerEncoder(layer, n)``, ``layer`` built before)."""
-    found = []
-    names: dict[str, cst.BaseExpression] = {}
+    v = _Constructions(attrs)
+    scan(init, v)
+    return v.found
 
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
-            value = node.value
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                names[node.targets[0].target.value] = value
-            if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call) and value.args \
-                    and (dotted_text(value.func) or "").endswith(("TransformerEncoder", "TransformerDecoder")):
-                layer = value.args[0].value
-                layer = names.get(layer.value) if isinstance(layer, cst.Name) else layer
-                if isinstance(layer, cst.Call):
-                    found.append(layer)
-            while t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.IfExp):
-                if isinstance(value.body, cst.Call):
-                    found.append(value.body)
-                value = value.orelse
-            if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call):
-                found.append(value)
 
-    scan(init, V())
-    return found
+class _Constructions(cst.CSTVisitor):
+    # (a class of the module, not of each call: creating a visitor class costs several times its walk)
+    def __init__(self, attrs: set[str]) -> None:
+        super().__init__()
+        self.attrs = attrs
+        self.found: list[cst.Call] = []
+        self.names: dict[str, cst.BaseExpression] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        attrs, found, names = self.attrs, self.found, self.names
+        t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+        value = node.value
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            names[node.targets[0].target.value] = value
+        if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call) and value.args \
+                and (dotted_text(value.func) or "").endswith(("TransformerEncoder", "TransformerDecoder")):
+            layer = value.args[0].value
+            layer = names.get(layer.value) if isinstance(layer, cst.Name) else layer
+            if isinstance(layer, cst.Call):
+                found.append(layer)
+        while t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.IfExp):
+            if isinstance(value.body, cst.Call):
+                found.append(value.body)
+            value = value.orelse
+        if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call):
+            found.append(value)
 
 
 def _batch_axes(fn: cst.FunctionDef, fwd, ctx, params: list[str], source: cst.FunctionDef) -> cst.FunctionDef:
@@ -3053,20 +3062,7 @@ class _HoistState(cst.CSTTransformer):
             and bool(node.args) and isinstance(node.args[-1].value, cst.Name) and node.args[-1].value.value == "state"
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        class Names(cst.CSTVisitor):
-            def __init__(s):
-                s.names = set()
-
-            def visit_Name(s, n):
-                s.names.add(n.value)
-
-            def visit_Attribute(s, n):
-                scan(n.value, s)  # `self.bn0`: bn0 is no variable
-                return False
-
-        v = Names()
-        scan(node, v)
-        self.used |= v.names
+        self.used |= names_in(node)  # (`self.bn0`: bn0 is no variable)
 
     def _temp(self, attr: str) -> str:
         name, i = attr, 2

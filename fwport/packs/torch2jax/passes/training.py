@@ -1797,6 +1797,8 @@ def _loaded_models(module: cst.Module, models: set[str], ctx) -> dict[str, str]:
     """``copy = torch.load(path)`` where the module saves one model whole to that path: copy → that model (an
     instance of its class, read back by the training pass's load_model)."""
     out: dict[str, str] = {}
+    if "parsed" in ctx.analyses and "load" not in ctx.analyses["parsed"][1]:
+        return out  # (torch.load is spelled with its name in the source, by any import of it: no walk for a file without)
     for a in find_all(module, cst.Assign):
         if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call) \
                 and ctx.imports.resolve(a.value.func) in ("torch.load", "torch.serialization.load") and a.value.args \
@@ -1829,8 +1831,7 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
     constructor's; JAX places arrays itself). A CPU branch ``torch.Tensor`` beside ``torch.cuda.FloatTensor`` is
     ``torch.FloatTensor`` (both build and cast to float32) unless the file changes PyTorch's default dtype."""
     out: dict[str, cst.Attribute] = {}
-    default_dtype = any(ctx.imports.resolve(c.func) in ("torch.set_default_dtype", "torch.set_default_tensor_type")
-                        for c in find_all(module, cst.Call))
+    default_dtype = None  # (whether the file changes the default dtype: a walk of every call, asked only when it counts)
     for stmt in module.body:
         if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):
             continue
@@ -1840,6 +1841,10 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
         cpu = None
         for b in branches:
             q = ctx.imports.resolve(b) if isinstance(b, cst.Attribute) else None
+            if q == "torch.Tensor" and isinstance(v, cst.IfExp) and default_dtype is None:
+                default_dtype = any(ctx.imports.resolve(c.func) in ("torch.set_default_dtype",
+                                                                    "torch.set_default_tensor_type")
+                                    for c in find_all(module, cst.Call))
             if q == "torch.Tensor" and isinstance(v, cst.IfExp) and not default_dtype:
                 # the CPU branch of `torch.cuda.FloatTensor if cuda else torch.Tensor`: torch.Tensor builds and casts
                 # to the default dtype, float32 where the file never changes it: torch.FloatTensor's
