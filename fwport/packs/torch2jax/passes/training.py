@@ -922,7 +922,7 @@ class _Pass(cst.CSTTransformer):
         if edit is not None:
             return self.write_checkpoint_edit(edit, updated)
         data = self.load_data(original) or self.load_model(original) or self.load_checkpoint(original) \
-            or self.save_data(original)
+            or self.load_named_state_dict(original) or self.save_data(original)
         if data is not None:
             return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
@@ -1181,6 +1181,50 @@ class _Pass(cst.CSTTransformer):
                         "checkpoint", stmt)
         entries = ", ".join(f"{code(k)}: {tree}" for k, tree in like.values())
         return a.with_changes(value=parsed_expression(f"{written.name(self.ctx, 'load_checkpoint')}({code(a.value.args[0].value)}, {{{entries}}})"))
+
+    def load_named_state_dict(self, stmt) -> cst.BaseSmallStatement | None:
+        """``sd = torch.load(f)`` where the scope reads ``sd`` once, as the one argument of a later
+        ``model.load_state_dict(sd)`` statement of a model (a translated module, made above the load where the scope
+        makes it) → ``sd = eqx.tree_deserialise_leaves(f, model)`` (the leaves the translated
+        ``torch.save(model.state_dict(), f)`` wrote, read into the model's structure; ``(model, model_state)`` for a
+        model with a layer state) and that statement → ``model = sd``. None (the rule's error) for anything else: a
+        state_dict changed before the load (keys renamed or deleted), read elsewhere, or given to something else."""
+        a = self._load_assign(stmt)
+        if a is None:
+            return None
+        name, scope = a.targets[0].target.value, self.scopes[-1] if self.scopes else self.module
+        statements = _scope_statements(scope)
+        if _reads(scope, name) != 1 or len([st for st in statements if _assigns(st, name)]) != 1:
+            return None
+        at = next((i for i, st in enumerate(statements) if st is stmt), None)
+        restore = None
+        for st in statements[at + 1:] if at is not None else ():
+            call = st.body[0].value if len(st.body) == 1 and isinstance(st.body[0], cst.Expr) else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                    and call.func.attr.value == "load_state_dict" and len(call.args) == 1 \
+                    and call.args[0].keyword is None and not call.args[0].star \
+                    and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == name:
+                restore = (st, call.func.value)
+                break
+        if restore is None:
+            return None
+        st, owner = restore
+        tree = self.checkpoint_tree(owner, scope, load=True)
+        if tree is None or tree == "opt_state":
+            return None
+        model = owner.value
+        order = _scope_assigns(scope)
+        made = [i for i, x in enumerate(order) if any(model in target_names(t.target) for t in x.targets)]
+        if made and made[0] > next(i for i, x in enumerate(order) if x is a):
+            return None  # the model is made after the load: no structure to read the leaves into there
+        self.checkpoint_edits[id(st)] = ("restore", tree.strip("()"))
+        self.note_global(model)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} = torch.load(f) given to {model}.load_state_dict("
+                        f"{name}) → {name} = eqx.tree_deserialise_leaves(f, {tree.strip('()')}) and {model} = {name}: "
+                        "it reads the leaves the translated torch.save(model.state_dict(), f) wrote "
+                        "(eqx.tree_serialise_leaves), not a PyTorch checkpoint", stmt)
+        load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
+        return a.with_changes(value=parsed_expression(f"{load}({code(a.value.args[0].value)}, {tree})"))
 
     def write_checkpoint_edit(self, edit: tuple, updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
         """A statement planned by plan_checkpoint_saves or load_checkpoint, written."""
