@@ -2859,7 +2859,8 @@ class Forward(cst.CSTTransformer):
             if "descending" in a:
                 kw["descending"] = a["descending"]
             stable = next((x.value for x in updated.args if x.keyword is not None and x.keyword.value == "stable"), None)
-            if ops.argsort_unstable(stable):  # PyTorch's order among equal values is unspecified, JAX's stable
+            if ops.argsort_unstable(stable) and not self.drawn(updated.func.value):
+                # PyTorch's order among equal values is unspecified, JAX's stable (continuous draws have no ties)
                 self.ctx.report(Severity.WARNING, "approximate", ops.ARGSORT_TIES, original)
             return _call(self.ctx.spell("jax.numpy.argsort"), [recv], **kw)
         if name == "bmm" and len(args) == 1 and not args[0].keyword:

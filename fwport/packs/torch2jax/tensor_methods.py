@@ -683,7 +683,10 @@ class _TensorCalls(cst.CSTVisitor):
                 from fwport.packs.torch2jax.ops import ARGSORT_TIES, argsort_unstable
                 stable = next((a.value for a in original.args if a.keyword is not None and a.keyword.value == "stable"),
                               None)
-                if argsort_unstable(stable):
+                recv = original.func.value
+                drawn = isinstance(recv, cst.Call) and self.ctx.imports.resolve(recv.func) in (
+                    "torch.rand", "torch.randn", "torch.rand_like", "torch.randn_like")  # no ties among them
+                if argsort_unstable(stable) and not drawn:
                     self.ctx.report(Severity.WARNING, "approximate", ARGSORT_TIES, original)
             return updated if out is None else out
 

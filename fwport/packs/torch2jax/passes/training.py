@@ -3703,6 +3703,14 @@ class _Finish(cst.CSTTransformer):
                         for t in small.targets:
                             self.module_names.update(target_names(t.target))
         self.module_names |= {"jax", "jnp", "eqx", "optax", "math"}
+        # module-level names a module-level loop binds again (x = x * 0.5, x, y = next_batch()): a train_step reads
+        # them as arguments, never as globals, which eqx.filter_jit keeps as they were when it traced the step
+        self.rebound: set[str] = set()
+        for s in node.body:
+            if isinstance(s, (cst.For, cst.While)):
+                v = _LocalNames(s, self.rebound)
+                scan(s, v)
+        self.rebound &= self.module_names
 
         # every optimizer the rules translated, by the name it is assigned to (loops are rewritten
         # bottom-up, before the block that assigns their optimizer is seen)
@@ -3887,7 +3895,8 @@ class _Finish(cst.CSTTransformer):
         own = {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
                for n in target_names(t.target) if hasattr(builtins, n)}
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
-                  and (n not in self.module_names or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+                  and (n not in self.module_names or n in names.stored or n in self.rebound)
+                  and (not hasattr(builtins, n) or n in own)]
         rates = []
         for n in find_all(parsed_expression(delta), cst.Name):
             if n.value != "g" and n.value not in rates and n.value not in inputs:
@@ -4006,7 +4015,8 @@ class _Finish(cst.CSTTransformer):
         trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
         # argument, not a global the jit would keep as it was when traced
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
-                  and (n not in self.module_names or n in trained or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+                  and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound)
+                  and (not hasattr(builtins, n) or n in own)]
         kept = self.ctx.analyses.get(STATE_KEPT, ())
         if any(s is k for s in block for k in kept) and _state_name(self.ctx, model) not in inputs:
             inputs.append(_state_name(self.ctx, model))  # the model's call repeated in the loss reads its state
