@@ -756,6 +756,8 @@ class Forward(cst.CSTTransformer):
                 reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
                 held[3].append((dict(self.modules), reads))
             self.tensor_reads = set(reads)
+            if self.batch_whole:
+                self.new_tensors = _new_tensor_names(node, self.ctx)
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -766,6 +768,10 @@ class Forward(cst.CSTTransformer):
                    if original.targets[0].target.elements[i].value.value in (self.device_names or ())]
         if devices:  # `device, dtype = x.device, x.dtype`: the device's pair goes, as above
             return self.without_elements(original, updated, devices)
+        if self.batch_whole and len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Subscript):
+            written = self.whole_write(original, original.targets[0].target, updated.value, "set")
+            if written is not None:
+                return written
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
@@ -1736,6 +1742,10 @@ class Forward(cst.CSTTransformer):
 
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
         t = original.target
+        if self.batch_whole and isinstance(t, cst.Subscript):
+            written = self.whole_write(original, t, updated.value, _AT_METHODS.get(type(original.operator)))
+            if written is not None:
+                return written
         if isinstance(t, cst.Name) and t.value in self.batched and self.is_tensor(t) \
                 and self.shared_write(original, t.value, f"{t.value} {code(original.operator).strip()} ..."):
             return updated
@@ -1752,6 +1762,36 @@ class Forward(cst.CSTTransformer):
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
         return updated
+
+    def whole_write(self, statement, target: cst.Subscript, value: cst.BaseExpression, method: str | None):
+        """In a batched module (PyTorch's layout, every axis as written): ``x[idx] = v`` (``x[idx] += v``) of a tensor
+        the forward made (torch.zeros(...), torch.empty(...): _new_tensor_names) and that no other name shares at
+        that statement (inplace.sole_holders) → ``x = x.at[idx].set(v)`` (``.add(v)``; ``x[x < 0] = v`` → ``x =
+        jnp.where(x < 0, v, x)``), the index as written; a write into any other tensor (the forward's input, a view,
+        one shared since it was made): an error, left as written. None where ``x`` is not known to be a tensor (a
+        list, a dict: their item assignment stays)."""
+        if not isinstance(target.value, cst.Name) or target.value.value == "self":
+            return None
+        name = target.value.value
+        is_new = name in getattr(self, "new_tensors", ())
+        if not is_new and name not in (self.tensor_reads or ()):
+            return None
+        what = f"{code(target)} = ..." if method == "set" else f"{code(target)} {_AT_TEXT.get(method, '?')}= ..."
+        first = target.slice[0].slice if len(target.slice) == 1 else None
+        mask = first.value if isinstance(first, cst.Index) and isinstance(first.value, cst.Comparison) else None
+        if not is_new or name not in self.sole.get(id(statement), ()) or method is None \
+                or mask is not None and method != "set":
+            self.error(statement, f"{what}: a jax array has no item assignment, and {name} is not a tensor this "
+                       "forward made and alone holds here (the forward's input, a view or slice of another, one shared "
+                       "since it was made, or an operator .at has not), whose rebinding would not reach what shares it: "
+                       f"write it out of place by hand ({name} = {name}.at[idx].set(v) after {name} = {name}.clone(), "
+                       "rebinding each tensor sharing it)", "unsupported-construct")
+            return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else None
+        if mask is not None:
+            return cst.Assign([cst.AssignTarget(cst.Name(name))],
+                              _call(self.ctx.spell("jax.numpy.where"), [mask, value, cst.Name(name)]))
+        at = cst.Subscript(cst.Attribute(cst.Name(name), cst.Name("at")), target.slice)
+        return cst.Assign([cst.AssignTarget(cst.Name(name))], cst.Call(cst.Attribute(at, cst.Name(method)), [cst.Arg(value)]))
 
     def indexed_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str,
                        statement: cst.CSTNode | None = None):
@@ -2588,6 +2628,11 @@ class Forward(cst.CSTTransformer):
             if axis is None:
                 return updated
             return updated.with_changes(args=[x.with_changes(value=axis) if x.value is a["dim"] else x for x in updated.args])
+        if q == "torch.argsort":  # dim (the last by default: the same for one example) shifted; the rule writes the rest
+            a, unknown = _args(updated, ("input", "dim", "descending"))
+            if "input" not in a or not self.is_batched(a["input"]) or "dim" not in a:
+                return updated
+            return self.dim_shifted(original, updated, a["dim"], "torch.argsort")
         if q in ("torch.bmm", "torch.mm") and len(updated.args) == 2 and any(self.is_batched(a.value) for a in original.args):
             if short == "bmm" and not all(self.is_batched(x.value) for x in updated.args):
                 self.error(original, "torch.bmm of a batched tensor with one that is not: the second one's first axis "
@@ -2871,8 +2916,12 @@ class Forward(cst.CSTTransformer):
             if axis is None:
                 return updated
             kw = {"axis": axis}
-            if "descending" in a:  # (ties: PyTorch's order among equal values is unspecified, JAX's stable)
+            if "descending" in a:
                 kw["descending"] = a["descending"]
+            stable = next((x.value for x in updated.args if x.keyword is not None and x.keyword.value == "stable"), None)
+            if ops.argsort_unstable(stable) and not self.drawn(updated.func.value):
+                # PyTorch's order among equal values is unspecified, JAX's stable (continuous draws have no ties)
+                self.ctx.report(Severity.WARNING, "approximate", ops.ARGSORT_TIES, original)
             return _call(self.ctx.spell("jax.numpy.argsort"), [recv], **kw)
         if name == "bmm" and len(args) == 1 and not args[0].keyword:
             if not self.is_batched(original.args[0].value):
@@ -3889,6 +3938,25 @@ class Forward(cst.CSTTransformer):
 #: an augmented assignment's operator → its binary operation (buffer_read reads `x += b` as `x + b`)
 _AUG_BINARY = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
                cst.DivideAssign: cst.Divide}
+def _new_tensor_names(body: cst.CSTNode, ctx) -> frozenset[str]:
+    """The names a forward binds only to new tensors (torch.zeros(...), torch.empty(...), torch.arange(...): a torch
+    function's result that is no view, inplace._new_tensor), never to anything else."""
+    from fwport.packs.torch2jax.inplace import _new_tensor
+    new, other = set(), set()
+    for a in find_all(body, cst.Assign):
+        for t in a.targets:
+            for n in find_all(t.target, cst.Name):
+                if isinstance(t.target, cst.Name):
+                    (new if _new_tensor(a.value, ctx) else other).add(n.value)
+                elif not isinstance(t.target, (cst.Subscript, cst.Attribute)):
+                    other.add(n.value)
+    for node in find_all(body, cst.For) + find_all(body, cst.With) + find_all(body, cst.AugAssign):
+        for n in find_all(node.target if isinstance(node, (cst.For, cst.AugAssign)) else node, cst.Name):
+            if isinstance(node, cst.For) or isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+                other.add(n.value)
+    return frozenset(new - other)
+
+
 _AT_METHODS = {cst.AddAssign: "add", cst.SubtractAssign: "subtract", cst.MultiplyAssign: "multiply",
                cst.DivideAssign: "divide"}
 _AT_TEXT = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}

@@ -661,6 +661,32 @@ def top_k(m, ctx):
     return _call(ctx.spell(m.rule.emit["target"]), [m.kwargs["operand"], m.kwargs["k"]], kw)
 
 
+#: what jnp.argsort gives up against PyTorch's default (unstable) sort: the warning of every argsort translation
+ARGSORT_TIES = ("argsort without stable=True: PyTorch's sort promises no order among equal values (its CPU sort of more "
+                "than 16 elements does not keep them in index order), jnp.argsort is stable (equal values keep their "
+                "index order, PyTorch's stable=True): the indices of equal values may come in another order, the sorted "
+                "values are the same; write stable=True in the PyTorch code to compare indices exactly")
+
+
+def argsort_unstable(stable: cst.BaseExpression | None) -> bool:
+    """Whether an argsort's ``stable=`` (None where not given) leaves PyTorch's order among ties unspecified."""
+    return stable is None or literal_value(stable, None) is not True
+
+
+@call_transform("argsort")
+def argsort(m, ctx):
+    """``torch.argsort(x, dim=-1, descending=False, stable=False)`` → ``jnp.argsort(x, axis=dim, descending=...)``:
+    jnp.argsort is stable (PyTorch's stable=True, ascending or descending); without stable=True PyTorch promises
+    no order among equal values: a warning (ARGSORT_TIES)."""
+    from fwport.core.finding import Severity
+    stable = m.kwargs.pop("stable", None)
+    if argsort_unstable(stable):
+        ctx.report(Severity.WARNING, "approximate", ARGSORT_TIES, m.node, m.rule)
+    x = m.kwargs.pop("a")
+    kw = {k: v for k, v in m.kwargs.items()}
+    return _call(ctx.spell(m.rule.emit["target"]), [x], kw)
+
+
 @call_transform("max-min")
 def max_min(m, ctx):
     """``torch.max(x)`` → ``jnp.max(x)``; ``torch.max(x, dim)`` → ``(jnp.max(x, axis=dim), jnp.argmax(x, axis=dim))``
@@ -1019,7 +1045,8 @@ def load(m, ctx):
     rewrites): a pickle of torch objects, refused with what to write."""
     m.fail(ctx, "unsupported-construct", "torch.load(...) reads a pickle of PyTorch objects: a model saved by the "
            "translation is read with `model = eqx.tree_deserialise_leaves(f, model)` (written for "
-           "model.load_state_dict(torch.load(f))), a checkpoint dict saved by the translation with `ck = load_checkpoint(f, "
+           "model.load_state_dict(torch.load(f)), or sd = torch.load(f) read only by a later model.load_state_dict(sd) of a "
+           "model made above it), a checkpoint dict saved by the translation with `ck = load_checkpoint(f, "
            "{'model': model, ...})` (written where ck is read only as ck['key'] and models / the optimizer are restored "
            "by X.load_state_dict(ck['key'])); other data: convert it once to .npy/.npz and load with numpy")
     return None

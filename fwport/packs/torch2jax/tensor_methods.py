@@ -41,7 +41,8 @@ _CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "ja
           "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32"}
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
                      "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
-                     "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as", "unbind", "topk"})
+                     "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as", "unbind", "topk",
+                     "argsort"})
 #: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
 #: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
 #: never left to fail (AttributeError) or to compute something else
@@ -222,6 +223,8 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
         return expr(f"{spell('jax.numpy.unstack')}({code(recv)}" + (f", axis={code(dim)})" if dim is not None else ")"))
     if name == "topk":
         return _topk(recv, pos, kw, spell)
+    if name == "argsort":
+        return _argsort(recv, pos, kw, spell)
     if name in ("softmax", "log_softmax") and len(pos) + len(kw) == 1 and set(kw) <= {"dim"}:
         return expr(f"{spell('jax.nn.' + name)}({code(recv)}, axis={code(pos[0] if pos else kw['dim'])})")
     return None
@@ -245,6 +248,23 @@ def _topk(recv, pos, kw, spell) -> cst.BaseExpression | None:
     dim = given.get("dim")
     axis = "" if dim is None or literal_value(dim, None) == -1 else f", axis={code(dim)}"
     return expr(f"{spell('jax.lax.top_k')}({code(recv)}, {code(given['k'])}{axis})")
+
+
+def _argsort(recv, pos, kw, spell) -> cst.BaseExpression | None:
+    """``x.argsort(dim=-1, descending=False, stable=False)`` → ``jnp.argsort(x, axis=dim, descending=...)`` where a
+    PyTorch keyword (dim, descending, stable) or a second positional argument says x is a tensor (a numpy or jax
+    array's ``a.argsort(axis)`` sorts the same way: left as written); jnp's sort is stable (the warning of apply)."""
+    names = ("dim", "descending")
+    if len(pos) > len(names) or set(kw) - {*names, "stable"} or set(kw) & set(names[:len(pos)]) \
+            or not (kw or len(pos) > 1):
+        return None
+    given = {**dict(zip(names, pos)), **kw}
+    parts = [code(recv)]
+    if "dim" in given:
+        parts.append(f"axis={code(given['dim'])}")
+    if "descending" in given:
+        parts.append(f"descending={code(given['descending'])}")
+    return expr(f"{spell('jax.numpy.argsort')}({', '.join(parts)})")
 
 
 def _fill(call: cst.Call, spell=None) -> str | None:
@@ -659,6 +679,15 @@ class _TensorCalls(cst.CSTVisitor):
                            "array has, not translated" + (" with these arguments" if name in METHODS else "")
                            + ": left as written it fails (AttributeError); write its jnp counterpart "
                            "(jnp.<function>(x, ...); x = x.at[...].set(...) for an in-place method)", original)
+            if out is not None and name == "argsort":
+                from fwport.packs.torch2jax.ops import ARGSORT_TIES, argsort_unstable
+                stable = next((a.value for a in original.args if a.keyword is not None and a.keyword.value == "stable"),
+                              None)
+                recv = original.func.value
+                drawn = isinstance(recv, cst.Call) and self.ctx.imports.resolve(recv.func) in (
+                    "torch.rand", "torch.randn", "torch.rand_like", "torch.randn_like")  # no ties among them
+                if argsort_unstable(stable) and not drawn:
+                    self.ctx.report(Severity.WARNING, "approximate", ARGSORT_TIES, original)
             return updated if out is None else out
 
         self.ctx.plans.add(node, apply, by="tensor-methods")

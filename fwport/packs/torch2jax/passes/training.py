@@ -922,7 +922,7 @@ class _Pass(cst.CSTTransformer):
         if edit is not None:
             return self.write_checkpoint_edit(edit, updated)
         data = self.load_data(original) or self.load_model(original) or self.load_checkpoint(original) \
-            or self.save_data(original)
+            or self.load_named_state_dict(original) or self.save_data(original)
         if data is not None:
             return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
@@ -1181,6 +1181,50 @@ class _Pass(cst.CSTTransformer):
                         "checkpoint", stmt)
         entries = ", ".join(f"{code(k)}: {tree}" for k, tree in like.values())
         return a.with_changes(value=parsed_expression(f"{written.name(self.ctx, 'load_checkpoint')}({code(a.value.args[0].value)}, {{{entries}}})"))
+
+    def load_named_state_dict(self, stmt) -> cst.BaseSmallStatement | None:
+        """``sd = torch.load(f)`` where the scope reads ``sd`` once, as the one argument of a later
+        ``model.load_state_dict(sd)`` statement of a model (a translated module, made above the load where the scope
+        makes it) → ``sd = eqx.tree_deserialise_leaves(f, model)`` (the leaves the translated
+        ``torch.save(model.state_dict(), f)`` wrote, read into the model's structure; ``(model, model_state)`` for a
+        model with a layer state) and that statement → ``model = sd``. None (the rule's error) for anything else: a
+        state_dict changed before the load (keys renamed or deleted), read elsewhere, or given to something else."""
+        a = self._load_assign(stmt)
+        if a is None:
+            return None
+        name, scope = a.targets[0].target.value, self.scopes[-1] if self.scopes else self.module
+        statements = _scope_statements(scope)
+        if _reads(scope, name) != 1 or len([st for st in statements if _assigns(st, name)]) != 1:
+            return None
+        at = next((i for i, st in enumerate(statements) if st is stmt), None)
+        restore = None
+        for st in statements[at + 1:] if at is not None else ():
+            call = st.body[0].value if len(st.body) == 1 and isinstance(st.body[0], cst.Expr) else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                    and call.func.attr.value == "load_state_dict" and len(call.args) == 1 \
+                    and call.args[0].keyword is None and not call.args[0].star \
+                    and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == name:
+                restore = (st, call.func.value)
+                break
+        if restore is None:
+            return None
+        st, owner = restore
+        tree = self.checkpoint_tree(owner, scope, load=True)
+        if tree is None or tree == "opt_state":
+            return None
+        model = owner.value
+        order = _scope_assigns(scope)
+        made = [i for i, x in enumerate(order) if any(model in target_names(t.target) for t in x.targets)]
+        if made and made[0] > next(i for i, x in enumerate(order) if x is a):
+            return None  # the model is made after the load: no structure to read the leaves into there
+        self.checkpoint_edits[id(st)] = ("restore", tree.strip("()"))
+        self.note_global(model)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} = torch.load(f) given to {model}.load_state_dict("
+                        f"{name}) → {name} = eqx.tree_deserialise_leaves(f, {tree.strip('()')}) and {model} = {name}: "
+                        "it reads the leaves the translated torch.save(model.state_dict(), f) wrote "
+                        "(eqx.tree_serialise_leaves), not a PyTorch checkpoint", stmt)
+        load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
+        return a.with_changes(value=parsed_expression(f"{load}({code(a.value.args[0].value)}, {tree})"))
 
     def write_checkpoint_edit(self, edit: tuple, updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
         """A statement planned by plan_checkpoint_saves or load_checkpoint, written."""
@@ -3664,6 +3708,14 @@ class _Finish(cst.CSTTransformer):
                         for t in small.targets:
                             self.module_names.update(target_names(t.target))
         self.module_names |= {"jax", "jnp", "eqx", "optax", "math"}
+        # module-level names a module-level loop binds again (x = x * 0.5, x, y = next_batch()): a train_step reads
+        # them as arguments, never as globals, which eqx.filter_jit keeps as they were when it traced the step
+        self.rebound: set[str] = set()
+        for s in node.body:
+            if isinstance(s, (cst.For, cst.While)):
+                v = _LocalNames(s, self.rebound)
+                scan(s, v)
+        self.rebound &= self.module_names
 
         # every optimizer the rules translated, by the name it is assigned to (loops are rewritten
         # bottom-up, before the block that assigns their optimizer is seen)
@@ -3848,7 +3900,8 @@ class _Finish(cst.CSTTransformer):
         own = {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
                for n in target_names(t.target) if hasattr(builtins, n)}
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
-                  and (n not in self.module_names or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+                  and (n not in self.module_names or n in names.stored or n in self.rebound)
+                  and (not hasattr(builtins, n) or n in own)]
         rates = []
         for n in find_all(parsed_expression(delta), cst.Name):
             if n.value != "g" and n.value not in rates and n.value not in inputs:
@@ -3967,7 +4020,8 @@ class _Finish(cst.CSTTransformer):
         trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
         # argument, not a global the jit would keep as it was when traced
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
-                  and (n not in self.module_names or n in trained or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+                  and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound)
+                  and (not hasattr(builtins, n) or n in own)]
         kept = self.ctx.analyses.get(STATE_KEPT, ())
         if any(s is k for s in block for k in kept) and _state_name(self.ctx, model) not in inputs:
             inputs.append(_state_name(self.ctx, model))  # the model's call repeated in the loss reads its state
