@@ -896,6 +896,8 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
     rebound = set()
     for st in fn.body.body:
         rebound |= _names_bound_in(st) | set(_assigned(st)) | _stepped_names(st)
+    stepped = _int_stepped_params(fn)  # (filters *= 2 in a loop: followed from the value pinned, not rebound)
+    rebound -= stepped
     consts = _module_assignments(ctx)
     methods = {n.value.value for n in _attribute_reads(fn.body) if isinstance(n.value, cst.Name)}
     values: dict[str, set] = {}
@@ -917,9 +919,66 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
                 continue
             values.setdefault(name, set()).add(repr(v))
             first.setdefault(name, v)
-    deciding = _deciding_names(fn, helpers) | _input_shape_names(fn, ctx)
+    deciding = _deciding_names(fn, helpers) | _input_shape_names(fn, ctx) | stepped
     return {n: first[n] for n, vs in values.items() if len(vs) == 1 and n in first and n not in rebound
-            and n in deciding}
+            and n in deciding and (n not in stepped or is_int(first[n]))}
+
+
+class _Binds(cst.CSTVisitor):
+    """The names a function's body steps by an augmented assignment of an int operator (``filters *= 2``,
+    ``aug``) and those it binds any other way (``other``)."""
+
+    def __init__(self):
+        self.aug: set[str] = set()
+        self.other: set[str] = set()
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        if isinstance(n.target, cst.Name) and type(n.operator) in _AUG_OPS:
+            self.aug.add(n.target.value)
+        else:
+            self.other |= {x.value for x in _name_nodes(n.target)}
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        self.other |= {x.value for x in _name_nodes(n.target)}
+
+    def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+        self.other |= {x.value for x in _name_nodes(n.target)}
+
+    def visit_For(self, n: cst.For) -> None:
+        self.other |= {x.value for x in _name_nodes(n.target)}
+
+    def visit_CompFor(self, n: cst.CompFor) -> None:
+        self.other |= {x.value for x in _name_nodes(n.target)}
+
+    def visit_AsName(self, n: cst.AsName) -> None:
+        self.other |= {x.value for x in _name_nodes(n.name)}
+
+    def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+        self.other |= {x.value for x in _name_nodes(n.target)}
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        self.other.add(n.name.value)
+        return False
+
+    def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+        self.other.add(n.name.value)
+        return False
+
+    def visit_Global(self, n) -> None:
+        self.other |= {x.name.value for x in n.names}
+
+    def visit_Nonlocal(self, n) -> None:
+        self.other |= {x.name.value for x in n.names}
+
+
+def _int_stepped_params(fn: cst.FunctionDef) -> set[str]:
+    """The parameters of ``fn`` its body binds again only by stepping them (``filters *= 2``, ``filters //= 2``:
+    cyclegan's generator): pinned, such a parameter starts the builder's known ints (:meth:`_Builder.run`), and the
+    loops written out follow it pass by pass."""
+    params = {p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]}
+    v = _Binds()
+    scan(fn.body, v)
+    return (v.aug - v.other) & params
 
 
 class _PinnedList(list):
@@ -1581,6 +1640,12 @@ class _Builder:
                 literals[pname] = lit
             elif given:
                 symbolic[pname] = v
+            elif self._initializer_constant(v):
+                # cyclegan's `kernel_initializer=kernel_init`, a module-level keras.initializers.RandomNormal(...):
+                # the name written in place, as the builder's own layer calls pass it (the initializer rule reads it)
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                layer_args[pname] = v
             else:
                 raise _Refused(call, f"{name}(...): the default of {pname} is not a literal")
         if not tensors:
@@ -2479,6 +2544,16 @@ class _Builder:
             return range(*(self._static(a.value, {}) for a in node.args))
         return self._static(node, {})
 
+    def _initializer_constant(self, v: cst.BaseExpression) -> bool:
+        """``v`` is a name the module binds once, to a call of a Keras / TensorFlow initializer
+        (``kernel_init = keras.initializers.RandomNormal(mean=0.0, stddev=0.02)``), that the builder does not bind."""
+        if not (isinstance(v, cst.Name) and v.value in self.constants[1] and v.value not in self.local):
+            return False
+        value = _module_assignments(self.ctx).get(v.value)
+        q = self.ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
+        return q is not None and self.ctx.imports.is_source(q) and (
+            ".initializers." in q or q.rsplit(".", 1)[-1].endswith("_initializer"))
+
     def _source_value(self, v: cst.BaseExpression) -> bool:
         """``tf.tanh`` / ``keras.activations.gelu``: a name of the source framework (not a call)."""
         if not isinstance(v, (cst.Name, cst.Attribute)):
@@ -2519,8 +2594,18 @@ class _Builder:
         fn = self.fn
         stmts = list(fn.body.body)
         if self.pinned:
+            # a parameter the body steps (filters *= 2): its value in place up to the first statement stepping it,
+            # then a known int the loops and statements below follow (_unroll_values, _config, _after_loops)
+            stepped = _int_stepped_params(fn) & set(self.pinned)
             values = {n: _literal_node(v) for n, v in self.pinned.items()}
-            stmts = [self._copy(st, _Substitute(values)) if _names_in(st) & set(values) else st for st in stmts]
+            out = []
+            for st in stmts:
+                steps = _stepped_names(st) & stepped & set(values)
+                for n in steps:
+                    del values[n]
+                    self.known_ints[n] = self.pinned[n]
+                out.append(self._copy(st, _Substitute(values)) if _names_in(st) & set(values) else st)
+            stmts = out
         params = fn.params
         self.local = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
         for star in (params.star_arg, params.star_kwarg):
@@ -3594,6 +3679,9 @@ class _Builder:
                 self.known_literals.pop(n, None)
         if role != "config" and self.known_ints:  # a name bound by a graph statement: its int is gone
             for n in (_assigned(stmt) if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
+                if role == "unrolled" and isinstance(stmt, cst.For) and n in self.loop_ints \
+                        and self.known_ints.get(n) == self.loop_ints[n]:
+                    continue  # (the value a loop written out left: the statements below follow it)
                 self.known_ints.pop(n, None)
         return role
 
@@ -3944,6 +4032,12 @@ class _Builder:
         names = _names_in(stmt) & set(self.loop_ints)
         if not names:
             return None
+        if isinstance(stmt, cst.For):  # another loop stepping it (filters //= 2 after filters *= 2): it goes on
+            for n in _stepped_names(stmt.body) & names:  # from the known int, pass by pass (_unroll_values)
+                self.known_ints[n] = self.loop_ints.pop(n)
+                names.discard(n)
+            if not names:
+                return None
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
         step = self._int_step(small, self.loop_ints) if small is not None else None
         if step is not None:  # filters //= 2 below the loop: its value, and the name no longer the loop's
