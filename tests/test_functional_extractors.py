@@ -45,6 +45,11 @@ model = build_model()
 prediction_model = keras.Model(model.get_layer(name="image").input, model.get_layer(name="dense2").output)
 '''
 
+# the builder compiles its model: the training pass makes `model = build_model()` `model, opt, loss_fn = ...`
+COMPILED = BUILT.replace("    return keras.Model(inputs=[image, labels], outputs=output)\n",
+                         "    model = keras.Model(inputs=[image, labels], outputs=output)\n"
+                         "    model.compile(optimizer=keras.optimizers.Adam(), loss=\"mse\")\n    return model\n")
+
 CONV = '''
 import keras
 from keras import layers
@@ -72,6 +77,12 @@ def test_the_base_class_gets_a_method_up_to_the_layer():
     assert "class PredictionModel(nn.Module):" in out and "self.model = model" in out
     assert "return self.model.upto_dense2(image)" in out and "prediction_model = PredictionModel()" in out
     assert "get_layer" not in out
+
+
+def test_a_builder_that_compiles_its_model_is_followed_too():
+    r = tr(COMPILED)
+    assert errors(r) == []
+    assert "model, optimizer, loss_fn = build_model()" in r.output and "return self.model.upto_dense2(image)" in r.output
 
 
 def test_a_channels_first_model_gives_the_map_back_channels_last():
@@ -121,7 +132,7 @@ print("RESULT " + json.dumps({"y": y.tolist(), "full": full.tolist()}))
 
 @needs("torch", "tensorflow")
 def test_the_extractors_compute_what_keras_computes(tmp_path):
-    for name, src in (("built", BUILT), ("conv", CONV)):
+    for name, src in (("built", BUILT), ("compiled", COMPILED), ("conv", CONV)):
         src = src.replace('get_layer(name="image").input', 'get_layer(name="image").output')  # (Keras 3's)
         r = tr(src)
         assert errors(r) == []

@@ -3717,6 +3717,22 @@ class _Builder:
                 and self._built_on_tensor(small.value):
             self.built_on.add(small.targets[0].target.value)
             return "forward"
+        if (self.fn is None and isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Tuple) and small.targets[0].target.elements
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
+                        for e in small.targets[0].target.elements)
+                and isinstance(small.value, cst.Call) and not small.value.args
+                and self._layer_kind(small.value.func)[0] == "builder"):
+            # `model, opt, loss_fn = build_model()`: the training pass's rewrite of `model = build_model()` for a
+            # builder that compiles its model (a Keras model does not unpack): the first name holds the instance
+            target = small.targets[0].target.elements[0].value.value
+            info = dict(self.builder_models[small.value.func.value])
+            info["outputs"] = [None if o is None else tuple(d if is_int(d) else None for d in o)
+                               for o in info["outputs"]]
+            info["from_builder"] = True
+            info["records_scope"] = small.value.func.value
+            self.prior_models[target] = info
+            return "keep"
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             target = small.targets[0].target.value
             value = small.value
