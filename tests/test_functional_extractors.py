@@ -157,3 +157,78 @@ def test_what_cannot_be_followed_is_a_specific_error():
     r = tr(BUILT.replace('model.get_layer(name="dense2").output', "model.layers[2].output"))
     assert "class PredictionModel" not in r.output
     assert any("fwport follows one output given as model.get_layer" in m for _, m in errors(r))
+
+
+# a module-level Sequential of preprocessing layers a demo calls above the model (chapter08's plot of augmented images)
+SHOWN = '''
+import numpy as np
+import keras
+from keras import layers
+
+preprocess = keras.Sequential([layers.Rescaling(2.0 / 255, offset=-1.0), layers.RandomFlip("horizontal")])
+
+images = np.zeros((2, 8, 8, 3), "float32")
+for i in range(2):
+    shown = preprocess(images)
+
+inputs = keras.Input(shape=(8, 8, 3))
+x = preprocess(inputs)
+x = layers.Conv2D(4, 3, activation="relu")(x)
+x = layers.GlobalAveragePooling2D()(x)
+outputs = layers.Dense(2)(x)
+model = keras.Model(inputs, outputs)
+'''
+
+SHOWN_DRIVER = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import model as m
+side = sys.argv[2]
+shared = sys.argv[1].rsplit("/", 1)[0] + "/weights.npz"
+images = np.random.default_rng(0).uniform(0, 255, (2, 8, 8, 3)).astype("float32")
+assert np.asarray(m.shown).shape == (2, 8, 8, 3)  # (the demo ran, channels-last)
+if side == "keras":
+    weights = [np.asarray(w) for layer in m.model.layers for w in layer.weights]
+    np.savez(shared, *weights)
+    y = np.asarray(m.model(images, training=False))
+    shown = np.asarray(m.preprocess(images, training=False))
+else:
+    import torch
+    z = np.load(shared)
+    k, b, k2, b2 = [z[f"arr_{i}"] for i in range(4)]
+    m.model.eval()
+    with torch.no_grad():
+        m.model.conv.weight.copy_(torch.as_tensor(np.ascontiguousarray(k.transpose(3, 2, 0, 1))))
+        m.model.conv.bias.copy_(torch.as_tensor(b))
+        m.model.fc.weight.copy_(torch.as_tensor(np.ascontiguousarray(k2.T)))
+        m.model.fc.bias.copy_(torch.as_tensor(b2))
+        y = m.model(torch.as_tensor(images)).numpy()
+        shown = m.preprocess(torch.as_tensor(images)).numpy()
+    assert m.model.preprocess is m.preprocess  # that very object, as Keras shares it
+print("RESULT " + json.dumps({"y": y.tolist(), "shown": shown.tolist()}))
+'''
+
+
+def test_a_sequential_a_demo_calls_above_the_model_stays_where_it_stands():
+    r = tr(SHOWN)
+    assert errors(r) == []
+    out = r.output
+    assert "self.preprocess = preprocess" in out and "class Model(nn.Module):" in out
+    assert out.index("preprocess = nn.Sequential(") < out.index("shown = preprocess(")
+
+
+@needs("torch", "tensorflow")
+def test_the_demo_and_the_model_compute_what_keras_computes(tmp_path):
+    r = tr(SHOWN)
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(SHOWN), r.output, SHOWN_DRIVER)
+    np.testing.assert_allclose(torch_out["shown"], keras_out["shown"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(torch_out["y"], keras_out["y"], rtol=1e-4, atol=1e-5)
+
+
+def test_a_channels_first_sequential_a_demo_calls_stays_an_error():
+    # a Resizing: the sequential pass makes it channels-first, which the demo's channels-last call would misread
+    r = tr(SHOWN.replace('layers.RandomFlip("horizontal")', "layers.Resizing(4, 4)"))
+    assert "class Model" not in r.output
+    assert any(ln == 8 and "preprocess: a tensor or layer of the functional model used by a statement that is not "
+               "part of it" in m for ln, m in errors(r))

@@ -551,6 +551,7 @@ def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
         b.prior_models = dict(prior)
         b.builder_models = dict(built)  # encoder = make_encoder() at module level: the instance it returns
         b.builder_defs = dict(built_defs)
+        b.shown_seqs = seqs
         out = b.run_module(body, lo, hi)
         if out is not None:
             body = out
@@ -1427,6 +1428,9 @@ class _Builder:
         self.given: dict[str, _Layer] = {}  # builder values called on tensors (modules given to the model)
         self.local_calls: dict[str, bool] = {}  # builder name → whether the statement that last bound it is `= call(...)`
         self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
+        # (a module-level model: those of them a statement outside the model also calls, a demo plotting augmented
+        # images above the model: kept where they stand, the model calling that very object, as a builder does)
+        self.shown_seqs: dict[str, cst.Call] = {}
         # builder names bound to values known where the model is built (`filters = 64`), and updated by
         # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
         # are written as their values in the builder's statements below it (its __init__ has no loop)
@@ -2709,9 +2713,23 @@ class _Builder:
             outside |= self._idle_layers(stmts, lo, m_index, outside)
         if not builder and lo > 0:
             self._shared_inputs(stmts, lo, m_index, outside)
+        kept_seqs: set[int] = set()
+        if not builder and self.shown_seqs:
+            # (not one the sequential pass makes channels-first: the statement outside calls it on Keras's layout)
+            shown = {n: c for n, c in self.shown_seqs.items()
+                     if any(n in _names_in(stmts[i]) for i in outside) and self._keeps_layout(c)}
+            for i in range(lo, m_index):
+                st = stmts[i]
+                if i not in outside and isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 \
+                        and isinstance(st.body[0], cst.Assign) and any(st.body[0].value is c for c in shown.values()):
+                    kept_seqs.add(i)
+            self.module_seqs = {n: c for n, c in shown.items() if any(stmts[i].body[0].value is c for i in kept_seqs)}
         graph_bound: set[str] = set()  # names the model's statements bound so far
         for i, stmt in enumerate(stmts):
             if i < lo:
+                roles[i] = "keep"
+                continue
+            if i in kept_seqs:  # (the Sequential where it stands; the model calls that object)
                 roles[i] = "keep"
                 continue
             if i in outside:
@@ -5301,6 +5319,19 @@ class _Builder:
                 layer.records.append(("", LayerRecord(self.scope, "", target, rule.id, em.variant, dict(em.symbols))))
         layer.module = module
         self.pending_init.append(f"self.{layer.attr} = {code(module)}")
+
+    def _keeps_layout(self, call: cst.Call) -> bool:
+        """A module-level ``keras.Sequential([...])`` of listed layers the sequential pass keeps channels-last."""
+        first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        if first is None or not isinstance(first.value, (cst.List, cst.Tuple)) \
+                or any(isinstance(e, cst.StarredElement) for e in first.value.elements):
+            return False
+        members = []
+        for e in first.value.elements:
+            q = self.ctx.imports.resolve(e.value.func) if isinstance(e.value, cst.Call) else None
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            members.append((e.value, rule if rule is not None and rule.kind == "layer" else None))
+        return not converts_to_nchw(members)
 
     def _module_seq_shape(self, layer: _Layer, t: _Tensor) -> tuple[tuple | None, bool]:
         """The output shape of a module-level ``keras.Sequential`` of preprocessing layers called in the
