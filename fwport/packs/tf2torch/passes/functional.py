@@ -389,6 +389,11 @@ class _Plan:
     # module level: `normalizer.adapt(data)` above the model (its index) → `model.normalizer.adapt(data)`, placed
     # right after the model's statement (_Follow._adapt_before)
     adapts: dict[int, cst.BaseStatement] = field(default_factory=dict)
+    # a named layer's output a model below reads (keras.Model(m.input, m.get_layer("x").output)): Keras name → (the
+    # statement index binding it, the expression of its output in Keras's layout, forward's parameters it depends on)
+    taps: dict[str, tuple[int, str, frozenset]] = field(default_factory=dict)
+    tap_methods: dict[str, tuple[list[str], int, str]] = field(default_factory=dict)  # method → (params, index, ret)
+    tap_defs: list = field(default_factory=list)  # (finish) those methods, built by _parts
 
 
 # while run() works: (walk, id(node)) → (node, its answer) for the read-only walks below that it asks again and
@@ -546,6 +551,7 @@ def _run(module: cst.Module, ctx: FileContext) -> cst.Module:
         b.prior_models = dict(prior)
         b.builder_models = dict(built)  # encoder = make_encoder() at module level: the instance it returns
         b.builder_defs = dict(built_defs)
+        b.shown_seqs = seqs
         out = b.run_module(body, lo, hi)
         if out is not None:
             body = out
@@ -1475,10 +1481,15 @@ class _Builder:
         self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
         self.builder_defs: dict[str, cst.FunctionDef] = {}  # their functions, by name
         self.model_summary: dict | None = None  # this model, for the ones below it
+        self.input_keras_names: dict[str, str] = {}  # input's name → keras.Input(name=...)
+        self.tap_candidates: dict[int, tuple[str, _Tensor]] = {}  # forward statement `name = <layer call>` → name, tensor
         self.submodels: dict[str, _Layer] = {}
         self.given: dict[str, _Layer] = {}  # builder values called on tensors (modules given to the model)
         self.local_calls: dict[str, bool] = {}  # builder name → whether the statement that last bound it is `= call(...)`
         self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
+        # (a module-level model: those of them a statement outside the model also calls, a demo plotting augmented
+        # images above the model: kept where they stand, the model calling that very object, as a builder does)
+        self.shown_seqs: dict[str, cst.Call] = {}
         # builder names bound to values known where the model is built (`filters = 64`), and updated by
         # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
         # are written as their values in the builder's statements below it (its __init__ has no loop)
@@ -2787,9 +2798,23 @@ class _Builder:
             outside |= self._idle_layers(stmts, lo, m_index, outside)
         if not builder and lo > 0:
             self._shared_inputs(stmts, lo, m_index, outside)
+        kept_seqs: set[int] = set()
+        if not builder and self.shown_seqs:
+            # (not one the sequential pass makes channels-first: the statement outside calls it on Keras's layout)
+            shown = {n: c for n, c in self.shown_seqs.items()
+                     if any(n in _names_in(stmts[i]) for i in outside) and self._keeps_layout(c)}
+            for i in range(lo, m_index):
+                st = stmts[i]
+                if i not in outside and isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 \
+                        and isinstance(st.body[0], cst.Assign) and any(st.body[0].value is c for c in shown.values()):
+                    kept_seqs.add(i)
+            self.module_seqs = {n: c for n, c in shown.items() if any(stmts[i].body[0].value is c for i in kept_seqs)}
         graph_bound: set[str] = set()  # names the model's statements bound so far
         for i, stmt in enumerate(stmts):
             if i < lo:
+                roles[i] = "keep"
+                continue
+            if i in kept_seqs:  # (the Sequential where it stands; the model calls that object)
                 roles[i] = "keep"
                 continue
             if i in outside:
@@ -2850,6 +2875,12 @@ class _Builder:
             if id(stmt) in self.aug:
                 stmts[i] = stmt = self.aug.pop(id(stmt))
             roles[i] = role
+            if role == "forward" and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+                    and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1 \
+                    and isinstance(stmt.body[0].targets[0].target, cst.Name) \
+                    and isinstance(self.env.get(stmt.body[0].targets[0].target.value), _Tensor):
+                target = stmt.body[0].targets[0].target.value
+                self.tap_candidates[i] = (target, self.env[target])
             if not builder and role != "keep":
                 graph_bound |= _names_bound_in(stmt) | set(_assigned(stmt))
             if role == "unrolled" and id(stmt) in self.generated:
@@ -2913,9 +2944,64 @@ class _Builder:
             if gone is not None:
                 ctx.findings.remove(gone)
         self._info(plan, model_call, out_tensors)
+        plan.taps = self._taps(stmts, roles, generated)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
-                              "outputs": [t.shape for t in out_tensors]}
+                              "outputs": [t.shape for t in out_tensors], "plan": plan,
+                              "input_names": self._input_names()}
         return plan
+
+    def _input_names(self) -> dict[str, str]:
+        """Keras names of the model's inputs (``keras.Input(..., name="image")``) → forward's parameter."""
+        return {self.input_keras_names[p]: p for p in self.inputs if p in self.input_keras_names}
+
+    def _layer_name(self, node: _Node) -> str | None:
+        """The literal ``name=`` of the layer whose call made ``node``."""
+        where = node.where
+        if not isinstance(where, cst.Call):
+            return None
+        made = where.func if isinstance(where.func, cst.Call) else None
+        if isinstance(where.func, cst.Name):
+            layer = self.env.get(where.func.value)
+            made = layer.call if isinstance(layer, _Layer) and isinstance(layer.call, cst.Call) else None
+        name = _lit_of(made, "name") if made is not None else NOT_LITERAL
+        return name if isinstance(name, str) else None
+
+    def _taps(self, stmts: list, roles: dict[int, str], generated: dict[int, list]) -> dict:
+        """The named layers whose output a model built below may read (``keras.Model(m.input,
+        m.get_layer("dense2").output)``, a feature extractor sharing the weights): each bound by a forward statement
+        ``name = <its only call>`` of a straight-line forward (no loop, no if kept, no dict of inputs above it)."""
+        if self.loops or self.dict_input is not None:
+            return {}
+        nchw = self.layout == "nchw"
+        params = {id(t.node.op): p for p, t in self.inputs.items()}
+        taps: dict[str, tuple[int, str, frozenset]] = {}
+        for i in sorted(roles):
+            role = roles[i]
+            if role == "forward" and not isinstance(stmts[i], cst.SimpleStatementLine):
+                break
+            if role == "unrolled" and not all(isinstance(g, cst.SimpleStatementLine) for g in generated.get(i, [])):
+                break
+            if i not in self.tap_candidates or role != "forward":
+                continue
+            target, t = self.tap_candidates[i]
+            node = t.node
+            if node.op.kind != "layer" or sum(n.op is node.op for n in self.nodes) != 1:
+                continue  # (a shared layer's output: Keras's get_layer(...).output refuses it too)
+            name = self._layer_name(node)
+            if name is None or name in taps:
+                continue
+            needed, seen, stack = set(), set(), [node]
+            while stack:
+                n = stack.pop()
+                if id(n) in seen:
+                    continue
+                seen.add(id(n))
+                if id(n.op) in params:
+                    needed.add(params[id(n.op)])
+                stack.extend(n.parents)
+            back = nchw and not t.last and (t.shape is None or len(t.shape) > 1)
+            taps[name] = (i, target + (_to_last(t.shape) if back else ""), frozenset(needed))
+        return taps
 
     def _shared_inputs(self, stmts: list, lo: int, m_index: int, outside: set[int]) -> None:
         """A module-level model reading a ``keras.Input`` bound above its own statements (the input of a model
@@ -3737,6 +3823,22 @@ class _Builder:
                 and self._built_on_tensor(small.value):
             self.built_on.add(small.targets[0].target.value)
             return "forward"
+        if (self.fn is None and isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Tuple) and small.targets[0].target.elements
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
+                        for e in small.targets[0].target.elements)
+                and isinstance(small.value, cst.Call) and not small.value.args
+                and self._layer_kind(small.value.func)[0] == "builder"):
+            # `model, opt, loss_fn = build_model()`: the training pass's rewrite of `model = build_model()` for a
+            # builder that compiles its model (a Keras model does not unpack): the first name holds the instance
+            target = small.targets[0].target.elements[0].value.value
+            info = dict(self.builder_models[small.value.func.value])
+            info["outputs"] = [None if o is None else tuple(d if is_int(d) else None for d in o)
+                               for o in info["outputs"]]
+            info["from_builder"] = True
+            info["records_scope"] = small.value.func.value
+            self.prior_models[target] = info
+            return "keep"
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
             target = small.targets[0].target.value
             value = small.value
@@ -4215,6 +4317,9 @@ class _Builder:
         op = _Op("input", True)
         self.input_ops.append(op)
         t = _Tensor(shape, self._node(op, []), shape_name=name)
+        keras_name = _lit_of(call, "name")
+        if isinstance(keras_name, str):
+            self.input_keras_names[target] = keras_name
         self.inputs[target] = t
         self.env[target] = t
         self.ctx.settle(call)
@@ -5309,6 +5414,19 @@ class _Builder:
         layer.module = module
         self.pending_init.append(f"self.{layer.attr} = {code(module)}")
 
+    def _keeps_layout(self, call: cst.Call) -> bool:
+        """A module-level ``keras.Sequential([...])`` of listed layers the sequential pass keeps channels-last."""
+        first = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        if first is None or not isinstance(first.value, (cst.List, cst.Tuple)) \
+                or any(isinstance(e, cst.StarredElement) for e in first.value.elements):
+            return False
+        members = []
+        for e in first.value.elements:
+            q = self.ctx.imports.resolve(e.value.func) if isinstance(e.value, cst.Call) else None
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            members.append((e.value, rule if rule is not None and rule.kind == "layer" else None))
+        return not converts_to_nchw(members)
+
     def _module_seq_shape(self, layer: _Layer, t: _Tensor) -> tuple[tuple | None, bool]:
         """The output shape of a module-level ``keras.Sequential`` of preprocessing layers called in the
         graph (``x = data_augmentation(inputs)``), which the sequential pass translates where it stands and
@@ -5584,6 +5702,9 @@ class _Builder:
             order = list(keys.values())
         else:
             in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
+            tapped = self._tap_model(in_items, outs)
+            if tapped is not None:
+                return tapped or None
             for it in in_items:
                 sub = self._sub_model(it)
                 if sub is not None:
@@ -5623,6 +5744,81 @@ class _Builder:
             tensors.append(t)
         self.generating = False
         return returns, tensors
+
+    def _model_ref(self, node: cst.BaseExpression) -> tuple[str, str | None] | None:
+        """``m.input`` / ``m.inputs`` → (m, None); ``m.get_layer(name="image").input`` → (m, "image") (Keras 2's
+        InputLayer; Keras 3's gives its tensor as ``.output``, ``.input`` there raising)."""
+        if not (isinstance(node, cst.Attribute) and node.attr.value in ("input", "inputs", "output")):
+            return None
+        root = node.value
+        if isinstance(root, cst.Name):
+            return (root.value, None) if node.attr.value != "output" else None
+        if isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) and root.func.attr.value == "get_layer" \
+                and isinstance(root.func.value, cst.Name) and node.attr.value in ("input", "output"):
+            name = _lit_of(root, "name", 0)
+            if isinstance(name, str) and len(root.args) == 1:
+                return root.func.value.value, name
+        return None
+
+    def _tap_model(self, in_items: list, outs: cst.BaseExpression):
+        """keras.Model(base.input, base.get_layer("name").output), ``base`` a model translated above at module level
+        (or a builder's instance bound there): the layers of ``base`` from those inputs to that layer's output,
+        sharing its weights. The class of ``base`` gets a method running its forward's statements that layer's output
+        depends on (:func:`_tap_defs`), and this model's forward calls it on ``self.<base>`` (that very module).
+        None where this is not such a model; False where it is and cannot be followed (an error said why); else what
+        :meth:`_model_args` returns."""
+        refs = [self._model_ref(it) for it in in_items]
+        if not refs or None in refs or self.fn is not None or len({b for b, _ in refs}) != 1:
+            return None
+        base = refs[0][0]
+        info = self.prior_models.get(base)
+        plan = info.get("plan") if info is not None else None
+        if plan is None or base in self.local or base in self.inputs:
+            return None  # (not a model of this file translated above: _sub_model's error)
+        out = outs
+        layer = None
+        if isinstance(out, cst.Attribute) and out.attr.value == "output" and isinstance(out.value, cst.Call) \
+                and isinstance(out.value.func, cst.Attribute) and out.value.func.attr.value == "get_layer" \
+                and isinstance(out.value.func.value, cst.Name) and out.value.func.value.value == base \
+                and len(out.value.args) == 1:
+            layer = _lit_of(out.value, "name", 0)
+        what = f"keras.Model({', '.join(code(it) for it in in_items)}, {code(outs)})"
+        if not isinstance(layer, str):
+            self.error(outs, f"{what}: a model made of layers of {base}, sharing its weights: fwport follows one "
+                             f"output given as {base}.get_layer(\"<name>\").output (a literal name); not this one")
+            return False
+        if layer not in plan.taps:
+            self.error(outs, f"{what}: {layer!r} is not a layer fwport can take the output of in {plan.class_name}'s "
+                             "forward (it follows the output of a layer created with that literal name=, called once, "
+                             "bound by a plain assignment of a forward without loops or if statements above it): "
+                             f"give {plan.class_name} a method returning that layer's output and call it")
+            return False
+        index, ret, needed = plan.taps[layer]
+        names = info.get("input_names", {})
+        params: list[str] = []
+        for it, (_, given) in zip(in_items, refs):
+            if given is None:
+                params += [p for p in plan.forward_params if p not in params]
+            elif given in names:
+                params.append(names[given])
+            else:
+                self.error(it, f"{code(it)}: fwport knows no keras.Input named {given!r} in {base} "
+                               "(its inputs named by a literal name=)")
+                return False
+        if not needed <= set(params):
+            self.error(outs, f"{what}: {layer!r} also depends on {', '.join(sorted(needed - set(params)))}, an input "
+                             f"of {base} this model is not given (Keras refuses it too: the graph is disconnected)")
+            return False
+        method = "upto_" + re.sub(r"\W", "_", layer)
+        plan.tap_methods[method] = (params, index, ret)
+        attr = base if base not in params else f"{base}_model"
+        self.carried[base] = attr
+        self.inputs = {p: _Tensor(None, _Node(_Op("input", True), [])) for p in params}
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{what} → a module calling {base}.{method}(...), the "
+                        f"statements of {plan.class_name}'s forward up to {layer!r}'s output on that very module "
+                        f"(its weights shared, as Keras shares them); fwport verify and fwport weights map {base}'s "
+                        "weights, not this model's", outs)
+        return [f"self.{attr}.{method}({', '.join(params)})"], [_Tensor(None, _Node(_Op("op", False), []))]
 
     def _sub_model(self, node: cst.BaseExpression) -> str | None:
         """keras.Model(base.input, base.get_layer("name").output): a model made of another model's layers
@@ -6523,8 +6719,31 @@ def _strip_blank(lines) -> list:
     return lines
 
 
+def _tap_defs(plan: _Plan, indexed: list) -> list:
+    """The methods of :attr:`_Plan.tap_methods`: forward's statements (``indexed``: (statement index, statement))
+    up to a named layer's, those its output depends on (a backward slice by names: forward is straight-line
+    there), then ``return`` that output."""
+    out = []
+    for method, (params, index, ret) in sorted(plan.tap_methods.items()):
+        needed = _names_in(expr(ret))
+        kept = []
+        for i, stmt in reversed([(i, st) for i, st in indexed if i <= index]):
+            bound = set(_assigned(stmt)) | _names_bound_in(stmt)
+            if bound & needed:
+                kept.insert(0, stmt)
+                needed = (needed - bound) | _reads(stmt)
+        if kept:
+            kept[0] = kept[0].with_changes(leading_lines=_strip_blank(kept[0].leading_lines))
+        fn = statement(f"def {method}(self, {', '.join(params)}):\n    pass\n")
+        body = [*kept, statement(f"return {ret}\n")]
+        out.append(fn.with_changes(body=fn.body.with_changes(body=body),
+                                   leading_lines=[cst.EmptyLine(indent=False)]))
+    return out
+
+
 def _parts(plan: _Plan, stmts: list):
     init, forward, carried = [], [], []
+    indexed: list = []  # (statement index, forward statement) for _tap_defs
     for i, stmt in enumerate(stmts):
         role = plan.roles.get(i, "keep")
         stmt = _clean(stmt)
@@ -6543,12 +6762,15 @@ def _parts(plan: _Plan, stmts: list):
                 new[0] = new[0].with_changes(leading_lines=lead)
                 carried = []
             forward += new
+            indexed += [(i, g) for g in new]
         elif role == "forward":
             if carried:
                 stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
                 carried = []
             forward.append(stmt)
+            indexed.append((i, stmt))
     init += [statement(f"self.{attr} = {name}\n") for name, attr in plan.carried.items()]
+    plan.tap_defs = _tap_defs(plan, [*[(-1, statement(line + "\n")) for line in plan.entry_lines], *indexed])
     for part in (init, forward):  # no blank line at the top of a method
         if part:
             part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
@@ -6580,7 +6802,7 @@ def _class(plan: _Plan, params: cst.Parameters | None, init: list, forward: list
         init_fn = init_fn.with_changes(params=params)
     init_fn = init_fn.with_changes(body=init_fn.body.with_changes(body=[*init_fn.body.body, *init]))
     fwd_fn = fwd_fn.with_changes(body=fwd_fn.body.with_changes(body=forward))
-    return cls.with_changes(body=cls.body.with_changes(body=[init_fn, fwd_fn]))
+    return cls.with_changes(body=cls.body.with_changes(body=[init_fn, fwd_fn, *plan.tap_defs]))
 
 
 def _call_args(params: cst.Parameters) -> str:
@@ -6641,6 +6863,9 @@ def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: di
                 placed.add(id(plan))
             continue
         if role == "model":
+            if id(plan) not in placed:  # (a model of no statement of its own: keras.Model(m.input, m.get_layer(...)))
+                out.append(classes[id(plan)].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+                placed.add(id(plan))
             new = _model_statement(_clean(stmt), plan, f"{plan.class_name}()")
             out.append(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
                                                        *_strip_blank(new.leading_lines)]))

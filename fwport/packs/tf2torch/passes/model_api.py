@@ -830,6 +830,15 @@ class _ModelApiPass(cst.CSTTransformer):
         func = node.func
         if isinstance(func, cst.Subscript):
             self._called.add(id(func))  # seq.layers[k](x): the whole layer, its activation too (visit_Subscript)
+        if self.models.qualname(func, set()) in MODEL_BASES:
+            # keras.Model(m.input, m.get_layer("x").output): the functional pass follows it where m is a model it
+            # translates (a method of m's class up to that layer), and says why not where it cannot
+            items = [a.value for a in node.args]
+            items += [e.value for v in list(items) if isinstance(v, (cst.List, cst.Tuple)) for e in v.elements]
+            for v in items:
+                if isinstance(v, cst.Attribute) and v.attr.value in ("input", "output") and isinstance(v.value, cst.Call) \
+                        and isinstance(v.value.func, cst.Attribute) and v.value.func.attr.value == "get_layer":
+                    self._layer_uses[id(v.value)] = ("tap", node)
         if (isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and isinstance(func.value, cst.Call)
                 and isinstance(func.value.func, cst.Attribute) and func.value.func.attr.value == "get_layer"):
             self._layer_uses[id(func.value)] = (func.attr.value, node)
@@ -1405,6 +1414,8 @@ class _ModelApiPass(cst.CSTTransformer):
         if use is None:
             return False
         how, outer = use
+        if how == "tap":  # (its keras.Model(...) translated: the functional pass replaces the whole statement)
+            return not self._left_value(outer)
         if how in ("read", "write") and not (isinstance(outer, cst.Attribute) and outer.value is call):
             return False
         name = call_argument(call, "name", 0)
