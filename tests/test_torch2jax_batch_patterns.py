@@ -4,7 +4,9 @@ keyword-only forward input (``forward(self, x, *, mask)``) is an input like the 
 it (FiLM's ``proj``) is known, so the Rearrange after it may move the batch axis; a module-level function whose
 dimensions count the batch axis (``drop_path``'s ``x.shape[0]``, ``x.mean(1)``) is refused where one example would
 reach it, which makes its caller a batched module where it can be one (silently wrong before). Each translation is
-verified against PyTorch (forward and gradients, ``fwport verify``)."""
+verified against PyTorch (forward and gradients, ``fwport verify``). A dimension held by a field ``__init__`` sets
+negative (normalized_vit's ``L2Norm``: ``l2norm(t, dim=self.dim)``) counts from the end; a refusal names the
+expression reading the input's sizes (look_vit's ``t.shape[1:]``), not a grid built from them."""
 from __future__ import annotations
 
 import pytest
@@ -220,3 +222,109 @@ class M(nn.Module):
 ''')
     said = [(f.message.split("()")[0], f.line) for f in errors(r)]
     assert said == [("l2norm", 22), ("masked_mean", 22)], r.findings
+
+
+FIELD_DIM = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def l2norm(t, dim=-1):
+    return F.normalize(t, dim=dim, p=2)
+
+
+class L2Norm(nn.Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, t):
+        return l2norm(t, dim=self.dim)
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.norm = L2Norm(NORM)
+        self.act = nn.Softmax(dim=1)
+
+    def forward(self, x):
+        return self.act(self.norm(self.fc(x)))
+'''
+
+
+@pytest.mark.parametrize("given", ["", "dim=-1", "-1 if torch.cuda.is_available() else -2"])
+def test_a_dimension_held_by_a_field_set_negative_in_init_counts_from_the_end(given):
+    # normalized_vit's L2Norm: l2norm(t, dim=self.dim), self.dim = dim, every L2Norm(...) of the file leaving it
+    # negative: the same axis per example (refused before, self.dim not being a literal)
+    r = t2j(FIELD_DIM.replace("NORM", given))
+    assert errors(r) == [], r.findings
+    assert "return l2norm(t, dim=self.dim)" in r.output and "batched module" not in r.output
+
+
+@pytest.mark.parametrize("given", ["dim=0", "1", "-1 if torch.cuda.is_available() else 0"])
+def test_a_field_dimension_some_call_sets_non_negative_stays_refused(given):
+    r = t2j(FIELD_DIM.replace("NORM", given))
+    said = [f.message for f in errors(r)]
+    assert any(m.startswith("l2norm() is a function of this file") for m in said), said
+
+
+def test_a_field_set_again_outside_init_is_not_followed():
+    r = t2j(FIELD_DIM.replace("NORM", "").replace(
+        "        return l2norm(t, dim=self.dim)", "        self.dim = 0\n        return l2norm(t, dim=self.dim)"))
+    assert any(f.message.startswith("l2norm() is a function of this file") for f in errors(r)), r.findings
+
+
+@needs_frameworks
+def test_a_dimension_held_by_a_negative_field_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, FIELD_DIM.replace("NORM", ""), "Net", ["float64[3,8]"])
+
+
+POSEMB = '''
+import torch
+import torch.nn as nn
+
+
+def posemb_sincos_2d(t, temperature=10000):
+    SIZES
+    y, x = torch.meshgrid(torch.arange(h, device=device), torch.arange(w, device=device), indexing='ij')
+    omega = torch.arange(d // 4, device=device) / (d // 4 - 1)
+    omega = temperature ** -omega
+    y = y.flatten()[:, None] * omega[None, :]
+    x = x.flatten()[:, None] * omega[None, :]
+    pos = torch.cat((x.sin(), x.cos(), y.sin(), y.cos()), dim=1)
+    return pos.float()
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.fc = nn.Linear(dim, dim)
+        self.act = nn.Softmax(dim=1)
+
+    def forward(self, x):
+        x = self.fc(x)
+        return self.act(x + posemb_sincos_2d(x).reshape(x.shape[-3:]))
+'''
+
+
+@pytest.mark.parametrize("sizes, shown", [
+    ("h, w, d, device = *t.shape[1:], t.device", "(t.shape[1:])"),
+    ("_, h, w, d, device = *t.shape, t.device", "(*t.shape, "),
+    ("b, h, w, d = t.shape\n    device = t.device", "(t.shape, "),
+])
+def test_a_function_refused_for_the_batch_names_the_expression_reading_it(sizes, shown):
+    # look_vit's posemb_sincos_2d: the batch axis is counted where t's sizes are read; y.flatten() and torch.cat are
+    # of a grid built from sizes (and temperature), the same per example, and are not what the finding names
+    r = t2j(POSEMB.replace("SIZES", sizes))
+    said = [f.message for f in errors(r) if f.message.startswith("posemb_sincos_2d() is a function of this file")]
+    assert len(said) == 1 and shown in said[0], [f.message for f in errors(r)]
+    if "[1:]" in sizes:
+        assert "flatten" not in said[0] and "torch.cat" not in said[0], said
+
+
+def test_a_function_reading_only_the_last_sizes_of_its_input_is_called_as_written():
+    r = t2j(POSEMB.replace("SIZES", "h, w, d, device = *t.shape[-3:], t.device"))
+    assert not any(f.message.startswith("posemb_sincos_2d()") for f in errors(r)), r.findings

@@ -606,6 +606,9 @@ class Forward(cst.CSTTransformer):
         # this file's module classes, and this class's methods forward calls (ranks.method_key), whose call takes a key
         # (dropout inside): their calls get `key=key` (split per consumer, and per iteration in a loop, by modules.py)
         self.keyed_classes: set[str] = set()
+        #: fields of the class ``__init__`` sets to a negative literal only (modules.negative_fields: ``self.dim``
+        #: given to a function of the file as its dimension counts from the end)
+        self.negative_fields: frozenset[str] = frozenset()
         # sequence-layer attributes built with dropout → the keyword their call takes the key by (modules.py)
         self.keyed_sequences: dict[str, str] = {}
         self.modules = dict(modules or {})
@@ -2234,7 +2237,7 @@ class Forward(cst.CSTTransformer):
             if isinstance(original.func, cst.Name) and not self.batch_whole else None
         if entry is not None and any(self.is_batched(a.value) for a in original.args):
             from fwport.packs.torch2jax.passes.modules import function_dims_used
-            dims = function_dims_used(entry, original)
+            dims = function_dims_used(entry, original, self.negative_fields, self.is_batched)
         else:
             dims = None
         if dims:
@@ -4148,6 +4151,8 @@ def _group(names: list[str]) -> str:
 MOVING_LAYERS = "torch2jax.moving-einops-layers"
 #: analyses key (modules.py's _function_dims): module-level functions written for the batch → their dimensions
 FUNCTION_DIMS = "torch2jax.function-dims"
+#: analyses key (modules.py's negative_fields): class name → the fields its __init__ sets to negative literals only
+NEGATIVE_FIELDS = "torch2jax.negative-fields"
 
 
 def moving_last_layer(seq) -> tuple[cst.Call, int] | None:

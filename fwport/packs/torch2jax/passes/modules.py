@@ -35,7 +35,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, modes, ranks
 from fwport.packs.torch2jax import surgery, tying
-from fwport.packs.torch2jax.batch import DROP, FUNCTION_DIMS, SEQ_PROVEN, Forward, names_in
+from fwport.packs.torch2jax.batch import DROP, FUNCTION_DIMS, NEGATIVE_FIELDS, SEQ_PROVEN, Forward, names_in
 
 PLANS = "torch2jax.modules"
 
@@ -134,6 +134,10 @@ def run(module: cst.Module, ctx) -> cst.Module:
     whole = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes
              and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(s))}
     ctx.analyses[FUNCTION_DIMS] = _function_dims(module, ctx, classes)
+    if ctx.analyses[FUNCTION_DIMS]:
+        every = _calls(module)
+        ctx.analyses[NEGATIVE_FIELDS] = {s.name.value: negative_fields(s, every) for s in module.body
+                                         if isinstance(s, cst.ClassDef) and s.name.value in classes}
     table = ranks.analyse(module, ctx, classes, whole)
     outside["ranks"] = table
     outside["batched"] = _batched_classes(module, ctx, classes, whole, table)
@@ -919,15 +923,32 @@ class _HelperDims(cst.CSTVisitor):
     def __init__(self, ctx, where: str, found: list | None = None):
         super().__init__()
         self.ctx, self.where = ctx, where
-        self.found = found  # (a module-level function: _function_dims) collected, not reported
+        self.found = found  # (a module-level function: _function_dims) collected with the tensor used, not reported
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        """``x.shape[0]`` (a literal non-negative index): the batch size in PyTorch, a size of the example in one
-        (collected for module-level functions; a method's keep what they had)."""
+        """``x.shape[0]`` (a literal non-negative index) or ``x.shape[1:]`` (a slice not starting from the end) of the
+        input: the batch's sizes in PyTorch, the example's in one (collected for module-level functions; a method's
+        keep what they had)."""
         if self.found is not None and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
-                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                and isinstance(node.slice[0].slice.value, cst.Integer):
-            self.found.append((node, [None]))
+                and len(node.slice) == 1:
+            part = node.slice[0].slice
+            if isinstance(part, cst.Index) and isinstance(part.value, cst.Integer) \
+                    or isinstance(part, cst.Slice) and not (part.lower is not None and _negative(part.lower)):
+                self.found.append((node, [None], node.value.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``b, h, w = x.shape`` / ``_, h, w = *x.shape, x.device``: the whole shape unpacked by position, the batch
+        size first (collected for module-level functions; ``x.size()`` is visit_Call's)."""
+        if self.found is None:
+            return
+        whole = lambda e: isinstance(e, cst.Attribute) and e.attr.value == "shape"
+        v = node.value
+        if whole(v) and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
+            self.found.append((v, [None], v.value))
+        elif isinstance(v, (cst.Tuple, cst.List)):
+            for e in v.elements:
+                if isinstance(e, cst.StarredElement) and whole(e.value):
+                    self.found.append((e.with_changes(comma=cst.MaybeSentinel.DEFAULT), [None], e.value.value))
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func
@@ -947,7 +968,7 @@ class _HelperDims(cst.CSTVisitor):
             return
         name = f"{dotted_text(f) or ''}" if not method else f".{f.attr.value}"
         if self.found is not None:
-            self.found.append((node, dims))
+            self.found.append((node, dims, f.value if method else node))
             return
         self.ctx.report(Severity.ERROR, "batch-axis", f"{name}(...) in {self.where}, which forward calls with one "
                         "example: its dimensions and sizes are written for the batch and are translated as written "
@@ -971,10 +992,11 @@ def _function_dims(module: cst.Module, ctx, classes: set[str]) -> dict[str, tupl
         found: list = []
         scan(fn.body, _HelperDims(ctx, f"{name}()", found))
         entries = []
-        for node, dims in found:
+        reach = _Derived.reach(fn)
+        for node, dims, subject in found:
             given = {d.value for d in dims if isinstance(d, cst.Name) and d.value in params}
             written = any(not (isinstance(d, cst.Name) and d.value in params) for d in dims)
-            entries.append((node, None if written or not given else frozenset(given)))
+            entries.append((node, None if written or not given else frozenset(given), reach(subject)))
         if entries:
             out[name] = (fn.params, entries)
     changed = True
@@ -982,16 +1004,21 @@ def _function_dims(module: cst.Module, ctx, classes: set[str]) -> dict[str, tupl
         changed = False
         for name, fn in defs.items():
             if name not in out:
-                calls = [(c, None) for c in _calls(fn) if isinstance(c.func, cst.Name) and c.func.value in out]
+                reach = _Derived.reach(fn)
+                calls = [(c, None, reach(c)) for c in _calls(fn)
+                         if isinstance(c.func, cst.Name) and c.func.value in out]
                 if calls:
                     out[name], changed = (fn.params, calls), True
     return out
 
 
-def function_dims_used(entry: tuple, call: cst.Call) -> list[cst.CSTNode]:
+def function_dims_used(entry: tuple, call: cst.Call, negative_fields: frozenset[str] = frozenset(),
+                       batched=lambda arg: True) -> list[cst.CSTNode]:
     """The expressions of a _function_dims entry that count the batch axis for this call: those written there, and
     those whose dimension is a parameter the call gives (or leaves at its default) as other than a negative literal
-    (``l2norm(t, dim=-1)`` called as ``l2norm(x)`` counts from the end: the same per example)."""
+    (``l2norm(t, dim=-1)`` called as ``l2norm(x)`` counts from the end: the same per example), or than ``self.f``
+    with f one of ``negative_fields`` (negative_fields: the calling class's __init__ sets f to negative literals
+    only); each applied to a value of a parameter the call gives an argument ``batched`` says is batched."""
     params, entries = entry
     names = [p.name.value for p in (*params.posonly_params, *params.params)]
     given = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
@@ -1002,8 +1029,123 @@ def function_dims_used(entry: tuple, call: cst.Call) -> list[cst.CSTNode]:
 
     def counts(p: str) -> bool:
         v = given.get(p, defaults.get(p))
-        return starred or v is None or not _negative(v)
-    return [node for node, ps in entries if ps is None or any(counts(p) for p in ps)]
+        field = isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value == "self" \
+            and v.attr.value in negative_fields
+        return starred or v is None or not (_negative(v) or field)
+    inputs = {p for p, v in given.items() if batched(v)}  # (*args, **kwargs: whatever they get)
+    inputs |= {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
+    used = [node for node, ps, reach in entries if (ps is None or any(counts(p) for p in ps))
+            and (starred or reach is None or reach & inputs)]
+    # (the sizes read first: x.shape[1:], *x.shape; what is computed from them after)
+    return sorted(used, key=lambda n: not isinstance(n, (cst.Subscript, cst.StarredElement, cst.Attribute)))
+
+
+class _Derived:
+    """The names of a module-level function that hold its input or values computed from it (its parameters, and
+    what is bound from them), so that a dimension written for the batch is one only where it is applied to the
+    input: ``posemb_sincos_2d(t)``'s ``y.flatten()``, y a grid built from ``t.shape[1:]``, is the same for one
+    example. A size read from the input (``x.shape[1]``, ``x.size(-1)``, ``x.device``) does not carry it on:
+    those that count the batch axis are themselves found (_HelperDims); the whole ``x.shape`` / ``x.size()``
+    does."""
+
+    #: attributes of a tensor that are not values of it (the sizes read whole, ``x.shape``, do carry the input)
+    SIZES = frozenset({"device", "dtype", "ndim", "is_cuda", "requires_grad"})
+    SIZE_CALLS = frozenset({"dim", "ndimension", "numel", "get_device"})
+
+    @staticmethod
+    def reach(fn: cst.FunctionDef):
+        """expression → the parameters of ``fn`` whose values it reads (None: any, a nested function or lambda
+        hiding the flow)."""
+        if find_all(fn.body, cst.FunctionDef) or find_all(fn.body, cst.Lambda) or find_all(fn.body, cst.ClassDef):
+            return lambda node: None
+        p = fn.params
+        params = [q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params)]
+        params += [q.name.value for q in (p.star_arg, p.star_kwarg) if isinstance(q, cst.Param)]
+        derived = {q: _Derived.names(fn, {q}) for q in params}
+        return lambda node: frozenset(q for q in params if _Derived.mentions(node, derived[q]))
+
+    @staticmethod
+    def names(fn: cst.FunctionDef, roots: set[str]) -> set[str]:
+        """The names of ``fn`` holding ``roots`` (parameters) or values computed from them."""
+        names = set(roots)
+        binds: list[tuple[list[cst.CSTNode], cst.CSTNode]] = []
+        for a in find_all(fn.body, cst.Assign):
+            binds.append(([t.target for t in a.targets], a.value))
+        for a in (*find_all(fn.body, cst.AugAssign), *find_all(fn.body, cst.AnnAssign)):
+            if a.value is not None:
+                binds.append(([a.target], a.value))
+        for a in (*find_all(fn.body, cst.For), *find_all(fn.body, cst.CompFor)):
+            binds.append(([a.target], a.iter))
+        for a in find_all(fn.body, cst.NamedExpr):
+            binds.append(([a.target], a.value))
+        for a in find_all(fn.body, cst.WithItem):
+            if a.asname is not None:
+                binds.append(([a.asname.name], a.item))
+        changed = True
+        while changed:
+            changed = False
+            for targets, value in binds:
+                if _Derived.mentions(value, names):
+                    new = {n.value for t in targets for n in find_all(t, cst.Name)} - names
+                    if new:
+                        names |= new
+                        changed = True
+        return names
+
+    @staticmethod
+    def mentions(node: cst.CSTNode, names: set[str]) -> bool:
+        if isinstance(node, cst.Name):
+            return node.value in names
+        if isinstance(node, cst.Attribute):
+            return node.attr.value not in _Derived.SIZES and _Derived.mentions(node.value, names)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) \
+                and node.value.attr.value == "shape":  # (x.shape[i]: a size, found by itself where it counts the batch)
+            return any(_Derived.mentions(e, names) for e in node.slice)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and (node.func.attr.value in _Derived.SIZE_CALLS or node.func.attr.value == "size" and node.args):
+            return any(_Derived.mentions(a, names) for a in node.args)
+        return any(_Derived.mentions(c, names) for c in node.children)
+
+
+def negative_fields(cls: cst.ClassDef, others: list[cst.Call]) -> frozenset[str]:
+    """The fields ``cls``'s __init__ sets (``self.dim = dim``, once, and no other method does) to a negative literal
+    (or a conditional between two), or to a parameter every call of the class in ``others`` (the file's) gives such
+    a value or leaves at its negative default: ``L2Norm(dim=-1)``'s ``l2norm(t, dim=self.dim)`` counts from the end
+    (function_dims_used). Any other value (a name, arithmetic) is not followed."""
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    init = methods.get("__init__")
+    if init is None:
+        return frozenset()
+    sets: dict[str, list] = {}
+    for m, fn in methods.items():
+        for a in (*find_all(fn, cst.Assign), *find_all(fn, cst.AugAssign), *find_all(fn, cst.AnnAssign)):
+            for t in ([t.target for t in a.targets] if isinstance(a, cst.Assign) else [a.target]):
+                for n in find_all(t, cst.Attribute):
+                    if isinstance(n.value, cst.Name) and n.value.value == "self":
+                        ok = m == "__init__" and isinstance(a, cst.Assign) and t is n
+                        sets.setdefault(n.attr.value, []).append(a.value if ok else None)
+    params = {p.name.value: p for p in init.params.params[1:]} | {p.name.value: p for p in init.params.kwonly_params}
+    calls = [c for c in others if isinstance(c.func, cst.Name) and c.func.value == cls.name.value]
+    out = set()
+    for field, values in sets.items():
+        if len(values) != 1 or values[0] is None:
+            continue
+        v = values[0]
+        if _negative_value(v):
+            out.add(field)
+        elif isinstance(v, cst.Name) and v.value in params:
+            bound = [_bind(c, init, method=True) for c in calls]
+            p = params[v.value]
+            if all(b is not None and (b.get(v.value) is not None and _negative_value(b[v.value])) for b in bound) \
+                    and (bound or p.default is not None and _negative(p.default)):
+                out.add(field)
+    return frozenset(out)
+
+
+def _negative_value(node: cst.BaseExpression) -> bool:
+    """A negative literal, or a conditional between two (``-1 if flag else -2``)."""
+    return _negative(node) or isinstance(node, cst.IfExp) and _negative_value(node.body) \
+        and _negative_value(node.orelse)
 
 
 def _negative(node: cst.BaseExpression) -> bool:
@@ -2130,6 +2272,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                      keyed | {n for n, q in entries.items() if q in RANDOM}, {**given, **subs, **entries}, stateful,
                      buffers, table[ranks.method_key(cls.name.value, m)], leading)
         mf.keyed_classes = keyed_classes
+        mf.negative_fields = ctx.analyses.get(NEGATIVE_FIELDS, {}).get(cls.name.value, frozenset())
         mf.keyed_sequences = dropout_sequences
         fn = fn.with_changes(body=rewrite(fn.body, mf))
         if mf.state_sites:
@@ -2156,6 +2299,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                           {**given, **subs, **entries}, stateful, buffers,
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
             fwd.keyed_classes = keyed_classes
+            fwd.negative_fields = ctx.analyses.get(NEGATIVE_FIELDS, {}).get(cls.name.value, frozenset())
             fwd.keyed_sequences = dropout_sequences
             if plan["batched"]:
                 fwd.batch_whole = True
@@ -2459,6 +2603,7 @@ def _batched_classes(module: cst.Module, ctx, classes: set[str], whole: set[str]
             rewrite(init, _Buffers(probe, buffers, leading))
         f = Forward(probe, set(ranks.forward_params(fwd)), set(), subs, buffers=buffers,
                     ranks=table.get(name), leading_ones=leading)
+        f.negative_fields = ctx.analyses.get(NEGATIVE_FIELDS, {}).get(name, frozenset())
         rewrite(fwd.body, f)
         if probe.refused:
             needing.add(name)
