@@ -2308,6 +2308,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if self.ctx.analyses.setdefault("compiled_kept", set()) >= {cls}:
             return
         self.ctx.analyses["compiled_kept"].add(cls)
+        if node.attr.value == "compute_loss":
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{cls}'s train_step calls Keras 3's built-in self.compute_loss: the written "
+                            "TrainStepModule keeps compile's loss (as loss(y_true, y_pred)); its compute_loss is that "
+                            "loss of (y, y_pred[, sample_weight]) plus each of self.losses summed (the layers' "
+                            "regularization_loss()), as Keras 3's Trainer.compute_loss", node)
+            return
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{cls}'s train_step reads what compile gives it (self.{node.attr.value}): the written "
                         "TrainStepModule keeps compile's loss (as loss(y_true, y_pred)) and its metrics by their Keras "
