@@ -1886,7 +1886,9 @@ class {TRAIN_STEP_MODULE}({module}):
     compiled_text = COMPILED.replace("{SAMPLE_WEIGHT}", "sample_weight=None, " if weighted else "").replace(
         "{WEIGHT_DOC}", "[, sample_weight]" if weighted else "").replace(
         "{LOSS_CALL}", "self.loss(y_true, y_pred) if sample_weight is None else self.loss(y_true, y_pred, sample_weight)"
-        if weighted else "self.loss(y_true, y_pred)")
+        if weighted else "self.loss(y_true, y_pred)").replace(
+        "{LOSS_CALL_Y}", "(self.loss(y, y_pred) if sample_weight is None else self.loss(y, y_pred, sample_weight))"
+        if weighted else "self.loss(y, y_pred)")
     if compiled:
         text = text.replace("\n\n\nclass " + TRAIN_STEP_MODULE, "\n\n\n" + COMPILED_METRICS + "\n\nclass " + TRAIN_STEP_MODULE)
         text += compiled_text + (DEFAULT_TEST_STEP if evaluate else "")
@@ -1958,6 +1960,11 @@ COMPILED = '''
             self.loss_metric.name = "loss"
         self.loss_metric.update_state(loss.detach().expand(len(y_true)))
         return loss
+
+    def compute_loss(self, x=None, y=None, y_pred=None, {SAMPLE_WEIGHT}training=True):
+        """Keras 3's model.compute_loss: compile's loss, loss(y, y_pred{WEIGHT_DOC}), plus the model's losses
+        (self.losses, each summed); x and training unused, no metric updated (Keras 3's train_step tracks the loss)."""
+        return {LOSS_CALL_Y} + sum((penalty.sum() for penalty in self.losses), 0.0)
 
     @property
     def losses(self):

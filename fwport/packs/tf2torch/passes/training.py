@@ -665,6 +665,9 @@ class _CompiledUses(cst.CSTVisitor):
         if _is_self_attr(node.func, "compiled_loss") and (len([a for a in node.args if a.keyword is None]) > 2 or any(
                 a.keyword is not None and a.keyword.value == "sample_weight" for a in node.args)):
             self.used.add("weighted_loss")  # compiled_loss(y, y_pred, sample_weight=...)
+        if _is_self_attr(node.func, "compute_loss") and (len([a for a in node.args if a.keyword is None]) > 3 or any(
+                a.keyword is not None and a.keyword.value == "sample_weight" for a in node.args)):
+            self.used.add("weighted_loss")  # compute_loss(x, y, y_pred, sample_weight=...)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and _transform(self.plan.ctx, self.plan.qualname(node.value.func)) == "metric":
@@ -2055,12 +2058,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         cls = next(iter(classes))
         node = self._def_at(cls, call.func.value.value, call)
         uses = self._uses(cls, node)
-        if not uses & {"compiled_loss", "compiled_metrics", "metrics"} or (
+        if not uses & {"compiled_loss", "compute_loss", "compiled_metrics", "metrics"} or (
                 uses == {"metrics"} and cls in self.plan.own_metrics) or self._compiled_refusal(cls, node) is not None:
             return args
         custom = cls in self.plan.custom_compiles
         bound = self._compile_args(call, cls) or {}
-        loss = self._loss_rule(bound["loss"]) if "compiled_loss" in uses and "loss" in bound else None
+        loss = self._loss_rule(bound["loss"]) if uses & {"compiled_loss", "compute_loss"} and "loss" in bound else None
         out = []
         for at, (o, a) in enumerate(zip(call.args, args)):
             key = o.keyword.value if o.keyword is not None else (None if custom or at >= len(fitloop.COMPILE)
@@ -2189,7 +2192,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 why = ("only self.compiled_loss(y_true, y_pred[, regularization_losses=self.losses]) is translated"
                        if attr == "compiled_loss" else
                        "only self.compiled_metrics.update_state(y_true, y_pred) is translated"
-                       if attr == "compiled_metrics" else "Keras 3's compute_loss / compute_metrics are not translated")
+                       if attr == "compiled_metrics" else
+                       "only self.compute_loss(x, y, y_pred[, sample_weight]) is translated"
+                       if attr == "compute_loss" else "Keras 3's compute_metrics is not translated")
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"self.{attr}: {COMPILED[attr]}, kept by a Keras model; the translated TrainStepModule "
                             f"keeps it where the file's compiles of {self.classes[-1]} tell it, but {why}: compute "
@@ -2283,6 +2288,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 self._accepted.add(id(f))
             else:
                 self._not_accepted[id(f)] = why
+        elif _is_self_attr(f, "compute_loss"):
+            why = self._compute_loss_args(node)
+            if why is None:
+                self._accepted.add(id(f))
+            else:
+                self._not_accepted[id(f)] = why
         elif (f.attr.value == "update_state" and _is_self_attr(f.value, "compiled_metrics")
               and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args)):
             self._accepted.add(id(f.value))
@@ -2297,6 +2308,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if self.ctx.analyses.setdefault("compiled_kept", set()) >= {cls}:
             return
         self.ctx.analyses["compiled_kept"].add(cls)
+        if node.attr.value == "compute_loss":
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{cls}'s train_step calls Keras 3's built-in self.compute_loss: the written "
+                            "TrainStepModule keeps compile's loss (as loss(y_true, y_pred)); its compute_loss is that "
+                            "loss of (y, y_pred[, sample_weight]) plus each of self.losses summed (the layers' "
+                            "regularization_loss()), as Keras 3's Trainer.compute_loss", node)
+            return
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{cls}'s train_step reads what compile gives it (self.{node.attr.value}): the written "
                         "TrainStepModule keeps compile's loss (as loss(y_true, y_pred)) and its metrics by their Keras "
@@ -2323,6 +2341,22 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if len(call.args) - (1 if any(a.keyword is not None and a.keyword.value == "regularization_losses"
                                       for a in call.args) else 0) not in (2, 3):
             return "it takes y_true and y_pred"
+        return None
+
+    @staticmethod
+    def _compute_loss_args(call: cst.Call) -> str | None:
+        """Why ``self.compute_loss(...)`` is not the call TrainStepModule.compute_loss takes: Keras 3's
+        (x, y, y_pred, sample_weight, training), bound statically (None: it is)."""
+        names = ("x", "y", "y_pred", "sample_weight", "training")
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args):
+            return "its arguments cannot be bound statically"
+        if len(positional) > len(names) or any(a.keyword is not None and a.keyword.value not in names
+                                                for a in call.args):
+            return "it takes x, y, y_pred, sample_weight and training"
+        given = set(names[:len(positional)]) | {a.keyword.value for a in call.args if a.keyword is not None}
+        if not {"y", "y_pred"} <= given:
+            return "it is given no y or no y_pred"
         return None
 
     def _compiles_of(self, cls: str, node: cst.ClassDef | None = None) -> tuple[list[cst.Call], bool]:
@@ -2362,8 +2396,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         uses = self._uses(cls, node)
         calls, unsure = self._compiles_of(cls, node)
         why = None
-        if uses & {"compute_loss", "compute_metrics"}:
-            why = "Keras 3's compute_loss / compute_metrics are not translated"
+        if "compute_metrics" in uses:
+            why = "Keras 3's compute_metrics is not translated"
+        elif "compute_loss" in uses and uses & {"compiled_loss", "compiled_metrics", "metrics"}:
+            why = ("Keras 3's compute_loss is translated in a train_step that reads none of Keras 2's compiled loss "
+                   "and metrics (Keras 3 lists a \"loss\" tracker in self.metrics that compute_loss does not update)")
         elif unsure:
             why = f"a compiled model may or may not be a {cls} (its name is bound to other things too)"
         elif not calls:
@@ -2379,7 +2416,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 why = f"{code(call)}: its arguments cannot be bound statically"
                 break
             loss = args.get("loss")
-            if "compiled_loss" in uses:
+            if uses & {"compiled_loss", "compute_loss"}:
                 why = ("the compile of " + code(call.func.value) + " gives no loss") if loss is None else \
                     self._loss_refusal(loss)
             if why is None and uses & {"compiled_metrics", "metrics"}:
