@@ -146,7 +146,7 @@ def test_a_generator_with_batchnorm_computes_fake_again_with_its_state_dropped()
     assert not _errors(findings), findings
     assert ("    def loss_fn(generator):\n        fake, _ = jax.vmap(generator, axis_name=\"batch\", in_axes=(0, None), "
             "out_axes=(0, None))(z, state)\n") in text, text
-    assert "train_step_G(generator, opt_state_G, z, discriminator, label, state)\n" in text, text
+    assert "train_step_G(generator, opt_state_G, z, state, discriminator, label)\n" in text, text
     assert any(f.code == "idiom-replaced" and "fake = generator(z) computed again in optimizerG's step from the "
                "layer state the loop holds, its new state dropped" in f.message for f in findings), findings
 
