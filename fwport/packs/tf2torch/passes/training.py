@@ -237,6 +237,19 @@ def _method_of(call: cst.Call) -> str | None:
     return f.attr.value if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) else None
 
 
+def _alike_losses(plan, name: str, bound: list) -> bool:
+    """Every binding of ``name`` (``plan.bound_at``: assignments, defs, classes) is a loss object with a literal
+    from_logits, all of one loss class, one from_logits and one reduction (literals): a call of the name then takes
+    its arguments in the same order and form whichever of them it sees."""
+    if len(bound) == 1:  # (its reduction, whatever it is, is the loss transform's to judge)
+        return bound[0] is not None and len(plan.bound_at.get(name, [])) == 1
+    reductions = plan.loss_reduction_list.get(name, [])
+    return (bool(bound) and bound[0] is not None and all(b == bound[0] for b in bound)
+            and len(plan.bound_at.get(name, [])) == len(bound)
+            and len(reductions) == len(bound) and all(r == reductions[0] for r in reductions)
+            and reductions[0] in ("sum_over_batch_size", "auto", "sum", "none", None))
+
+
 def _loop_method(call: cst.Call) -> str | None:
     """:func:`_method_of`, Keras 2's ``M.fit_generator(...)`` (evaluate_, predict_) as the method it runs."""
     method = _method_of(call)
@@ -344,6 +357,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
         self.loss_reductions: dict[str, object] = {}  # name → the reduction= its loss object was given
+        self.loss_reduction_list: dict[str, list] = {}  # name → the reduction of each loss object it is bound to
         self.loss_calls: dict[str, tuple[cst.Call, int]] = {}  # name → the loss object it is bound to, its scope
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
@@ -517,6 +531,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         self.loss_calls[name] = (node.value, self._scope_id())
                         if "reduction" in bound.values:
                             self.loss_reductions[name] = optim.reduction_literal(bound.values["reduction"], self.ctx)
+                        self.loss_reduction_list.setdefault(name, []).append(
+                            optim.reduction_literal(bound.values["reduction"], self.ctx)
+                            if "reduction" in bound.values else "sum_over_batch_size")
 
     def _scope_id(self) -> int:
         return id(self._scopes[-1]) if self._scopes else 0
@@ -989,9 +1006,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._compiled_why: dict[tuple[str, int], str | None] = {}  # train_step class → why its compiles cannot be kept
         self._accepted: set[int] = set()  # self.compiled_loss / compiled_metrics / metrics nodes read as Keras 2 does
         self._not_accepted: dict[int, str] = {}  # ... and why others are not
-        # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
-        self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
-                           if len(b) == 1 and b[0] is not None and len(plan.bound_at.get(n, [])) == 1}
+        # loss name → (rule, from_logits): names bound only to loss objects with a literal from_logits, each of the
+        # same class, from_logits and reduction (bound once, or rebound alike: whichever binding a call sees, its
+        # arguments are adapted the same way; each binding becomes the torch loss of its own arguments)
+        self.loss_names = {n: b[0] for n, b in plan.loss_rules.items() if _alike_losses(plan, n, b)}
 
     def on_leave(self, original_node, updated_node):
         # nodes an earlier pass settled keep their identity for the passes after this one

@@ -1,0 +1,113 @@
+"""A loss object's name bound more than once, each time to a loss of the same class, from_logits and reduction
+(tfmodel31; deep-learning-with-python's chapter07: ``loss_fn = keras.losses.SparseCategoricalCrossentropy()`` in
+one cell for a GradientTape loop, again in a later cell for a model's train_step). Whichever binding a call sees,
+its arguments are adapted the same way (torch's (input, target) order, labels as the loss takes them), so each
+binding becomes its torch loss and each call is adapted; before, the second binding made every call unfollowed
+(an error on each binding). Bindings that differ (from_logits, the class, the reduction) stay errors.
+
+Numbers: the program trains under Keras 3 and translated (TensorFlow unimportable there) from the same weights on
+fixed data, and the losses of every step and the trained kernels agree."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+from runners import keras_and_torch
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+REBOUND = '''
+import numpy as np
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"),
+                          layers.Dense(3, activation="softmax")])
+loss_fn = keras.losses.SparseCategoricalCrossentropy()
+optimizer = keras.optimizers.SGD(learning_rate=0.3)
+
+
+def train_step(inputs, targets):
+    with tf.GradientTape() as tape:
+        predictions = model(inputs, training=True)
+        loss = loss_fn(targets, predictions)
+    gradients = tape.gradient(loss, model.trainable_weights)
+    optimizer.apply_gradients(zip(gradients, model.trainable_weights))
+    return loss
+
+
+loss_fn = keras.losses.SparseCategoricalCrossentropy()
+
+
+def second_step(inputs, targets):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(targets, model(inputs, training=True)) * 0.5
+    gradients = tape.gradient(loss, model.trainable_weights)
+    optimizer.apply_gradients(zip(gradients, model.trainable_weights))
+    return loss
+'''
+
+DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(3)
+W = [(rng.normal(size=(10, 16)) * 0.5).astype("float32"), np.zeros(16, "float32"),
+     (rng.normal(size=(16, 3)) * 0.5).astype("float32"), np.zeros(3, "float32")]
+x = rng.normal(size=(32, 10)).astype("float32")
+y = ((x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5)).astype("int64")
+if sys.argv[2] == "torch":
+    import torch
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for m, (k, b) in zip(linears, (W[:2], W[2:])):
+            m.weight.copy_(torch.tensor(k).T)
+            m.bias.copy_(torch.tensor(b))
+    kernels = lambda: [m.weight.detach().numpy().T.tolist() for m in linears]
+    xs, ys = torch.tensor(x), torch.tensor(y)
+else:
+    model.set_weights(W)
+    kernels = lambda: [l.get_weights()[0].tolist() for l in model.layers]
+    xs, ys = x, y
+losses = [float(train_step(xs[:16], ys[:16])) for _ in range(3)]
+losses += [float(second_step(xs[16:], ys[16:])) for _ in range(3)]
+print("RESULT " + json.dumps({"losses": losses, "kernels": kernels()}))
+'''
+
+
+def tx(src: str):
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    again = translate_source(r.output, "model.py")
+    assert again.output == r.output, "translating the output again must change nothing"
+    return r
+
+
+def errors(r) -> list[str]:
+    return [f.message for f in r.findings if f.severity == Severity.ERROR]
+
+
+def test_a_loss_rebound_alike_trains_as_keras(tmp_path):
+    r = tx(REBOUND)
+    assert errors(r) == [], errors(r)
+    assert "keras" not in r.output.replace("Keras", "")
+    assert r.output.count("loss_fn = nn.CrossEntropyLoss()") == 2, r.output
+    keras_out, torch_out = keras_and_torch(tmp_path, REBOUND, r.output, DRIVER)
+    assert len(keras_out["losses"]) == 6
+    assert keras_out["losses"][0] != keras_out["losses"][2]  # it trains
+    np.testing.assert_allclose(torch_out["losses"], keras_out["losses"], rtol=1e-5, atol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_rebindings_that_differ_stay_errors():
+    for second in ("keras.losses.SparseCategoricalCrossentropy(from_logits=True)",
+                   "keras.losses.CategoricalCrossentropy()",
+                   "keras.losses.SparseCategoricalCrossentropy(reduction=None)"):
+        src = REBOUND.replace("\nloss_fn = keras.losses.SparseCategoricalCrossentropy()\n\n\ndef second",
+                              f"\nloss_fn = {second}\n\n\ndef second")
+        assert src != REBOUND
+        r = tx(src)
+        assert any("cannot follow this loss object's calls" in m for m in errors(r)), (second, errors(r))
