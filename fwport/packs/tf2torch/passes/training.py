@@ -2525,7 +2525,47 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         loss = self._loss_of(original_node)
         if loss is not None:
             return self._loss_call(original_node, updated_node, *loss)
+        inline = self._inline_loss(original_node, updated_node)
+        if inline is not None:
+            return inline
         return updated_node
+
+    def _inline_loss(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """``keras.losses.X(...)(y_true, y_pred)``, a loss object created and called at once (TensorFlow's
+        distributed tutorials: ``SparseCategoricalCrossentropy(from_logits=True, reduction=NONE)(y, predictions)``)
+        → the torch loss called as a loss object bound to a name is (:meth:`_loss_call`: torch's order, the labels
+        as it takes them, Keras's per-sample reduction). Only two positional arguments and a literal from_logits and
+        reduction; else None (the loss transform refuses the object)."""
+        inner = original_node.func
+        if not isinstance(inner, cst.Call) or not isinstance(updated_node.func, cst.Call) \
+                or self.ctx.is_settled(inner):
+            return None
+        if len(original_node.args) != 2 or any(a.keyword or a.star for a in original_node.args):
+            return None
+        q = self.qualname(inner.func)
+        if _transform(self.ctx, q) != "loss":
+            return None
+        loss = self._loss_rule(inner)
+        if loss is None:
+            return None
+        values = bind_call(inner, loss[0]).values
+        reduction = optim.reduction_literal(values["reduction"], self.ctx) if "reduction" in values \
+            else "sum_over_batch_size"
+        if reduction not in ("sum_over_batch_size", "auto", "sum", "none", None):
+            return None
+        m = map_call(updated_node.func, loss[0], self.ctx, inner)
+        m.extras["calls_adapted"] = True
+        func = build_call(m, self.ctx)
+        if func is None:
+            self.ctx.settle(inner)
+            self.ctx.settle(updated_node.func)
+            return updated_node
+        self.ctx.settle(func)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(inner.func)}(...)(y_true, y_pred), a loss object created and called at once → {code(func)} "
+                        "called on its input and target as torch takes them", inner,
+                        loss[0])
+        return self._loss_call(original_node, updated_node.with_changes(func=func), *loss, reduction=reduction)
 
     def _train_step_attr(self, func: cst.BaseExpression) -> bool:
         """``self.generator`` in a method of a model with its own train_step: its sub-models (Keras
@@ -2652,7 +2692,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return self.loss_names[call.func.value]
         return None
 
-    def _loss_call(self, original_node, updated_node, rule, from_logits) -> cst.BaseExpression:
+    def _loss_call(self, original_node, updated_node, rule, from_logits, reduction=NOT_LITERAL) -> cst.BaseExpression:
         args = updated_node.args
         if len(args) != 2 or any(a.keyword or a.star for a in args):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
@@ -2709,8 +2749,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 t_out = f"{t_out if t_out != t else t_atom}.movedim(-1, 1)"
         out = updated_node.with_changes(args=[cst.Arg(parsed_expression(p_out)),
                                               cst.Arg(parsed_expression(t_out))])
-        reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
-            if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
+        if reduction is NOT_LITERAL:  # (an object created in the call: the caller's)
+            reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
+                if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
         if opts.get("mean_last") and reduction in ("none", None, "sum"):
             # Keras's per-sample loss: the mean over the last axis of torch's elementwise one ('sum': their sum)
             suffix = ".mean(-1)" + (".sum()" if reduction == "sum" else "")
