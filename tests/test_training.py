@@ -454,12 +454,16 @@ bce = keras.losses.BinaryCrossentropy()
 def losses(x, y):
     logits = model(x)
     direct = keras.losses.MeanSquaredError()(y, logits)
-    return ce(y, logits) + bce(y, tf.sigmoid(logits)), direct
+    unknown = [keras.losses.MeanSquaredError()]
+    return ce(y, logits) + bce(y, tf.sigmoid(logits)), direct, unknown
 '''
     r = _t(src)
     # a prediction written as an expression is bound to a name first, whose shape the labels take
     assert "    y_pred = torch.sigmoid(logits)\n" in r.output
     assert "ce(logits.movedim(-1, 1), y.long().reshape(logits.shape[:-1])) + bce(y_pred.clamp(1e-7, 1 - 1e-7), y.float().view_as(y_pred))" in r.output
+    # a loss object created and called at once is called as a named one (tfmodel31; numbers:
+    # tests/test_loss_rebound_alike.py); one in a list is not followed
+    assert "direct = nn.MSELoss()(logits, y.view_as(logits))" in r.output
     msgs = [f.message for f in r.findings if f.severity.value == "error"]
     assert any(m.startswith("MeanSquaredError(...): torch losses take (input, target)") for m in msgs), msgs
 
