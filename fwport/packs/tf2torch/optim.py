@@ -2,7 +2,8 @@
 
 Both need what only the training pass (passes/training.py) knows, handed over in ``m.extras``:
 an optimizer the parameters it updates (``params``), a loss object that its calls were given torch's
-argument order (``calls_adapted``). Met anywhere else (passed to ``compile``, a loss called in a
+argument order (``calls_adapted``: a name bound only to alike loss objects, or one created and called at once,
+``keras.losses.X(...)(y_true, y_pred)``). Met anywhere else (passed to ``compile``, a loss called in a
 way the pass does not follow), the call is refused with an error saying what to write.
 """
 from __future__ import annotations
