@@ -111,3 +111,19 @@ def test_reads(text, names):
     assert _Derived.reads(node) == names
     for n in {"a", "c", "f", "u", "v", "x", "y", "z", "d", "e", "b"}:
         assert _mentions(node, {n}) == (n in names)
+
+
+def test_no_libcst_children_property_in_fwport():
+    """libcst's ``node.children`` rebuilds and validates the node at every read (what made _Derived slow):
+    fwport reads children from the fields (names.children). Any ``.children`` attribute read in fwport/ other than
+    a call (``model.children()`` in a message) or a mention in a docstring or comment is found here."""
+    import io
+    import tokenize
+    found = []
+    for path in sorted((ROOT / "fwport").rglob("*.py")):
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+                  if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)]
+        for a, b, c in zip(tokens, tokens[1:], tokens[2:] + [None]):
+            if a.string == "." and b.type == tokenize.NAME and b.string == "children" and (c is None or c.string != "("):
+                found.append(f"{path.relative_to(ROOT)}:{b.start[0]}")
+    assert not found, found
