@@ -103,3 +103,59 @@ def test_literal_value_reads_plain_string_tokens_as_python_does_without_a_parse(
         assert got == expected and type(got) is type(expected), text
         plain += _plain_string(text) is not None
     assert plain > 1000  # (the fast path was taken, not only literal_eval)
+
+
+def _fields(node):
+    import dataclasses
+    return {f.name: getattr(node, f.name) for f in dataclasses.fields(node)}
+
+
+def test_with_changes_is_libcsts_on_every_node_of_the_fixtures():
+    """parse.with_changes (installed while translate_source runs) gives what libcst's gives: the same class, every
+    field the very object (the change's or the node's), for every node of every fixture, with no change and with
+    each child field changed; the same errors for a change that fails validation and for an unknown name."""
+    from fwport.core.names import children
+    from fwport.core.parse import with_changes
+    libcsts = cst.CSTNode.__dict__["with_changes"]
+    count = 0
+    for path in FILES[::6]:
+        todo = [cst.parse_module(path.read_text(encoding="utf-8"))]
+        while todo:
+            node = todo.pop()
+            todo.extend(children(node))
+            for changes in [{}] + [{k: v} for k, v in _fields(node).items() if isinstance(v, (cst.CSTNode, tuple))]:
+                ours, theirs = with_changes(node, **changes), libcsts(node, **changes)
+                assert type(ours) is type(theirs) and ours is not node
+                assert all(a is b for a, b in zip(_fields(ours).values(), _fields(theirs).values())), path
+                assert _fields(ours).keys() == _fields(theirs).keys()
+                count += 1
+    assert count > 10_000
+    call = cst.parse_expression("f(a, b)")
+    bad = {"args": (cst.Arg(cst.Name("a"), keyword=cst.Name("k")), cst.Arg(cst.Name("b")))}
+    for fn in (with_changes, libcsts):
+        with pytest.raises(cst.CSTValidationError):
+            fn(call, **bad)
+        with pytest.raises(TypeError):
+            fn(call, nonsense=1)
+        with pytest.raises(cst.CSTValidationError):
+            fn(cst.parse_expression("not x"), operator=cst.Not(whitespace_after=cst.SimpleWhitespace("")))
+
+
+def test_translate_source_installs_with_changes_meanwhile_only():
+    from fwport.core import parse
+    from fwport.core.pipeline import translate_source
+    libcsts = cst.CSTNode.__dict__["with_changes"]
+    seen = []
+    import fwport.core.pipeline as pipeline
+    inner = pipeline._translate_source
+
+    def spy(*args, **kwargs):
+        seen.append(cst.CSTNode.__dict__["with_changes"])
+        return inner(*args, **kwargs)
+    pipeline._translate_source = spy
+    try:
+        translate_source("import torch\nx = torch.zeros(3)\n", "t.py", "torch2jax")
+    finally:
+        pipeline._translate_source = inner
+    assert seen == [parse.with_changes]
+    assert cst.CSTNode.__dict__["with_changes"] is libcsts

@@ -138,3 +138,24 @@ def test_a_settled_node_that_a_pass_dropped_never_settles_a_node_made_later():
     kept = cst.Call(cst.Name("h"))
     ctx.settle(kept)
     assert ctx.is_settled(kept) and not ctx.is_settled(cst.Call(cst.Name("h")))
+
+
+def test_sealed_is_every_node_inside_the_whole_edits():
+    """Plans.sealed: the ids of the nodes under each descend=False edit, the node's own included (read from the
+    fields, as libcst's node.children gives them, which rebuilds the node to collect them)."""
+    module = cst.parse_module("@tf.function(jit_compile=True)\ndef f(x, *a, k=1):\n    return [y + 1 for y in x][0]\n"
+                              "g = lambda q: q.w(1, **k)\n")
+    deco, fn = module.body[0].decorators[0], module.body[0]
+    lam = module.body[1].body[0].value
+    plans = Plans()
+    plans.add(deco, lambda o, u: u, descend=False)
+    plans.add(lam, lambda o, u: u, descend=False)
+    plans.add(fn.body, lambda o, u: u)  # (descend=True: not sealed)
+    want: set[int] = set()
+    stack = [deco, lam]
+    while stack:
+        node = stack.pop()
+        want.add(id(node))
+        stack.extend(node.children)
+    assert plans.sealed() == want and len(want) > 20
+    assert id(fn.body) not in plans.sealed()

@@ -6,8 +6,16 @@ positional one). The parser builds only what its grammar accepts, so the checks 
 (libcst's own note on ``__post_init__`` says so), yet they cost a sixth of a parse. These functions
 parse with the checks off for the duration of the call; nodes the passes build afterwards are
 validated as before.
+
+``with_changes`` is libcst's ``CSTNode.with_changes`` without ``dataclasses.replace``'s cost (its
+per-field bookkeeping and a keyword call of the constructor): the same node, validated the same way.
+``translate_source`` installs it on ``CSTNode`` while it runs (``fast_changes``), as it pauses the
+garbage collector, and puts libcst's back after.
 """
 from __future__ import annotations
+
+import dataclasses
+from contextlib import contextmanager
 
 import libcst as cst
 
@@ -39,3 +47,38 @@ def parse_statement(text: str) -> cst.BaseStatement:
 def parse_expression(text: str) -> cst.BaseExpression:
     """``cst.parse_expression(text)``."""
     return _unvalidated(cst.parse_expression, text)
+
+
+_FIELDS: dict[type, tuple[tuple[str, ...], frozenset[str]]] = {}
+_set = object.__setattr__
+
+
+def with_changes(self, **changes):
+    """``self.with_changes(**changes)`` as libcst's (``dataclasses.replace``): a new node of the same class
+    holding ``changes`` and ``self``'s other fields as they are, then ``__post_init__`` (the validation,
+    as a constructor runs it); a name that is not a field raises TypeError, as the constructor does."""
+    cls = self.__class__
+    known = _FIELDS.get(cls)
+    if known is None:  # (libcst's nodes: every field is an init field, none a ClassVar or an InitVar)
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        known = _FIELDS[cls] = (names, frozenset(names))
+    names, fields = known
+    if changes and not fields.issuperset(changes):
+        raise TypeError(f"{cls.__name__}.__init__() got an unexpected keyword argument "
+                        f"{next(n for n in changes if n not in fields)!r}")
+    new = object.__new__(cls)
+    for name in names:
+        _set(new, name, changes[name] if name in changes else getattr(self, name))
+    new.__post_init__()
+    return new
+
+
+@contextmanager
+def fast_changes():
+    """``CSTNode.with_changes`` is :func:`with_changes` meanwhile; whatever was there before is put back."""
+    previous = cst.CSTNode.__dict__["with_changes"]
+    cst.CSTNode.with_changes = with_changes
+    try:
+        yield
+    finally:
+        cst.CSTNode.with_changes = previous

@@ -22,6 +22,8 @@ from typing import Callable
 
 import libcst as cst
 
+from fwport.core.names import children
+
 Apply = Callable[[cst.CSTNode, cst.CSTNode], cst.CSTNode]
 
 
@@ -67,7 +69,7 @@ class Plans:
             node = stack.pop()
             if id(node) not in out:
                 out.add(id(node))
-                stack.extend(node.children)
+                stack.extend(children(node))  # (libcst's node.children rebuilds the node to collect them)
         return out
 
     def check_applied(self) -> None:

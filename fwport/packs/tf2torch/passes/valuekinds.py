@@ -35,6 +35,7 @@ import libcst as cst
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
+from fwport.core.hooks import TypeTest, default_visit
 from fwport.core.names import ScopedResolver, param_names, scan
 from fwport.core.position import render
 from fwport.packs.tf2torch import helpers
@@ -294,6 +295,10 @@ def _dataset_elements(s: _Scope, params: set[str], outer: set[str], qualname) ->
     return mine | {n for n in outer if n not in s.values and n not in params}
 
 
+#: (libcst's CSTVisitor.on_visit, then: only the functions, never inside a simple statement or an expression)
+_NOT_ENTERED = TypeTest(cst.SimpleStatementLine, cst.BaseExpression)
+
+
 class _Paths(ScopedResolver, cst.CSTVisitor):
     """The scope path (``f.g``: the names of the enclosing functions) of every function, while visiting."""
 
@@ -342,7 +347,7 @@ class _Analyse(_Paths):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # only the functions (compound statements): never inside a simple statement or an expression
-        return super().on_visit(node) and not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+        return default_visit(self, node) and not _NOT_ENTERED[node.__class__]
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:
         return self.qualname(node)
@@ -384,7 +389,7 @@ class _ModelPaths(_Paths):
         _merge(into, "", self.stack[0])
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return super().on_visit(node) and not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+        return default_visit(self, node) and not _NOT_ENTERED[node.__class__]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         super().visit_FunctionDef(node)

@@ -30,7 +30,7 @@ from fwport.core import written
 from fwport.core.engine import code, literal_value, statement
 from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, find_all, scan
+from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, modes, ranks
@@ -1061,13 +1061,31 @@ class _Derived:
         p = fn.params
         params = [q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params)]
         params += [q.name.value for q in (p.star_arg, p.star_kwarg) if isinstance(q, cst.Param)]
-        derived = {q: _Derived.names(fn, {q}) for q in params}
-        return lambda node: frozenset(q for q in params if _Derived.mentions(node, derived[q]))
+        binds = _Derived.binds(fn)
+        derived = {q: _Derived.names(fn, {q}, binds) for q in params}
+        return lambda node: frozenset(q for r in [_Derived.reads(node)] for q in params if not r.isdisjoint(derived[q]))
 
     @staticmethod
-    def names(fn: cst.FunctionDef, roots: set[str]) -> set[str]:
-        """The names of ``fn`` holding ``roots`` (parameters) or values computed from them."""
+    def names(fn: cst.FunctionDef, roots: set[str], binds: list | None = None) -> set[str]:
+        """The names of ``fn`` holding ``roots`` (parameters) or values computed from them (``binds``: _Derived.binds
+        of ``fn``, shared by the questions about each of its parameters)."""
         names = set(roots)
+        binds = _Derived.binds(fn) if binds is None else binds
+        changed = True
+        while changed:
+            changed = False
+            for targets, reads in binds:
+                if not reads.isdisjoint(names):
+                    new = targets - names
+                    if new:
+                        names |= new
+                        changed = True
+        return names
+
+    @staticmethod
+    def binds(fn: cst.FunctionDef) -> list[tuple[set[str], set[str]]]:
+        """``fn``'s bindings, in the order ``names`` tries them: (the names bound, the names the value reads as
+        ``reads`` says)."""
         binds: list[tuple[list[cst.CSTNode], cst.CSTNode]] = []
         for a in find_all(fn.body, cst.Assign):
             binds.append(([t.target for t in a.targets], a.value))
@@ -1081,30 +1099,33 @@ class _Derived:
         for a in find_all(fn.body, cst.WithItem):
             if a.asname is not None:
                 binds.append(([a.asname.name], a.item))
-        changed = True
-        while changed:
-            changed = False
-            for targets, value in binds:
-                if _Derived.mentions(value, names):
-                    new = {n.value for t in targets for n in find_all(t, cst.Name)} - names
-                    if new:
-                        names |= new
-                        changed = True
-        return names
+        return [({n.value for t in targets for n in find_all(t, cst.Name)}, _Derived.reads(value))
+                for targets, value in binds]
 
     @staticmethod
-    def mentions(node: cst.CSTNode, names: set[str]) -> bool:
-        if isinstance(node, cst.Name):
-            return node.value in names
-        if isinstance(node, cst.Attribute):
-            return node.attr.value not in _Derived.SIZES and _Derived.mentions(node.value, names)
-        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) \
-                and node.value.attr.value == "shape":  # (x.shape[i]: a size, found by itself where it counts the batch)
-            return any(_Derived.mentions(e, names) for e in node.slice)
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and (node.func.attr.value in _Derived.SIZE_CALLS or node.func.attr.value == "size" and node.args):
-            return any(_Derived.mentions(a, names) for a in node.args)
-        return any(_Derived.mentions(c, names) for c in node.children)
+    def reads(node: cst.CSTNode) -> set[str]:
+        """The names ``node``'s value reads: every name under it, but not through a size of a tensor (an attribute
+        in SIZES, ``x.shape[i]``'s ``x``, the subject of a SIZE_CALLS call or of ``x.size(i)``; the whole
+        ``x.shape`` / ``x.size()`` does read ``x``); an attribute's own name is not a read."""
+        out: set[str] = set()
+        todo = [node]
+        pop, push, sizes, calls = todo.pop, todo.extend, _Derived.SIZES, _Derived.SIZE_CALLS
+        while todo:
+            node = pop()
+            t = node.__class__
+            if t is cst.Name:
+                out.add(node.value)
+            elif t is cst.Attribute:
+                if node.attr.value not in sizes:
+                    todo.append(node.value)
+            elif t is cst.Subscript and node.value.__class__ is cst.Attribute and node.value.attr.value == "shape":
+                push(node.slice)  # (x.shape[i]: a size, found by itself where it counts the batch)
+            elif t is cst.Call and node.func.__class__ is cst.Attribute \
+                    and (node.func.attr.value in calls or node.func.attr.value == "size" and node.args):
+                push(node.args)
+            else:
+                push(children(node))
+        return out
 
 
 def negative_fields(cls: cst.ClassDef, others: list[cst.Call]) -> frozenset[str]:

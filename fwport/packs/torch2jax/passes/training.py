@@ -82,7 +82,7 @@ class _NormalSteps(cst.CSTTransformer):
         self.helpers: dict[str, list[str]] = {}  # functions that only clear optimizers (_zero_helpers)
 
     def on_leave(self, original_node, updated_node):
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)  # (CSTTransformer.on_leave)
         if out is not original_node and isinstance(out, cst.CSTNode):
             self.rebuilt[id(out)] = (out, original_node)
             if self.ctx.is_settled(original_node):
