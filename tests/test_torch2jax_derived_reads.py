@@ -1,4 +1,4 @@
-"""speedK: torch2jax's ``modules._Derived`` (which names of a module-level function carry its input, for
+"""torch2jax's ``modules._Derived`` (which names of a module-level function carry its input, for
 ``_function_dims``) read each expression with libcst's ``node.children``, which rebuilds and validates the node per
 call (a tenth of a torch2jax fixture's time); it reads the names of each binding's value once now
 (``_Derived.reads``) and intersects sets. The answers must not change: each test compares with the walk as it was,
