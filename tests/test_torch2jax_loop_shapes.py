@@ -4,7 +4,8 @@ Rewritten as the usual shape (zero_grad, the loss, backward, step), each checked
 subprocesses, the same initial parameters): ``model.zero_grad()`` of the model the optimizer trains,
 ``zero_grad(set_to_none=True)``, and ``optimizer.zero_grad()`` after ``optimizer.step()`` where the gradients
 are clear when the loop starts. Refused with why: that zero_grad where an earlier backward() left gradients or an
-iteration may skip it (``continue``), and gradient accumulation (the step under ``if (i + 1) % k == 0:``).
+iteration may skip it (``continue``), and gradient accumulation (the step under ``if (i + 1) % k == 0:``) where the
+gradients may not be clear when the loop starts (rewritten otherwise: test_torch2jax_loop_variants.py).
 """
 from __future__ import annotations
 
@@ -157,21 +158,25 @@ def test_a_zero_grad_of_another_model_is_not_taken_for_the_optimizers():
 
 
 def test_gradient_accumulation_is_refused_with_what_to_write():
+    # (an epoch's last gradients, fewer than accum, add up with the next epoch's first ones: no zero_grad before the
+    # loop; tests/test_torch2jax_loop_variants.py has those rewritten)
     src = HEAD + '''\
 accum = 2
-for i in range(4):
-    loss = ((model(x) - y) ** 2).mean() / accum
-    loss.backward()
-    if (i + 1) % accum == 0:
-        optimizer.step()
-        optimizer.zero_grad()
+for epoch in range(2):
+    for i in range(3):
+        loss = ((model(x) - y) ** 2).mean() / accum
+        loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
 ''' + TAIL
     r = t2j(src)
     errs = errors(r)
-    line = src.splitlines().index("for i in range(4):") + 1
+    line = src.splitlines().index("    for i in range(3):") + 1
     assert [e.line for e in errs] == [line], r.findings
     assert "gradient accumulation" in errs[0].message and "`if (i + 1) % accum == 0:`" in errs[0].message
     assert "optax.MultiSteps(optimizer, every_k_schedule=k)" in errs[0].message
+    assert "may not be clear when the loop starts" in errs[0].message
 
 
 def test_a_step_under_another_condition_is_not_called_accumulation():

@@ -18,6 +18,9 @@ this, a step written in an equivalent spelling or order (``model.zero_grad()``, 
 zero_grad after the step) is put in the shape read (``_normal_steps``); so is a body stepping several optimizers (a
 GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. A loop stepping by hand (``for p in
 model.parameters(): p.data.add_(p.grad, alpha=-lr)``, no optimizer) becomes a jitted ``sgd_step`` (_manual_plan).
+Mixed precision (a ``with autocast`` around the loss, a GradScaler) and a ``retain_graph`` no later backward reads are
+read as the plain step (plain_spellings); gradient accumulation (the step under ``if (i + 1) % k == 0:``) becomes a
+train_step adding the gradients up in ``grads_acc`` and applying the update where the condition holds (_accumulated).
 Checkpoint dicts saved and loaded with ``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint``
 (helpers written into the output); numpy data saved with ``torch.save`` → ``save_pickled_arrays`` (save_data).
 """
@@ -36,6 +39,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import keys, nograd
+from fwport.packs.torch2jax.backends import AUTOCAST
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
@@ -80,6 +84,7 @@ class _NormalSteps(cst.CSTTransformer):
         self.rebuilt: dict[int, tuple] = {}  # id of a rebuilt node → (it, the node it replaces)
         self.opts: dict[int, dict] = {}
         self.helpers: dict[str, list[str]] = {}  # functions that only clear optimizers (_zero_helpers)
+        self.scalers: set[str] = set()  # GradScalers read plainly (plain_spellings)
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)  # (CSTTransformer.on_leave)
@@ -107,6 +112,11 @@ class _NormalSteps(cst.CSTTransformer):
 
     def normal(self, original, updated):
         body = list(updated.body.body)
+        if isinstance(updated.body, cst.IndentedBlock):
+            plain = self.plain_spellings(original, body)
+            if plain is not None:
+                body = plain
+                updated = updated.with_changes(body=updated.body.with_changes(body=body))
         if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body):
             return updated
         summed = _summed_backwards(body)
@@ -163,6 +173,181 @@ class _NormalSteps(cst.CSTTransformer):
                         "train_step computes the gradients afresh at each step", original)
         return updated.with_changes(body=updated.body.with_changes(body=body))
 
+
+    def bound_value(self, name: str) -> cst.BaseExpression | None:
+        """The value of the one assignment binding ``name`` in the loop's scope (else in the module), or None."""
+        for scope in (self.scopes[-1], self.scopes[0]):
+            found = [a for a in _scope_assigns(scope) if any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in a.targets)]
+            if found:
+                return found[0].value if len(found) == 1 and len(found[0].targets) == 1 else None
+        return None
+
+    def autocast_with(self, st) -> str | None:
+        """``with <autocast>:`` holding only simple statements and no backward() (the loss computed in mixed
+        precision): "call" where the item is a ``torch.autocast(...)`` call (its warning is the unwrapping's),
+        "name" where it is a name bound once to autocast calls or ``contextlib.nullcontext()`` (nanoGPT's
+        ``ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(...)``, whose rule warns), else None."""
+        if not (isinstance(st, cst.With) and len(st.items) == 1 and st.items[0].asname is None and st.asynchronous is None
+                and isinstance(st.body, cst.IndentedBlock)
+                and all(isinstance(x, cst.SimpleStatementLine) for x in st.body.body)):
+            return None
+        if any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+               for x in st.body.body for c in find_all(x, cst.Call)):
+            return None
+        item = st.items[0].item
+        resolve = self.ctx.imports.resolve
+        if isinstance(item, cst.Call):
+            return "call" if resolve(item.func) in AUTOCAST else None
+        if not isinstance(item, cst.Name):
+            return None
+        value = self.bound_value(item.value)
+        if not isinstance(value, (cst.Call, cst.IfExp)):
+            return None
+        calls = [resolve(c.func) for c in find_all(value, cst.Call)]
+        top = [value] if isinstance(value, cst.Call) else [value.body, value.orelse]
+        if not all(isinstance(v, cst.Call) for v in top) or not calls or not any(q in AUTOCAST for q in calls) \
+                or not all(q in AUTOCAST or q == "contextlib.nullcontext" for q in calls):
+            return None
+        return "name"
+
+    def scaler_of(self, node) -> str | None:
+        """``S`` of ``S.<method>(...)`` where S is a name bound once to a ``GradScaler(...)``, else None."""
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name):
+            value = self.bound_value(node.func.value.value)
+            if isinstance(value, cst.Call) and self.ctx.imports.resolve(value.func) in GRAD_SCALERS:
+                return node.func.value.value
+        return None
+
+    def unscaled(self, body: list) -> tuple[list, str] | None:
+        """A body stepping through a GradScaler (``S.scale(loss).backward()``, ``S.step(opt)``, ``S.update()``,
+        maybe ``S.unscale_(opt)`` before a clipping) → ``loss.backward()`` and ``opt.step()``, the others gone; with the
+        scaler's name, or None where the scaler is used otherwise in the loop."""
+        names: set[str] = set()
+        uses = {"backward": 0, "step": 0}
+
+        def plain(line):
+            if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Expr)
+                    and isinstance(line.body[0].value, cst.Call)):
+                return line
+            call = line.body[0].value
+            f = call.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "backward" and self.scaler_of(f.value) \
+                    and f.value.func.attr.value == "scale" and len(f.value.args) == 1 and f.value.args[0].keyword is None:
+                names.add(self.scaler_of(f.value))
+                uses["backward"] += 1
+                return line.with_changes(body=[cst.Expr(call.with_changes(
+                    func=f.with_changes(value=f.value.args[0].value)))])
+            s = self.scaler_of(call)
+            if s is None:
+                return line
+            names.add(s)
+            method = f.attr.value
+            if method == "step" and len(call.args) == 1 and call.args[0].keyword is None \
+                    and isinstance(call.args[0].value, (cst.Name, cst.Attribute)):
+                uses["step"] += 1
+                return line.with_changes(body=[cst.Expr(parsed_expression(f"{code(call.args[0].value)}.step()"))])
+            if method in ("update", "unscale_") and len(call.args) <= 1 and not any(a.keyword for a in call.args):
+                return None
+            return line
+
+        def block(stmts: list, top: bool) -> list | None:
+            out = []
+            for st in stmts:
+                if isinstance(st, cst.If) and isinstance(st.body, cst.IndentedBlock) and st.orelse is None and top:
+                    inner = block(list(st.body.body), False)
+                    if inner is None:
+                        return None
+                    st = st.with_changes(body=st.body.with_changes(body=inner))
+                else:
+                    st = plain(st)
+                if st is not None:
+                    out.append(st)
+            return out or None
+
+        if "scale" not in code(cst.Module(body=body)):
+            return None
+        out = block(body, True)
+        if out is None or len(names) != 1 or uses != {"backward": 1, "step": 1}:
+            return None
+        s = names.pop()
+        if any(isinstance(n, cst.Name) and n.value == s for st in out for n in find_all(st, cst.Name)):
+            return None  # the scaler read otherwise (its scale logged, a state_dict saved)
+        return out, s
+
+    def plain_spellings(self, original, body: list) -> list | None:
+        """A training loop's body with its mixed-precision and graph-keeping spellings written plainly (the
+        translation computes in float32 and differentiates a function, keeping no graph): a ``with autocast:``
+        holding the loss statements unwrapped, a GradScaler's scale / step / update read as the plain step
+        (unscaled), and ``loss.backward(retain_graph=...)`` of the loop's only backward() as ``loss.backward()``.
+        None where nothing changes."""
+        if not any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+                   for st in body for c in find_all(st, cst.Call)):
+            return None
+        what: list[str] = []
+        out: list = []
+        for st in body:
+            kind = self.autocast_with(st)
+            if kind is None:
+                out.append(st)
+                continue
+            inner = list(st.body.body)
+            inner[0] = inner[0].with_changes(leading_lines=[*st.leading_lines, *inner[0].leading_lines])
+            out += inner
+            what.append(f"`with {code(st.items[0].item)}:` unwrapped")
+            if kind == "call":
+                enabled = next((a.value for a in st.items[0].item.args
+                                if a.keyword is not None and a.keyword.value == "enabled"), None)
+                if not (isinstance(enabled, cst.Name) and enabled.value == "False"):
+                    self.ctx.report(Severity.WARNING, "approximate", f"`with {code(st.items[0].item)}:` unwrapped: JAX "
+                                    "has no autocast: the loss computes in its arrays' own dtype (float32 here, where "
+                                    "PyTorch computes eligible ops in float16 / bfloat16): more precise and slower",
+                                    st.items[0].item)
+        scaled = self.unscaled(out)
+        if scaled is not None:
+            out, s = scaled
+            self.scalers.add(s)
+            what.append(f"{s}.scale(loss).backward() / {s}.step(opt) / {s}.update() as loss.backward() / opt.step() "
+                        f"(GradScaler: the translation computes in float32 and takes every step, where {s} multiplies "
+                        "the loss and divides the gradients by the same power of two, and skips a step whose "
+                        "gradients hold inf or NaN)")
+        backs = [c for st in out for c in find_all(st, cst.Call)
+                 if isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"]
+        kept = [i for i, st in enumerate(out) if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
+                and isinstance(st.body[0], cst.Expr) and isinstance(st.body[0].value, cst.Call)
+                and isinstance(st.body[0].value.func, cst.Attribute) and st.body[0].value.func.attr.value == "backward"
+                and st.body[0].value.args
+                and all(a.keyword is not None and a.keyword.value == "retain_graph" for a in st.body[0].value.args)]
+        if len(backs) == 1 and kept:
+            # the graph kept is read by no later iteration: no value the loss reads is carried over from the previous
+            # one (a hidden state not detached, whose graph the next backward() would go through)
+            first: dict[str, str] = {}
+            for st in out[:kept[0] + 1]:
+                _first_uses(st, first)
+            assigned: dict[str, str] = {}
+            for st in out:
+                _first_uses(st, assigned)
+            carried = {n for n, how in first.items() if how == "load" and n in assigned and assigned[n] == "load"
+                       and any(_assigns_anywhere(st, n) for st in out)}
+            if not carried:
+                st = out[kept[0]]
+                call = st.body[0].value
+                out[kept[0]] = st.with_changes(body=[cst.Expr(call.with_changes(args=[]))])
+                what.append(f"{code(call)} as {code(call.func)}() (no later backward() reads the graph it keeps)")
+        if not what:
+            return None
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"training step read with {'; '.join(what)}", original)
+        return out
+
+    def leave_Module(self, original, updated):
+        """The ``S = GradScaler(...)`` bindings of the scalers read plainly (unscaled), removed where nothing
+        reads S any more."""
+        for s in sorted(self.scalers):
+            t = _DropBinding(s, self.ctx)
+            out = updated.visit(t)
+            if t.dropped and not any(n.value == s for n in find_all(out, cst.Name)):
+                updated = out
+        return updated
 
     def normal_steps(self, original, updated, body: list):
         """A body stepping several optimizers (a GAN's discriminator, then its generator) whose gradients are
@@ -244,6 +429,29 @@ class _NormalSteps(cst.CSTTransformer):
             self.ctx.report(Severity.INFO, "idiom-replaced", f"training steps read with {'; '.join(what)}: each "
                             "train_step computes its optimizer's gradients afresh from its own loss", original)
         return updated.with_changes(body=updated.body.with_changes(body=out))
+
+
+#: the GradScaler classes (torch.amp's and its deprecated CUDA / CPU spellings)
+GRAD_SCALERS = frozenset({"torch.amp.GradScaler", "torch.GradScaler", "torch.cuda.amp.GradScaler",
+                          "torch.cpu.amp.GradScaler", "torch.amp.grad_scaler.GradScaler"})
+
+
+class _DropBinding(cst.CSTTransformer):
+    """Removes the statements ``name = GradScaler(...)`` (dropped: how many)."""
+
+    def __init__(self, name: str, ctx):
+        super().__init__()
+        self.name, self.ctx, self.dropped = name, ctx, 0
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if _is_assign(updated) and len(updated.body[0].targets) == 1 \
+                and isinstance(updated.body[0].targets[0].target, cst.Name) \
+                and updated.body[0].targets[0].target.value == self.name \
+                and isinstance(updated.body[0].value, cst.Call) \
+                and self.ctx.imports.resolve(updated.body[0].value.func) in GRAD_SCALERS:
+            self.dropped += 1
+            return cst.RemoveFromParent()
+        return updated
 
 
 def _summed_backwards(body: list) -> tuple[list, str] | None:
@@ -1435,19 +1643,26 @@ class _Pass(cst.CSTTransformer):
         body = list(loop.body.body)
         self.check_block_steps(body)
         self.check_closures(loop, body)
-        if not any(_backward(s) for s in body):
+        if not any(_backward_with_args(s) for s in body):
             return
         plan = _loop_plan(body)
         self.planned.update(id(st) for st in body if _backward(st))
         accumulated = _accumulation(body) if plan is None else None
         if accumulated is not None:
             opt, cond, loss = accumulated
+            why = self.accumulation_problem(loop, body)
+            if why is None:
+                return
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"gradient accumulation: {loss}.backward() adds this iteration's gradients to the earlier "
-                            f"ones and {opt}.step() runs only `if {cond}:`; fwport does not rewrite it: write the step "
-                            f"with optax.MultiSteps({opt}, every_k_schedule=k) (eqx.filter_value_and_grad, update, "
-                            "eqx.apply_updates at every iteration); MultiSteps averages the k gradients where PyTorch "
-                            "sums them, so drop a division of the loss by k", loop)
+                            f"ones and {opt}.step() runs only `if {cond}:`; fwport rewrites it (the gradients added up "
+                            f"in a pytree, the update applied under the condition) where the block starts with "
+                            f"{opt}.step(); {opt}.zero_grad(), the condition only reads names, the gradients are clear "
+                            f"when the loop starts ({opt}.zero_grad() just before it) and nothing between the backward() "
+                            f"and the step reads the model; here {why}: write the step with optax.MultiSteps({opt}, "
+                            "every_k_schedule=k) (eqx.filter_value_and_grad, update, eqx.apply_updates at every "
+                            "iteration); MultiSteps averages the k gradients where PyTorch sums them, so drop a "
+                            "division of the loss by k", loop)
             return
         manual = _manual_plan(body) if plan is None else None
         if manual is not None:
@@ -1462,6 +1677,40 @@ class _Pass(cst.CSTTransformer):
             return
         for rest, plan in _sequential_plans(body, self.ctx):  # a GAN's generator step, then its discriminator's
             self.check_plan(loop, rest, plan)
+
+    def accumulation_problem(self, loop, body: list) -> str | None:
+        """A loop accumulating gradients: None where it is rewritten (_accumulated; checked as the one step it
+        becomes, errors reported by check_plan; recorded in ACCUMULATED), else why not."""
+        acc = _accumulated(body)
+        if acc is None:
+            return ("the block does not start with the step and zero_grad(), or its condition reads more than names "
+                    "or a name the loop assigns before it")
+        opt = acc["opt"]
+        scope = self.scopes[-1] if self.scopes else self.module
+        model = self.scope_optimizers().get(opt) if opt in self.scope_optimizers() else self.threaded_here(opt)
+        if model is None:
+            return f"{opt} is not created in this scope from a model's parameters"
+        prev = _previous_statement(scope, loop)
+        nested = any(outer is not loop and any(x is loop for x in [*find_all(outer, cst.For), *find_all(outer, cst.While)])
+                     for outer in [*find_all(scope, cst.For), *find_all(scope, cst.While)])
+        others = [c for c in find_all(scope, cst.Call) if isinstance(c.func, cst.Attribute)
+                  and c.func.attr.value == "backward" and all(c is not x for x in find_all(loop, cst.Call))]
+        if not (prev is not None and _zero_grad(prev) == opt
+                or isinstance(scope, cst.Module) and not nested and not others):
+            return (f"the gradients may not be clear when the loop starts (no {opt}.zero_grad() just before it: "
+                    "PyTorch adds the gradients left by an earlier backward() or loop to the first ones)")
+        for st in [*acc["after"], *acc["rest"]]:
+            n = _Names()
+            scan(st, n)
+            if model in n.loaded and any(st is x for x in acc["after"]) or "grad" in n.loaded:
+                return f"`{_first_line(st)}` reads {model} or its gradients before the update"
+        fn = self.scopes[0].name.value if self.scopes else ""
+        self.ctx.analyses.setdefault(ACCUMULATED, set()).add((fn, opt))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"gradient accumulation: each iteration's gradients are "
+                        f"added up in {GRADS_ACC} (as backward() adds them in PyTorch) and the update applied to their "
+                        f"sum `if {code(acc['cond'])}:`, where {opt}.step() runs", loop)
+        self.check_plan(loop, acc["body"], acc["plan"])
+        return None
 
     def check_manual(self, loop, body: list, plan, delta: str) -> None:
         """A loop stepping by hand (_manual_plan): rewritten (the finishing step's sgd_step) where the model is a
@@ -2501,7 +2750,7 @@ def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
             continue
         loop, plan = plans[0]
         body = list(loop.body.body)
-        last = max(i for i in range(plan[2], plan[3]) if _assigns(body[i], plan[1]))
+        last = max(i for i in range(plan[2], plan[3]) if _assigns_loss(body[i], plan[1]))
         called = set()
         for st in body[plan[2]:last + 1]:
             for c in _calls(st):
@@ -2618,6 +2867,13 @@ def _backward(stmt) -> str | None:
     return _method_stmt(stmt, "backward")
 
 
+def _backward_with_args(stmt) -> bool:
+    """Whether a statement is ``X.backward(...)``, with or without arguments (``retain_graph=True``)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, cst.Call) and isinstance(stmt.body[0].value.func, cst.Attribute) \
+        and stmt.body[0].value.func.attr.value == "backward"
+
+
 def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     """(optimizer, loss, first loss statement, backward, step, the statements between the loss's
     assignment and the step) of a loop body of the supported shape: optimizer.zero_grad() before
@@ -2660,7 +2916,7 @@ def _step_span(body: list, back: int, owner: str, end: int) -> tuple[int, list[i
     zero = [i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == owner]
     if len(zero) != 1 or zero[0] > back:
         return None
-    last = next((i for i in range(back - 1, -1, -1) if _assigns(body[i], loss)), None)
+    last = next((i for i in range(back - 1, -1, -1) if _assigns_loss(body[i], loss)), None)
     if last is None:
         return None
     start = last
@@ -2685,6 +2941,89 @@ def _accumulation(body: list) -> tuple[str, str, str] | None:
                     isinstance(c.func, cst.Attribute) and c.func.attr.value == "zero_grad"
                     for x in body[:back] for c in find_all(x, cst.Call)):
                 return opt, code(st.test), _backward(body[back])
+    return None
+
+
+#: ctx.analyses: (top-level function or "", optimizer) of the loops accumulating gradients that the finishing step
+#: writes (_accumulated)
+ACCUMULATED = "torch2jax.accumulated-steps"
+#: the accumulated gradients' name in a rewritten loop (None where no microbatch has added to them yet)
+GRADS_ACC = "grads_acc"
+
+
+def _plain_condition(node) -> bool:
+    """Whether an expression only reads: names, attributes, numbers, arithmetic, comparisons, ``len(...)`` of those
+    (a condition evaluated again where the step's call is, with the same value)."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _plain_condition(node.value)
+    if isinstance(node, cst.UnaryOperation):
+        return _plain_condition(node.expression)
+    if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
+        return _plain_condition(node.left) and _plain_condition(node.right)
+    if isinstance(node, cst.Comparison):
+        return _plain_condition(node.left) and all(_plain_condition(c.comparator) for c in node.comparisons)
+    if isinstance(node, cst.Call):
+        return isinstance(node.func, cst.Name) and node.func.value == "len" and len(node.args) == 1 \
+            and _plain_condition(node.args[0].value)
+    return False
+
+
+def _accumulated(body: list) -> dict | None:
+    """A loop body accumulating gradients (_accumulation) whose ``if <condition>:`` block starts with
+    ``optimizer.step()`` then ``optimizer.zero_grad()``, with a condition that only reads names the loop does not
+    assign before it (other than the loop's target): {"opt", "cond", "if": the block's index, "body": the body as
+    one step (zero_grad before the loss, step() right after backward(), the block without them; gone where
+    nothing else is in it), "plan": that body's _loop_plan, "after": the statements that now follow the update
+    where PyTorch runs them before it, "rest": the block's statements after the zero_grad()}; else None."""
+    acc = _accumulation(body)
+    if acc is None:
+        return None
+    opt = acc[0]
+    back = next(i for i, st in enumerate(body) if _backward(st))
+    k = next(i for i in range(back + 1, len(body)) if isinstance(body[i], cst.If)
+             and any(_method_stmt(x, "step") == opt for x in body[i].body.body))
+    block = list(body[k].body.body)
+    if len(block) < 2 or _method_stmt(block[0], "step") != opt or _zero_grad(block[1]) != opt:
+        return None
+    rest = block[2:]
+    if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("step", "zero_grad", "backward")
+           and code(c.func.value) == opt for x in rest for c in find_all(x, cst.Call)):
+        return None
+    if not _plain_condition(body[k].test):
+        return None
+    read = _Names()
+    scan(body[k].test, read)
+    stored = set()
+    for st in body[:k]:
+        stored |= {n for n in read.loaded if _assigns_anywhere(st, n)}
+    if stored:
+        return None
+    zero = parsed_statement(f"{opt}.zero_grad()\n")
+    step = parsed_statement(f"{opt}.step()\n")
+    kept = [body[k].with_changes(body=body[k].body.with_changes(body=rest))] if rest else []
+    if not rest and body[k].leading_lines and k + 1 < len(body):
+        kept_lines = [ln for ln in body[k].leading_lines if ln.comment is not None]
+        if kept_lines:
+            body = [*body[:k + 1], body[k + 1].with_changes(leading_lines=[*kept_lines, *body[k + 1].leading_lines]),
+                    *body[k + 2:]]
+    virtual = [zero, *body[:back + 1], step, *body[back + 1:k], *kept, *body[k + 1:]]
+    plan = _loop_plan(virtual)
+    if plan is None:
+        return None
+    return {"opt": opt, "cond": body[k].test, "if": k, "body": virtual, "plan": plan,
+            "after": body[back + 1:k], "rest": rest}
+
+
+def _previous_statement(scope, loop):
+    """The statement just before ``loop`` in the block holding it (within ``scope``), or None."""
+    blocks = [scope.body] if isinstance(scope, cst.Module) else []
+    blocks += [b.body for b in find_all(scope, cst.IndentedBlock)]
+    for b in blocks:
+        for i, st in enumerate(b):
+            if st is loop:
+                return b[i - 1] if i else None
     return None
 
 
@@ -2928,7 +3267,7 @@ def _split_block(body: list, plan, model: str) -> tuple[list, list]:
     """The loss statements of a planned loop: (those that depend on the model, which go into loss_fn;
     those that do not, which stay in the loop before the step)."""
     opt, loss, start, back, step, between = plan
-    last = max(i for i in range(start, back) if _assigns(body[i], loss))
+    last = max(i for i in range(start, back) if _assigns_loss(body[i], loss))
     block, before = [], []
     tainted = {model}
     used: set[str] = set()  # the names the statements moved into loss_fn so far read or assign
@@ -3152,6 +3491,15 @@ def _numpy_value(node, resolve) -> bool:
     return bool(q) and q.startswith("numpy.")
 
 
+def _assigns_anywhere(stmt, name: str) -> bool:
+    """Whether a statement (or a block in it) binds ``name`` (an assignment, an augmented one, a for's target)."""
+    for node in [*find_all(stmt, cst.AssignTarget), *find_all(stmt, cst.AugAssign), *find_all(stmt, cst.AnnAssign),
+                 *find_all(stmt, cst.For)]:
+        if name in target_names(node.target):
+            return True
+    return False
+
+
 def _is_assign(stmt) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
 
@@ -3161,6 +3509,13 @@ def _assigns(stmt, name: str) -> bool:
 
 
 # --- finish ------------------------------------------------------------------------------------------
+
+def _assigns_loss(stmt, name: str) -> bool:
+    """Whether a statement assigns the loss: ``loss = ...``, or a tuple unpacking a model's outputs with the loss
+    among them (nanoGPT's ``logits, loss = model(X, Y)``)."""
+    return _assigns(stmt, name) or _is_assign(stmt) and len(stmt.body[0].targets) == 1 \
+        and isinstance(stmt.body[0].targets[0].target, cst.Tuple) and name in target_names(stmt.body[0].targets[0].target)
+
 
 def _str_key(node) -> str | None:
     """A plain string literal's value (a dict key, a subscript); None for anything else."""
@@ -3693,6 +4048,7 @@ class _Finish(cst.CSTTransformer):
         self.global_trained: dict[str, dict] = ctx.analyses.get(GLOBAL_TRAINED, {})
         self.after_init: dict[str, list] = {}  # module-level optimizer → the train_step written after its opt_state
         self.globals: dict[str, set] = {k: set(v) for k, v in ctx.analyses.get(GLOBALS, {}).items()}
+        self.acc_inits: set[int] = set()  # the `grads_acc = None` written before a loop accumulating gradients
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
@@ -3809,9 +4165,12 @@ class _Finish(cst.CSTTransformer):
         schedules = {opt: v for (sc, opt), v in self.ctx.analyses.get(SCHEDULES, {}).items() if sc == scope}
         scheds = {v["sched"] for v in schedules.values()}
         carried: list = []  # the leading lines (comments) of a removed statement, for the next one
-        for s in body:
+        for k, s in enumerate(body):
             if scheds and (_method_stmt(s, "step") in scheds or any(_assigns(s, n) for n in scheds)):
                 carried += list(s.leading_lines)
+                continue
+            if _zero_grad(s) and k + 1 < len(body) and id(body[k + 1]) in self.acc_inits:
+                carried += list(s.leading_lines)  # (grads_acc = None in its place)
                 continue
             if carried:
                 s = s.with_changes(leading_lines=[*carried, *s.leading_lines])
@@ -3860,7 +4219,14 @@ class _Finish(cst.CSTTransformer):
             return cst.FlattenSentinel([step_fn.with_changes(leading_lines=loop.leading_lines or [cst.EmptyLine(indent=False)]),
                                         new_loop])
         plans = _sequential_plans(body)
-        done = self.step(body, plans[0][1]) if plans else None
+        acc = _accumulated(body) if not plans and self.ctx.analyses.get(ACCUMULATED) else None
+        if acc is not None and (self.scopes[0].name.value if self.scopes else "", acc["opt"]) \
+                in self.ctx.analyses[ACCUMULATED]:
+            body = acc["body"]
+            plans = [(body, acc["plan"])]
+        else:
+            acc = None
+        done = self.step(body, plans[0][1], accumulate=acc["cond"] if acc else None) if plans else None
         rooted = False
         if done is not None:
             body, rooted = done
@@ -3875,10 +4241,16 @@ class _Finish(cst.CSTTransformer):
         if done is None and not changed:
             return loop
         new_loop = loop.with_changes(body=loop.body.with_changes(body=body))
+        first = []
+        if acc is not None and done is not None:  # no gradients added up yet (PyTorch's zero_grad() before the loop)
+            first.append(parsed_statement(f"{GRADS_ACC} = None\n"))
         if rooted or nested_rooted:  # a root key of its own, before the loop (the training pass reported it)
-            root = parsed_statement(f"key = {self.spell('jax.random.key')}(0)\n").with_changes(
-                leading_lines=loop.leading_lines)
-            return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
+            first.append(parsed_statement(f"key = {self.spell('jax.random.key')}(0)\n"))
+        if first:
+            first[0] = first[0].with_changes(leading_lines=loop.leading_lines)
+            if acc is not None and done is not None:
+                self.acc_inits.add(id(first[0]))
+            return cst.FlattenSentinel([*first, new_loop.with_changes(leading_lines=[])])
         return new_loop
 
     def manual_step(self, body: list, plan, delta: str) -> tuple[list, cst.CSTNode] | None:
@@ -3984,7 +4356,7 @@ class _Finish(cst.CSTTransformer):
             body = out
         return body, rooted, changed
 
-    def step(self, body: list, plan=None, nested: bool = False) -> tuple[list, bool] | None:
+    def step(self, body: list, plan=None, nested: bool = False, accumulate=None) -> tuple[list, bool] | None:
         """The statements of ``body`` (a loop's, or an if / with block's with the zero_grad before it in front)
         with its step written as one train_step call, and whether a root key goes before the loop; None where
         it stays as written (the training pass reported why)."""
@@ -4055,8 +4427,11 @@ class _Finish(cst.CSTTransformer):
             _, max_norm, cond = clip[1]
             clipped = [("max_grad_norm", code(max_norm) if cond is None else
                         f"{_paren(max_norm)} if {code(cond)} else None")]
-        params = ", ".join([model, "opt_state", *inputs, *(p for p, _ in clipped), *(["key"] if keyed else [])])
-        call_args = ", ".join([model, state, *inputs, *(v for _, v in clipped), *(["step_key"] if keyed else [])])
+        acc_params = [GRADS_ACC, "apply"] if accumulate is not None else []
+        acc_args = [GRADS_ACC, code(accumulate)] if accumulate is not None else []
+        acc_out = [GRADS_ACC] if accumulate is not None else []
+        params = ", ".join([model, "opt_state", *acc_params, *inputs, *(p for p, _ in clipped), *(["key"] if keyed else [])])
+        call_args = ", ".join([model, state, *acc_args, *inputs, *(v for _, v in clipped), *(["step_key"] if keyed else [])])
         f = self.spell
         clip_text = ""
         if clipped:
@@ -4072,15 +4447,20 @@ class _Finish(cst.CSTTransformer):
                 + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model}{carried})\n"
                    if aux else f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n") +
                 clip_text +
+                (f"    if {GRADS_ACC} is not None:  # the gradients added up since the last update\n"
+                 f"        grads = {f('jax.tree_util.tree_map')}({f('jax.numpy.add')}, {GRADS_ACC}, grads)\n"
+                 f"    if not apply:\n"
+                 f"        return {', '.join([model, 'opt_state', 'grads', loss, *aux])}\n"
+                 if accumulate is not None else "") +
                 f"    updates, opt_state = {opt}.update(grads, opt_state, {f('equinox.filter')}({model}, {f('equinox.is_array')}))\n"
                 f"    {model} = {f('equinox.apply_updates')}({model}, updates)\n"
-                f"    return {', '.join([model, 'opt_state', loss, *aux])}\n")
+                f"    return {', '.join([model, 'opt_state', *(['None'] if accumulate is not None else []), loss, *aux])}\n")
         step_fn = parsed_statement(text)
         inner = step_fn.body.body[0]  # loss_fn: its body is the loss statements, as written (comments kept)
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
-        call = [parsed_statement(f"{', '.join([model, state, loss, *aux])} = {step_name}({call_args})\n")]
+        call = [parsed_statement(f"{', '.join([model, state, *acc_out, loss, *aux])} = {step_name}({call_args})\n")]
         call += [parsed_statement(f"{n} = {n}.item()\n") for n in items if n in aux]
         if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
             call.insert(0, parsed_statement(f"key, step_key = {split}(key)\n"))
