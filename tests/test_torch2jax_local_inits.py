@@ -92,6 +92,7 @@ np.save(OUT, np.concatenate([out.ravel(), w.ravel(), b.ravel()]))
 @pytest.mark.parametrize("between, init", [
     ("        self.w0 = proj.weight * 2\n", "nn.init.zeros_(proj.weight)"),  # the layer's values read in between
     ("        scale = 0.5\n", "nn.init.constant_(proj.bias, scale)"),  # the value bound in between
+    ("        for scale in (0.5,):\n            pass\n", "nn.init.constant_(proj.bias, scale)"),  # ... by a loop
     ("        self.again = nn.Sequential(self.to_gamma_beta)\n", "nn.init.zeros_(proj.weight)"),  # its holder read
 ])
 def test_a_reinitialisation_that_cannot_move_up_stays_an_error(between, init):

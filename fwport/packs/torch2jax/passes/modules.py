@@ -1593,7 +1593,7 @@ def _hoisted_inits(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
     holds it; an Equinox Sequential holds the value it was given, so the re-initialisation moves up, right after the
     layer is built, where it gives the same arrays: exact where every statement in between reads the layer only as a
     layer a container or a field holds (_holding), mentions none of those holders, and the re-initialisation's other
-    arguments read neither the layer nor a name bound in between. Anything else leaves it where it is (_Inits' error)."""
+    arguments read neither the layer nor a name any statement in between mentions. Anything else leaves it where it is (_Inits' error)."""
     if not isinstance(fn.body, cst.IndentedBlock):
         return fn
     body = list(fn.body.body)
@@ -1636,7 +1636,7 @@ def _hoisted_inits(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
                 if holder is None:
                     break
                 holders.add(holder)
-            between |= {n.value for t in find_all(st, cst.AssignTarget) for n in find_all(t, cst.Name)}
+            between |= names  # (every name it mentions: a binding of any kind, a loop's target, included)
             j += 1
         i += 1
     return fn.with_changes(body=fn.body.with_changes(body=body)) if moved else fn
