@@ -220,9 +220,26 @@ def test_a_layer_bound_to_a_name_is_reinitialised_before_it_is_held(tmp_path):
     assert tb == jb == 0.0 and tbn == jbn == 0.0
 
 
-def test_a_layer_reinitialised_after_something_holds_it_is_an_error():
+def test_a_layer_reinitialised_after_a_container_holds_it_is_moved_up(tmp_path):
+    # (an error before t2jbatch6) the Sequential only holds the layer in between: the re-initialisation moves up, right
+    # after the layer is built, which gives the Sequential PyTorch's arrays (modules._hoisted_inits)
     src = LOCAL.replace("        nn.init.zeros_(out_batch_norm.weight)\n        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n",
                         "        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n        nn.init.zeros_(out_batch_norm.weight)\n")
+    r = translate_source(src, "m.py", pack="torch2jax")
+    assert [f for f in r.findings if f.severity == Severity.ERROR] == []
+    assert r.output.index("out_batch_norm = eqx.tree_at(lambda m: m.weight, out_batch_norm, jnp.zeros(") \
+        < r.output.index("self.out = eqx.nn.Sequential(")
+    src_path, out = tmp_path / "src.py", tmp_path / "out.py"
+    src_path.write_text(src)
+    out.write_text(r.output)
+    (*_, tbn), (*_, jbn) = (printed_json(_LOCAL_STATS, side, path) for side, path in (("torch", src_path), ("jax", out)))
+    assert tbn == jbn == 0.0  # the BatchNorm's weight, zero on both sides
+
+
+def test_a_layer_whose_arrays_are_read_before_its_reinitialisation_is_an_error():
+    src = LOCAL.replace("        nn.init.zeros_(out_batch_norm.weight)\n        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n",
+                        "        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n"
+                        "        self.start = out_batch_norm.weight * 1.0\n        nn.init.zeros_(out_batch_norm.weight)\n")
     r = translate_source(src, "m.py", pack="torch2jax")
     errors = [f.message for f in r.findings if f.severity == Severity.ERROR]
     assert len(errors) == 1 and "re-initialises the layer `out_batch_norm` after it is used" in errors[0]

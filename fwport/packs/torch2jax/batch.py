@@ -50,6 +50,9 @@ TRAILING = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embeddi
                       "torch.nn.Identity", "torch.nn.Embedding.from_pretrained"})
 #: a forward parameter no caller gives a batched value (a mask left None): not batched
 NOT_BATCHED = -2
+#: ctx.analyses: the attributes (``self.attend``) the file binds, at every binding, to ``nn.Softmax`` over a literal
+#: negative dim → that dim (last_axis_layers)
+LAST_AXES = "torch2jax.batch.last-axes"
 #: ctx.analyses: ids of the sequence-layer constructions whose every call gets the batch axis where it takes it
 SEQ_PROVEN = "torch2jax.seq-proven"
 #: a batch position whose parts disagree (``a + b`` with a's batch axis first and b's second): refused where it matters
@@ -111,6 +114,44 @@ ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs",
                          "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
                          "ones_like", "randn_like", "clamp", "clip", "pow", "neg", "erf", "log1p", "rsqrt", "tan",
                          "full_like"})
+
+
+def last_axis_layers(ctx) -> dict[str, int]:
+    """The attributes the source binds, at every ``self.NAME = ...`` of the file, to ``nn.Softmax(dim=-k)`` (a literal
+    negative dim) → -k: such a layer acts along an axis counted from the end, wherever the batch axis is, so a tensor
+    holding the batch axis elsewhere than first (grouped outermost: ``(b h) n n``) may reach it where that axis is not
+    the batch's (Forward.last_axis_call). Computed once per file from the source."""
+    found = ctx.analyses.get(LAST_AXES)
+    if found is None:
+        module = ctx.analyses["parsed"][0] if "parsed" in ctx.analyses else None
+        dims: dict[str, set[int]] = {}
+        other: set[str] = set()
+        for node in find_all(module, cst.Assign) + find_all(module, cst.AnnAssign) if module is not None else ():
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for t in targets:
+                for e in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t]):
+                    text = dotted_text(e.value if isinstance(e, (cst.Element, cst.StarredElement)) else e) or ""
+                    if not text.startswith("self.") or text.count(".") != 1:
+                        continue
+                    d = _softmax_dim(node.value, ctx) if e is t and node.value is not None else None
+                    if d is None:
+                        other.add(text[5:])
+                    else:
+                        dims.setdefault(text[5:], set()).add(d)
+        found = ctx.analyses[LAST_AXES] = {a: ds.pop() for a, ds in dims.items() if a not in other and len(ds) == 1}
+    return found
+
+
+def _softmax_dim(value: cst.BaseExpression, ctx) -> int | None:
+    """``nn.Softmax(dim=-k)`` / ``nn.Softmax(-k)`` (k a literal) → -k; anything else None."""
+    if not isinstance(value, cst.Call) or len(value.args) != 1 \
+            or ctx.imports.resolve(value.func) != "torch.nn.Softmax":
+        return None
+    a = value.args[0]
+    if a.star or a.keyword is not None and a.keyword.value != "dim":
+        return None
+    d = int_literal(a.value)
+    return d if d is not None and d < 0 else None
 
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:
@@ -870,14 +911,22 @@ class Forward(cst.CSTTransformer):
         return frozenset().union(*(self.origin.get(n, frozenset()) for n in names_in(value) & self.batched))
 
     def batch_size_elements(self, node: cst.Assign) -> list[int]:
-        """``residual, batch_size = q, q.size(0)``: the positions of the names bound to the batch size."""
+        """``residual, batch_size = q, q.size(0)``: the positions of the names bound to the batch size. Beside a
+        starred value or name (sep_vit's ``batch, height, width, heads = x.shape[0], *x.shape[-2:], self.heads``),
+        the pairs before the first star, which pair by position whatever the star holds (and at least two names
+        left, so that what remains still unpacks)."""
         if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
-                or not isinstance(node.value, (cst.Tuple, cst.List)) \
-                or len(node.targets[0].target.elements) != len(node.value.elements) \
-                or any(isinstance(e, cst.StarredElement) for e in (*node.targets[0].target.elements, *node.value.elements)):
+                or not isinstance(node.value, (cst.Tuple, cst.List)):
             return []
-        return [i for i, (t, v) in enumerate(zip(node.targets[0].target.elements, node.value.elements))
-                if isinstance(t.value, cst.Name) and self.is_batch_size(v.value, None)]
+        ts, vs = node.targets[0].target.elements, node.value.elements
+        stars = [i for i, e in enumerate(ts) if isinstance(e, cst.StarredElement)] + \
+            [i for i, e in enumerate(vs) if isinstance(e, cst.StarredElement)]
+        if not stars and len(ts) != len(vs):
+            return []
+        upto = min(stars) if stars else len(ts)
+        out = [i for i, (t, v) in enumerate(zip(ts[:upto], vs[:upto]))
+               if isinstance(t.value, cst.Name) and self.is_batch_size(v.value, None)]
+        return out if not stars or len(ts) - len(out) >= 2 else []
 
     def without_batch_sizes(self, original: cst.Assign, updated: cst.Assign, sizes: list[int]):
         """The assignment of :meth:`batch_size_elements` without them (their names hold the batch size)."""
@@ -2190,7 +2239,7 @@ class Forward(cst.CSTTransformer):
             and self.axis_of(updated.args[0].value) == Grouped(0) and (self.rank_of(updated.args[0].value) or 0) \
             > LAYER_RANK[self.modules[attr]]  # (Conv1d given '(b h w) c n': vmapped over the rows by rank, as ever)
         if windows is None and not rows and attr in self.modules and attr not in self.seq_first \
-                and self.modules[attr] not in TRAILING and any(
+                and self.modules[attr] not in TRAILING and not self.last_axis_call(attr, updated) and any(
                 self.axis_of(a.value) not in (None, 0) for a in updated.args[:1]):
             self.error(original, f"self.{attr} ({self.modules[attr].rsplit('.', 1)[-1]}) gets a tensor whose batch axis "
                        f"is dimension {axis_text(self.axis_of(updated.args[0].value))} (PyTorch's sequence layers hold it "
@@ -2223,6 +2272,22 @@ class Forward(cst.CSTTransformer):
             if out is updated:
                 self.ctx.settle(out)  # refused here: the rule pass must not translate it out of context
         return out
+
+    def last_axis_call(self, attr: str, call: cst.Call) -> bool:
+        """``self.attend(dots)``, ``self.attend`` an ``nn.Softmax(dim=-k)`` (last_axis_layers) given one tensor whose
+        batch axis is not first but whose dimension -k is provably not the batch's: grouped or merged into axis a of
+        one example's r axes (PyTorch's rank r, one example's too) with r - k != a, or plainly at a of r + 1 axes
+        before the dim (a < r + 1 - k: one example's axis -k is PyTorch's; a batch axis after it would shift it). The
+        layer acts along that axis for one example as for the batch (its translation keeps the dim as written)."""
+        d = last_axis_layers(self.ctx).get(attr)
+        if d is None or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+            return False
+        a, r = self.axis_of(call.args[0].value), self.rank_of(call.args[0].value)
+        if r is None or isinstance(a, tuple) or a is None or a == UNKNOWN:
+            return False
+        if isinstance(a, Merged):  # one example has PyTorch's rank: its axis -k is PyTorch's
+            return 0 <= r + d != int(a)
+        return 0 <= int(a) < r + 1 + d
 
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) in self.kept:

@@ -406,11 +406,103 @@ def _rebinding(call: cst.Call, fresh: dict[str, bool]) -> cst.Assign | None:
     return cst.Assign([cst.AssignTarget(cst.Name(name))], value)
 
 
+#: nodes an in-place call inside a statement may not sit in to be hoisted before it: evaluated conditionally, several
+#: times, or in a scope of their own
+_NOT_ONCE = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.IfExp, cst.BooleanOperation)
+
+
+class _InPlaceCalls(cst.CSTVisitor):
+    """The in-place method calls ``name.op_(...)`` (OPERATORS, METHODS) in an expression, None for each inside a
+    _NOT_ONCE node."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: list[cst.Call | None] = []
+        self.depth = 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) \
+                and (f.attr.value in OPERATORS or f.attr.value in METHODS):
+            self.found.append(node if not self.depth else None)
+
+    def on_visit(self, node) -> bool:
+        if isinstance(node, _NOT_ONCE):
+            self.depth += 1
+        return super().on_visit(node)
+
+    def on_leave(self, node) -> None:
+        if isinstance(node, _NOT_ONCE):
+            self.depth -= 1
+        super().on_leave(node)
+
+
+class _Put(cst.CSTTransformer):
+    """The node ``call`` → the name ``name``."""
+
+    def __init__(self, call: cst.Call, name: str):
+        super().__init__()
+        self.call, self.name = call, name
+
+    def leave_Call(self, original, updated):
+        return cst.Name(self.name) if original is self.call else updated
+
+
+def _inner_in_place(small: cst.BaseSmallStatement) -> cst.Call | None:
+    """The one in-place method call ``name.op_(args)`` (OPERATORS, METHODS) inside a statement's value, where the
+    statement may be split exactly into ``name = <its value>`` and the statement reading ``name`` (_InPlace.
+    leave_SimpleStatementLine): the statement is an assignment, an expression or a return; the call is evaluated
+    once, unconditionally (not in a lambda, a comprehension, a conditional expression or an `and`/`or`), its
+    arguments call nothing (so nothing evaluated before it in the statement can change them), and ``name`` appears
+    nowhere else in the statement (so nothing else reads it before or after the write)."""
+    if isinstance(small, cst.Assign):
+        value = small.value
+    elif isinstance(small, (cst.Expr, cst.Return)):
+        value = small.value
+    else:
+        return None
+    if value is None:
+        return None
+    v = _InPlaceCalls()
+    scan(value, v)
+    found = v.found
+    if len(found) != 1 or found[0] is None or found[0] is value and isinstance(small, cst.Expr):
+        return None
+    call = found[0]
+    name = call.func.value.value
+    if any(find_all(a.value, cst.Call) or find_all(a.value, cst.NamedExpr) for a in call.args):
+        return None
+    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+    mentions = sum(1 for n in find_all(small, cst.Name) if n.value == name)
+    if mentions != 1 or any(isinstance(n, (cst.Yield, cst.Await)) for n in find_all(value, cst.Yield) + find_all(
+            value, cst.Await)) or any(n.value == name for t in targets for n in find_all(t, cst.Name)):
+        return None
+    return call
+
+
 class _InPlace(cst.CSTTransformer):
     def __init__(self, sole: dict[int, frozenset[str]]):
         super().__init__()
         self.sole = sole
         self.changed = 0
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        """``res.append(correct_k.mul_(100.0 / batch_size))`` (an in-place method inside a statement, its receiver the
+        sole holder of its memory: _inner_in_place) → ``correct_k = correct_k * (100.0 / batch_size)`` then
+        ``res.append(correct_k)``: the tensor's new value bound to its name, the statement reading it as PyTorch's
+        reads the method's result (the tensor itself)."""
+        if len(original.body) != 1 or len(updated.body) != 1:
+            return updated
+        call = _inner_in_place(original.body[0])
+        if call is None:
+            return updated
+        new = _rebinding(call, dict.fromkeys(self.sole.get(id(original.body[0]), ()), True))
+        if new is None:
+            return updated
+        self.changed += 1
+        rest = original.body[0].visit(_Put(call, call.func.value.value))
+        return cst.FlattenSentinel([updated.with_changes(body=[new]),
+                                    updated.with_changes(body=[rest], leading_lines=())])
 
     def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
         if isinstance(updated.value, cst.Call):

@@ -1278,10 +1278,12 @@ class _Inits(cst.CSTTransformer):
     reinit_layers({...}, lambda m: isinstance(m, (nn.Linear, ...)), self.M)``; other ``self.apply(fn)`` is an
     error: an Equinox module is not changed in place."""
 
-    def __init__(self, ctx, fields=None, appliers=None, root: str = "self", local: dict[str, set[int]] | None = None):
+    def __init__(self, ctx, fields=None, appliers=None, root: str = "self", local: dict[str, set[int]] | None = None,
+                 wrapped: set[str] | None = None):
         super().__init__()
         self.ctx, self.fields, self.appliers, self.root = ctx, fields or (lambda node: []), appliers or {}, root
         self.local = local or {}  # names bound to a layer (`proj = nn.Linear(...)`) → the statements re-initialising it
+        self.wrapped = wrapped or set()  # ... those bound to it wrapped, `PerVector(nn.Linear(...))`: its arrays
 
     def _gain_call(self, call: cst.Call) -> bool:
         return self.ctx.imports.resolve(call.func) == "torch.nn.init.calculate_gain"
@@ -1499,6 +1501,9 @@ class _Inits(cst.CSTTransformer):
         if not name.startswith(".") and call.args[0].keyword is not None or len(parts) < 2 \
                 or parts[0] != self.root and not local:
             return updated  # a tensor not held by a field: its no-rule finding stays
+        if local and parts[0] in self.wrapped:  # PerVector(layer): the layer's arrays
+            parts = [parts[0], "layer", *parts[1:]]
+            target = ".".join(parts)
         value = self._value(call, name, f"{target}.shape")
         if value is None:
             return updated
@@ -1513,36 +1518,149 @@ def _commas_after(args) -> list[cst.Arg]:
     return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
 
 
-def _local_layers(fn: cst.FunctionDef, ctx) -> dict[str, set[int]]:
-    """The names a method binds, once, to a PyTorch layer in its own body (``proj = nn.Linear(dim, 2 * dim)``) →
-    the ids of the statements re-initialising it (``nn.init.zeros_(proj.weight)``) before anything else reads it.
-    One after a read is not among them: PyTorch changes the layer wherever it is held
-    (``nn.Sequential(proj, ...)``), rebinding the name in JAX would change only the name."""
+def _bound_once(fn: cst.FunctionDef) -> Counter:
     bound: Counter = Counter()
     for node in find_all(fn, cst.Assign):
         for t in node.targets:
             for n in find_all(t.target, cst.Name) if not isinstance(t.target, cst.Attribute) else []:
                 bound[n.value] += 1
+    return bound
+
+
+def _layer_binding(st, ctx, bound: Counter) -> tuple[str, bool] | None:
+    """``proj = nn.Linear(...)`` (a top-level statement binding a name, once in the method, to a PyTorch layer; or
+    ``proj = PerVector(nn.Linear(...))``, the layer wrapped by ranks.py) → (the name, whether it is wrapped)."""
+    small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+            and isinstance(small.value, cst.Call)):
+        return None
+    call, wrapped = small.value, False
+    if isinstance(call.func, cst.Name) and call.func.value == written.name(ctx, ranks.HELPER) and len(call.args) == 1 \
+            and isinstance(call.args[0].value, cst.Call):
+        call, wrapped = call.args[0].value, True
+    q = ctx.imports.resolve(call.func) or ""
+    name = small.targets[0].target.value
+    if q.startswith("torch.nn.") and q.count(".") == 2 and q[9:10].isupper() and bound[name] == 1:
+        return name, wrapped
+    return None
+
+
+def _init_of(st, ctx) -> str | None:
+    """``nn.init.X_(name.attr, ...)`` as a whole statement (X translated) → name."""
+    small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and small.value.args \
+            and (ctx.imports.resolve(small.value.func) or "").startswith("torch.nn.init."):
+        return (dotted_text(small.value.args[0].value) or "").split(".")[0]
+    return None
+
+
+def _local_layers(fn: cst.FunctionDef, ctx) -> tuple[dict[str, set[int]], set[str]]:
+    """The names a method binds, once, to a PyTorch layer in its own body (``proj = nn.Linear(dim, 2 * dim)``) →
+    the ids of the statements re-initialising it (``nn.init.zeros_(proj.weight)``) before anything else reads it;
+    and those of the names bound to it wrapped (``PerVector(...)``), whose arrays are the wrapped layer's.
+    One after a read is not among them: PyTorch changes the layer wherever it is held
+    (``nn.Sequential(proj, ...)``), rebinding the name in JAX would change only the name (but see
+    _hoisted_inits, which moves such a re-initialisation up where nothing in between reads the layer's values)."""
+    bound = _bound_once(fn)
     out: dict[str, set[int]] = {}
+    wrapped: set[str] = set()
     read: set[str] = set()
     for st in fn.body.body:
-        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
-                and isinstance(small.value, cst.Call):
-            q = ctx.imports.resolve(small.value.func) or ""
-            name = small.targets[0].target.value
-            if q.startswith("torch.nn.") and q.count(".") == 2 and q[9:10].isupper() and bound[name] == 1:
-                out[name] = set()
-                read |= {n.value for n in find_all(small.value, cst.Name)}
-                continue
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and small.value.args \
-                and (ctx.imports.resolve(small.value.func) or "").startswith("torch.nn.init."):
-            t = (dotted_text(small.value.args[0].value) or "").split(".")[0]
-            if t in out and t not in read:
-                out[t].add(id(st))
-                continue
+        found = _layer_binding(st, ctx, bound)
+        if found is not None:
+            out[found[0]] = set()
+            if found[1]:
+                wrapped.add(found[0])
+            read |= {n.value for n in find_all(st.body[0].value, cst.Name)}
+            continue
+        t = _init_of(st, ctx)
+        if t is not None and t in out and t not in read:
+            out[t].add(id(st))
+            continue
         read |= {n.value for n in find_all(st, cst.Name)}
-    return out
+    return out, wrapped
+
+
+#: containers that hold the layers given to them by reference (PyTorch's re-initialisation reaches them there)
+_HOLDERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
+
+
+def _holding(st, name: str, ctx) -> str | None:
+    """``self.f = nn.Sequential(proj, Rearrange(...))`` / ``self.f = proj`` (vit-pytorch's FiLM), a statement reading
+    ``name`` only as a layer a container or a field holds (by reference: PyTorch's in-place re-initialisation after it
+    reaches the layer there) → the dotted name of what holds it now; None for any other read."""
+    small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1):
+        return None
+    target = dotted_text(small.targets[0].target)
+    if not target or any(n.value == name for n in find_all(small.targets[0].target, cst.Name)):
+        return None
+    held = 0
+    if isinstance(small.value, cst.Name) and small.value.value == name:
+        held = 1
+    elif isinstance(small.value, cst.Call) and ctx.imports.resolve(small.value.func) in _HOLDERS:
+        for a in small.value.args:
+            items = [e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
+            if a.keyword is None and not a.star:
+                held += sum(1 for v in items if isinstance(v, cst.Name) and v.value == name
+                            and not isinstance(v, cst.StarredElement))
+    mentions = sum(1 for n in find_all(small.value, cst.Name) if n.value == name)
+    return target if held and held == mentions else None
+
+
+def _hoisted_inits(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
+    """``proj = nn.Linear(dim, dim * 2)``, ``self.f = nn.Sequential(proj, ...)``, then ``nn.init.zeros_(proj.weight)``
+    (vit-pytorch's vat, vaat, vat_siglip FiLM): PyTorch's re-initialisation reaches the layer where the Sequential
+    holds it; an Equinox Sequential holds the value it was given, so the re-initialisation moves up, right after the
+    layer is built, where it gives the same arrays: exact where every statement in between reads the layer only as a
+    layer a container or a field holds (_holding), mentions none of those holders, and the re-initialisation's other
+    arguments read neither the layer nor a name any statement in between mentions. Anything else leaves it where it is (_Inits' error)."""
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return fn
+    body = list(fn.body.body)
+    bound = _bound_once(fn)
+    moved = False
+    i = 0
+    while i < len(body):
+        found = _layer_binding(body[i], ctx, bound)
+        if found is None:
+            i += 1
+            continue
+        name, at, holders, between = found[0], i + 1, set(), set()
+        j = i + 1
+        while j < len(body):
+            st = body[j]
+            if _init_of(st, ctx) == name:
+                call = st.body[0].value
+                others = {n.value for a in call.args[1:] for n in find_all(a, cst.Name)}
+                if name in others or others & between \
+                        or any(n.value == name for n in find_all(call.args[0].value, cst.Name)) \
+                        and (dotted_text(call.args[0].value) or "").split(".")[0] != name:
+                    break
+                if j != at:
+                    body.insert(at, body.pop(j))
+                    moved = True
+                    ctx.report(Severity.INFO, "idiom-replaced", f"{code(call.func)}({code(call.args[0].value)}, ...) "
+                               f"re-initialises `{name}` after a container took it ({', '.join(sorted(holders))}): "
+                               "PyTorch's change reaches it there, an Equinox container holds the value it was given, "
+                               "so the re-initialisation moves up, right after the layer is built (nothing in between "
+                               "reads its arrays)", call)
+                at += 1
+                j += 1
+                continue
+            names = {n.value for n in find_all(st, cst.Name)}
+            dotted = {dotted_text(a) for a in find_all(st, cst.Attribute)} | names
+            if dotted & holders:
+                break
+            if name in names:
+                holder = _holding(st, name, ctx)
+                if holder is None:
+                    break
+                holders.add(holder)
+            between |= names  # (every name it mentions: a binding of any kind, a loop's target, included)
+            j += 1
+        i += 1
+    return fn.with_changes(body=fn.body.with_changes(body=body)) if moved else fn
 
 
 def _statements(block) -> list:
@@ -2269,7 +2387,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 fields = lambda node, tops=tops: tops.get(id(node), [])
             else:
                 fields = lambda node, n=calls_at.get(s.name.value, []): n
-            s = rewrite(s, _Inits(ctx, fields, appliers, local=_local_layers(s, ctx)))
+            s = _hoisted_inits(s, ctx)
+            local, wrapped = _local_layers(s, ctx)
+            s = rewrite(s, _Inits(ctx, fields, appliers, local=local, wrapped=wrapped))
         elif isinstance(s, cst.FunctionDef) and s.name.value in appliers:
             s = _applied_method(s, ctx)
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
