@@ -297,3 +297,38 @@ def test_a_scaler_read_otherwise_is_kept_and_refused():
                                               "    scaler.update()\n    print(scaler.get_scale())\n") + TAIL
     assert _loop_error(src), t2j(src).findings
     assert "scaler" in t2j(src).output
+
+
+@needs("jax", "equinox")
+def test_a_loop_counter_the_loss_reads_is_said_to_recompile_the_step():
+    """eqx.filter_jit keeps a Python int argument static: one compilation per value of the counter (measured)."""
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    src = HEAD + (
+        "for epoch in range(3):\n"
+        "    optimizer.zero_grad()\n"
+        "    loss = ((model(x) - y) ** 2).mean() * (1.0 + epoch)\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n") + TAIL
+    r = t2j(src)
+    line = src.splitlines().index("for epoch in range(3):") + 1
+    said = [f for f in r.findings if f.severity == Severity.WARNING and "a Python int" in f.message]
+    assert [f.line for f in said] == [line] and "jnp.asarray(epoch)" in said[0].message, r.findings
+    assert "train_step(model, opt_state, epoch" in r.output or ", epoch)" in r.output, r.output
+    # the finding's claim, checked: a Python int compiles once per value, a traced array once
+    traced = []
+
+    @eqx.filter_jit
+    def step(x, i):
+        traced.append(1)
+        return x * (1.0 + i)
+    for i in range(3):
+        step(jnp.ones(2), i)
+    assert len(traced) == 3
+    for i in range(3):
+        step(jnp.ones(2), jnp.asarray(i))
+    assert len(traced) == 4
+    # a loop that reads no counter in its loss says nothing of it
+    plain = HEAD + LOOPS["tuple_loss"] + TAIL
+    assert not [f for f in t2j(plain).findings if "a Python int" in f.message]

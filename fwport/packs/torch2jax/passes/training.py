@@ -71,6 +71,19 @@ def _zero_grad(stmt: cst.CSTNode) -> str | None:
     return None
 
 
+def _int_counters(loop: cst.For) -> set[str]:
+    """The names ``loop`` binds to Python ints: ``for i in range(...)``, ``for i, batch in enumerate(...)``."""
+    it = loop.iter
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("range", "enumerate")):
+        return set()
+    target = loop.target
+    if it.func.value == "enumerate":
+        if not (isinstance(target, cst.Tuple) and target.elements):
+            return set()
+        target = target.elements[0].value
+    return {target.value} if isinstance(target, cst.Name) else set()
+
+
 class _NormalSteps(cst.CSTTransformer):
     """A loop body whose step is written in an equivalent order or spelling (_normal_steps) → the shape
     _loop_plan reads: ``X.zero_grad()`` (or ``set_to_none=``) of the optimizer or of the model it trains →
@@ -85,6 +98,7 @@ class _NormalSteps(cst.CSTTransformer):
         self.opts: dict[int, dict] = {}
         self.helpers: dict[str, list[str]] = {}  # functions that only clear optimizers (_zero_helpers)
         self.scalers: set[str] = set()  # GradScalers read plainly (plain_spellings)
+        self.counters: list[set[str]] = []  # per enclosing for statement: the Python ints it counts (_int_counters)
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)  # (CSTTransformer.on_leave)
@@ -104,8 +118,33 @@ class _NormalSteps(cst.CSTTransformer):
         self.scopes.pop()
         return updated
 
+    def visit_For(self, node) -> None:
+        self.counters.append(_int_counters(node))
+
     def leave_For(self, original, updated):
-        return self.normal(original, updated)
+        out = self.normal(original, updated)
+        counters = set().union(*self.counters)
+        self.counters.pop()
+        if counters and isinstance(out, cst.For) and isinstance(out.body, cst.IndentedBlock):
+            body = list(out.body.body)
+            plan = _loop_plan(body)
+            scope = self.scopes[-1]
+            if plan is not None and id(scope) not in self.opts:
+                self.opts[id(scope)] = _optimizer_models(self.ctx, scope)
+            model = self.opts[id(scope)].get(plan[0]) if plan is not None else None
+            if model is not None and any(_assigns_loss(body[i], plan[1]) for i in range(plan[2], plan[3])):
+                names = _Names()
+                for st in _split_block(body, plan, model)[0]:  # the statements that go into loss_fn
+                    scan(st, names)
+                static = sorted(counters & set(names.loaded))
+                if static:
+                    said = ", ".join(static)
+                    self.ctx.report(Severity.WARNING, "idiom-replaced", f"the loss reads {said}, a Python int a for "
+                                    "statement counts: train_step takes it as an argument, which eqx.filter_jit treats "
+                                    "as static, so train_step compiles again for every new value; where the loss only "
+                                    f"computes with it, pass jnp.asarray({static[0]}) instead (a traced array: one "
+                                    "compilation)", original)
+        return out
 
     def leave_While(self, original, updated):
         return self.normal(original, updated)
