@@ -262,3 +262,61 @@ def test_metric_names_read_in_a_train_step_are_an_error():
         'return {"loss": self.loss_tracker.result(), "mae": self.mae_metric.result()}',
         "return {m.name: m.result() for m in self.metrics}"))
     assert [f.line for f in errors] == [26] and "keep no Keras name" in errors[0].message, [f.message for f in errors]
+
+
+PAIRED = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable([[0.5, -1.0, 0.2], [2.0, 0.25, -0.3]])
+
+    def call(self, x):
+        return tf.matmul(x, self.w)
+
+
+model = Net()
+a, b = np.linspace(0.0, 255.0, 8).reshape(4, 2), np.arange(4).reshape(2, 2)
+a, b = a / 255.0, b / 2.0
+y = model(a[:2])
+print(json.dumps({"y": np.asarray(y).tolist(), "z": model(b).numpy().tolist()}))
+'''
+
+
+@needs_both
+def test_names_a_tuple_assignment_binds_to_numpy_values_are_numpy(tmp_path):
+    """``x_train, x_test = x_train / 255.0, x_test / 255.0`` (the TensorFlow quickstart, after ``mnist =
+    tf.keras.datasets.mnist; (x_train, ...), ... = mnist.load_data()``): each name its own element, NumPy values;
+    before, they were not known and ``model(x_train[:1])`` gave torch a NumPy array (a crash, no finding)."""
+    from test_variables import _run
+
+    program = PAIRED.lstrip()
+    r, errors = _translate(program)
+    assert not errors, [f.message for f in errors]
+    assert "y = model(torch.as_tensor(a[:2], dtype=torch.float32))" in r.output
+    assert "model(as_float32(b))" in r.output  # (np.arange: ints, then floats)
+    src, out = tmp_path / "keras_prog.py", tmp_path / "torch_prog.py"
+    src.write_text(program)
+    out.write_text(r.output)
+    keras_result, torch_result = _run(src, block=False), _run(out, block=True)
+    for key in ("y", "z"):
+        np.testing.assert_allclose(torch_result[key], keras_result[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_a_keras_dataset_module_bound_to_a_name_loads_numpy_arrays():
+    r, errors = _translate('''
+        import tensorflow as tf
+
+        mnist = tf.keras.datasets.mnist
+        (x_train, y_train), (x_test, y_test) = mnist.load_data()
+        x_train, x_test = x_train / 255.0, x_test / 255.0
+        model = tf.keras.models.Sequential([tf.keras.layers.Flatten(input_shape=(28, 28)), tf.keras.layers.Dense(10)])
+        predictions = model(x_train[:1]).numpy()
+    ''')
+    assert not errors, [f.message for f in errors]
+    assert "predictions = model(as_float32(x_train[:1])).detach().numpy()" in r.output

@@ -184,6 +184,7 @@ class _Scope(BindingWalker):
         super().__init__(expressions=walrus, comprehensions=False, imports=False)
         self.values: dict[str, list] = {}
         self._unpacked: dict[int, cst.BaseExpression] = {}
+        self._paired: dict[int, cst.BaseExpression] = {}  # a name of a tuple target given its own element
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -199,8 +200,13 @@ class _Scope(BindingWalker):
         return super().visit_For(node)
 
     def _leaves(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        for e in target.elements:
-            if isinstance(e.value, (cst.Tuple, cst.List)):
+        pairs = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) and not any(
+            isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements))
+        for i, e in enumerate(target.elements):
+            if pairs:  # x_train, x_test = x_train / 255.0, x_test / 255.0: each its value
+                self._leaves(e.value, value.elements[i].value) if isinstance(e.value, (cst.Tuple, cst.List)) \
+                    else self._paired.__setitem__(id(e.value), value.elements[i].value)
+            elif isinstance(e.value, (cst.Tuple, cst.List)):
                 self._leaves(e.value, value)
             else:
                 self._unpacked[id(e.value)] = value
@@ -210,6 +216,8 @@ class _Scope(BindingWalker):
             return
         if how in ("assign", "annassign") and value is not None:
             self.values.setdefault(target.value, []).append(("value", value))
+        elif how == "assign" and id(target) in self._paired:
+            self.values.setdefault(target.value, []).append(("value", self._paired[id(target)]))
         elif how == "assign" and id(target) in self._unpacked:
             self.values.setdefault(target.value, []).append(("unpacked", self._unpacked[id(target)]))
         elif how == "for" and id(target) in self._unpacked:
@@ -218,6 +226,18 @@ class _Scope(BindingWalker):
             self.values.setdefault(target.value, []).append(("aug", value))
         else:
             self.values.setdefault(target.value, []).append(("other", None))
+
+
+def _aliased(func: cst.BaseExpression, s: _Scope, qualname) -> str | None:
+    """``mnist.load_data`` where every binding of ``mnist`` in the scope is one module path (``mnist =
+    tf.keras.datasets.mnist``, the TensorFlow quickstart's): that path's qualified name, ``.load_data`` after it."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    values = s.values.get(func.value.value) or []
+    names = {qualname(v) if how == "value" and isinstance(v, (cst.Attribute, cst.Name)) else None for how, v in values}
+    if len(names) != 1 or None in names:
+        return None
+    return f"{names.pop()}.{func.attr.value}"
 
 
 def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) -> dict[str, bool]:
@@ -240,6 +260,8 @@ def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) 
             for how, v in candidates[n]:
                 if how == "unpacked":
                     q = qualname(v.func) if isinstance(v, cst.Call) else None
+                    if q is None and isinstance(v, cst.Call):
+                        q = _aliased(v.func, s, qualname)
                     ok = q is not None and q.startswith(_KERAS_LOADERS_PREFIX) and q.endswith(".load_data")
                     floating = False  # (uint8 images, int labels)
                 elif how == "aug":
@@ -537,9 +559,24 @@ class _Edits(_Paths):
                          "'dense/kernel'): iterate `for name, p in model.named_parameters()` and accept its names, "
                          "or keep a list of Keras's names yourself")
         elif kind == "layer" and attr in _LAYER_ONLY:
-            self._refuse(node, f"{text}: the layer taken out of the translated model is the torch module it became, "
-                         f"which has no Keras attribute .{attr} (an AttributeError): read the module's own "
-                         "(parameters(), weight / bias in torch's layout, its class name) or write it by hand")
+            message = (f"{text}: the layer taken out of the translated model is the torch module it became, which "
+                       f"has no Keras attribute .{attr} (an AttributeError): read the module's own (parameters(), "
+                       "weight / bias in torch's layout, its class name) or write it by hand")
+            if isinstance(node.value, cst.Subscript):
+                if attr in ("get_weights", "set_weights"):
+                    return  # (model.layers[0].get_weights(): layer_weights's)
+                # model.layers[k].output: said when the edit of model.layers[k] is applied (before this one, inside
+                # it), unless that edit refused model.layers itself
+                sub, ctx = node.value, self.ctx
+
+                def apply(orig, upd):
+                    if not any(p.finding.severity is Severity.ERROR and (p.node is sub or p.node is sub.value)
+                               for p in ctx.pending):
+                        ctx.report(Severity.ERROR, "unsupported-construct", message, orig)
+                    return upd
+                self.ctx.plans.add(node, apply, by="model_layouts")
+                return
+            self._refuse(node, message)
         self.ctx.settle(node)
 
     def _metric_names(self, target: cst.BaseExpression, iterable: cst.BaseExpression, body) -> None:
