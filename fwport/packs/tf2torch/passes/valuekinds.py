@@ -585,6 +585,9 @@ class _Edits(_Paths):
         if not (self.checks and isinstance(target, cst.Name) and isinstance(iterable, cst.Attribute)
                 and iterable.attr.value == "metrics"):
             return
+        if self.ctx.is_settled(iterable) or any(p.finding.severity is Severity.ERROR and p.node is iterable
+                                                for p in self.ctx.pending):
+            return  # (self.metrics refused itself: Keras's own metrics, which no translated class carries)
         for node in find_all(body, cst.Attribute):
             if node.attr.value == "name" and isinstance(node.value, cst.Name) and node.value.value == target.value \
                     and not self.ctx.is_settled(node):
