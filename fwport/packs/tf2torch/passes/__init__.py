@@ -97,6 +97,10 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) a translated layer's Keras weights read by name (`self.fc.kernel` → `self.fc.weight.T`, by the
     # rule's weight map read backwards) or an error (layerweights.py)
     Planner("layer_weights", layerweights.TRIGGER, layerweights.run),
+    # (read-only) model(x) of a Sequential made channels-first, called on channels-last data → its input moved
+    # channels-first, its output back; a Keras attribute of a model's weight or layer the torch one has not
+    # (p.name, layer.weights): an error (valuekinds.py run_checks, after numpy_values and layer_weights)
+    Planner("model_layouts", valuekinds.CHECKS_TRIGGER, valuekinds.run_checks),
     # (read-only) g = tf.random.Generator.from_seed(s) → torch.Generator().manual_seed(s), its g.normal / g.uniform
     # → torch.randn / torch.rand / torch.randint(..., generator=g) (rngs.py)
     Planner("rng_generators", Trigger(r"\bfrom_seed\b", "from_seed"), rngs.run),

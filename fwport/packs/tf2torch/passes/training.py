@@ -3363,6 +3363,29 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return item.asname.name.value, call
         return None
 
+    def _per_sample_loss(self, loss: cst.BaseExpression, stmts: list) -> str | None:
+        """The Keras loss function (``keras.losses.mean_squared_error``: one value per sample) whose call the tape's
+        target ``loss`` is, or a name the statements bind (last) to one; else None."""
+        value = loss
+        if isinstance(loss, cst.Name):
+            value = None
+            for stmt in stmts:
+                for small in (stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []):
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                            small.targets[0].target, cst.Name) and small.targets[0].target.value == loss.value:
+                        value = small.value
+                    elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name) \
+                            and small.target.value == loss.value:
+                        value = None
+        if not isinstance(value, cst.Call):
+            return None
+        q = self.qualname(value.func) or ""
+        for prefix in ("keras.losses.", "tensorflow.keras.losses.", "keras.metrics.", "tensorflow.keras.metrics."):
+            fn = q[len(prefix):] if q.startswith(prefix) else ""
+            if fn and "." not in fn and fn[0].islower() and fn not in ("get", "deserialize", "serialize"):
+                return q
+        return None
+
     def _tape_step(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
         name = tape[0]
         refuse = None
@@ -3426,6 +3449,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         opt = apply[0]
         loss = grad[1]
         loss_text = code(loss) if isinstance(loss, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(loss)})"
+        inner = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
+        per_sample = self._per_sample_loss(loss, [*inner, *body[i + 1:j]])
+        if per_sample is not None:
+            # tape.gradient of a non-scalar target is the gradient of its sum; torch's backward() needs a scalar
+            loss_text = f"{loss_text}.sum()"
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(loss)} is {per_sample}'s loss per sample (not "
+                            f"reduced): tape.gradient differentiates its sum, so {loss_text}.backward() (torch's "
+                            "backward() takes a scalar)", call)
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"tf.GradientTape step → {opt}.zero_grad(), {loss_text}.backward(), {opt}.step()", call)
         inner = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]

@@ -34,11 +34,13 @@ import libcst as cst
 
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
+from fwport.core.direction import fast
 from fwport.core.finding import Severity
 from fwport.core.hooks import TypeTest, default_visit
-from fwport.core.names import ScopedResolver, param_names, scan
+from fwport.core.names import ScopedResolver, find_all, param_names, scan
 from fwport.core.position import render
 from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch.passes.layerweights import KERAS_WEIGHTS
 
 KINDS = "numpy_value_kinds"
 #: the source functions whose first argument, a NumPy value, is converted (ops of TensorFlow, keras.ops, the backend)
@@ -183,6 +185,7 @@ class _Scope(BindingWalker):
         super().__init__(expressions=walrus, comprehensions=False, imports=False)
         self.values: dict[str, list] = {}
         self._unpacked: dict[int, cst.BaseExpression] = {}
+        self._paired: dict[int, cst.BaseExpression] = {}  # a name of a tuple target given its own element
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -198,8 +201,13 @@ class _Scope(BindingWalker):
         return super().visit_For(node)
 
     def _leaves(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        for e in target.elements:
-            if isinstance(e.value, (cst.Tuple, cst.List)):
+        pairs = isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) and not any(
+            isinstance(e, cst.StarredElement) for e in (*value.elements, *target.elements))
+        for i, e in enumerate(target.elements):
+            if pairs:  # x_train, x_test = x_train / 255.0, x_test / 255.0: each its value
+                self._leaves(e.value, value.elements[i].value) if isinstance(e.value, (cst.Tuple, cst.List)) \
+                    else self._paired.__setitem__(id(e.value), value.elements[i].value)
+            elif isinstance(e.value, (cst.Tuple, cst.List)):
                 self._leaves(e.value, value)
             else:
                 self._unpacked[id(e.value)] = value
@@ -209,6 +217,8 @@ class _Scope(BindingWalker):
             return
         if how in ("assign", "annassign") and value is not None:
             self.values.setdefault(target.value, []).append(("value", value))
+        elif how == "assign" and id(target) in self._paired:
+            self.values.setdefault(target.value, []).append(("value", self._paired[id(target)]))
         elif how == "assign" and id(target) in self._unpacked:
             self.values.setdefault(target.value, []).append(("unpacked", self._unpacked[id(target)]))
         elif how == "for" and id(target) in self._unpacked:
@@ -217,6 +227,18 @@ class _Scope(BindingWalker):
             self.values.setdefault(target.value, []).append(("aug", value))
         else:
             self.values.setdefault(target.value, []).append(("other", None))
+
+
+def _aliased(func: cst.BaseExpression, s: _Scope, qualname) -> str | None:
+    """``mnist.load_data`` where every binding of ``mnist`` in the scope is one module path (``mnist =
+    tf.keras.datasets.mnist``, the TensorFlow quickstart's): that path's qualified name, ``.load_data`` after it."""
+    if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)):
+        return None
+    values = s.values.get(func.value.value) or []
+    names = {qualname(v) if how == "value" and isinstance(v, (cst.Attribute, cst.Name)) else None for how, v in values}
+    if len(names) != 1 or None in names:
+        return None
+    return f"{names.pop()}.{func.attr.value}"
 
 
 def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) -> dict[str, bool]:
@@ -239,6 +261,8 @@ def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) 
             for how, v in candidates[n]:
                 if how == "unpacked":
                     q = qualname(v.func) if isinstance(v, cst.Call) else None
+                    if q is None and isinstance(v, cst.Call):
+                        q = _aliased(v.func, s, qualname)
                     ok = q is not None and q.startswith(_KERAS_LOADERS_PREFIX) and q.endswith(".load_data")
                     floating = False  # (uint8 images, int labels)
                 elif how == "aug":
@@ -425,12 +449,15 @@ def numpy_kinds(ctx: FileContext, path: str, qualname) -> Kinds | None:
 
 
 class _Edits(_Paths):
-    def __init__(self, ctx: FileContext, module: cst.Module, analysis: _Analyse) -> None:
+    def __init__(self, ctx: FileContext, module: cst.Module, analysis: _Analyse, checks: bool = False) -> None:
         super().__init__(ctx)
+        self.checks = checks  # model_layouts (run_checks), not numpy_values
         self.ctx, self.a = ctx, analysis
         self.numpy, self.elements = analysis.numpy, analysis.elements
         self.scopes: list[cst.Module | cst.FunctionDef] = [module]
         self._outputs_of: dict[int, set[str]] = {}  # per scope: names bound only to model calls (made when asked)
+        self._bindings: dict[int, _Scope] = {}  # per scope: its bindings (made when asked)
+        self.classes = 0  # the depth of classes around the node visited
 
     def _outputs(self, depth: int) -> set[str]:
         node = self.scopes[depth]
@@ -460,11 +487,24 @@ class _Edits(_Paths):
         self.scopes.pop()
         return super().leave_FunctionDef(original_node, updated_node)
 
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:
+        self.classes += 1
+        return super().visit_ClassDef(node)
+
+    def leave_ClassDef(self, original_node) -> None:
+        self.classes -= 1
+        super().leave_ClassDef(original_node)
+
     def visit_Call(self, node: cst.Call) -> None:
         path = ".".join(self.path)
         self._op_input(node, path)
         if isinstance(node.func, cst.Name):
-            self._model_inputs(node, path)
+            if not self.checks:
+                self._model_inputs(node, path)
+            elif not self.classes:  # (a class's body: the subclass pass permutes around its Sequentials)
+                self._layout(node, path)
+            return
+        if self.checks:
             return
         q = self.qualname(node.func)
         if q is None or not q.startswith("numpy."):
@@ -500,6 +540,229 @@ class _Edits(_Paths):
                 continue
             # (a dataset's element: Keras casts a float64 input to the layer's float32, torch's layers refuse it)
             self.ctx.plans.add(arg.value, self._to_tensor(kind.floating), by="numpy_values")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """``p.name`` of a model's weight (``for p in model.trainable_variables``), ``layer.weights`` /
+        ``layer.name`` / ``layer.kernel`` of a layer taken out of a translated model (``layer = model.layers[1]``,
+        ``for layer in model.layers``): the translation's parameter has no name (None), its module none of these
+        Keras attributes (a crash): an error finding."""
+        attr = node.attr.value
+        if not self.checks or attr not in _WEIGHT_ONLY and attr not in _LAYER_ONLY or self.ctx.plans.get(node) is not None:
+            return
+        if attr in KERAS_WEIGHTS and not isinstance(node.value, cst.Name):
+            return  # (model.layers[0].kernel: layer_weights's, a view in Keras's layout or its error)
+        path = ".".join(self.path)
+        kind = self._keras_kind(node.value, path)
+        if kind is None:
+            return
+        if self.ctx.is_settled(node):
+            return
+        text = render(node)
+        if kind == "weight" and attr in _WEIGHT_ONLY:
+            self._refuse(node, f"{text}: the translation's parameter (a torch tensor) has no Keras name ({text} is "
+                         "None there); torch's names are those of model.named_parameters() ('0.weight', not Keras's "
+                         "'dense/kernel'): iterate `for name, p in model.named_parameters()` and accept its names, "
+                         "or keep a list of Keras's names yourself")
+        elif kind == "layer" and attr in _LAYER_ONLY:
+            message = (f"{text}: the layer taken out of the translated model is the torch module it became, which "
+                       f"has no Keras attribute .{attr} (an AttributeError): read the module's own (parameters(), "
+                       "weight / bias in torch's layout, its class name) or write it by hand")
+            if isinstance(node.value, cst.Subscript):
+                if attr in ("get_weights", "set_weights"):
+                    return  # (model.layers[0].get_weights(): layer_weights's)
+                # model.layers[k].output: said when the edit of model.layers[k] is applied (before this one, inside
+                # it), unless that edit refused model.layers itself
+                sub, ctx = node.value, self.ctx
+
+                def apply(orig, upd):
+                    if not any(p.finding.severity is Severity.ERROR and (p.node is sub or p.node is sub.value)
+                               for p in ctx.pending):
+                        ctx.report(Severity.ERROR, "unsupported-construct", message, orig)
+                    return upd
+                self.ctx.plans.add(node, apply, by="model_layouts")
+                return
+            self._refuse(node, message)
+        self.ctx.settle(node)
+
+    def _metric_names(self, target: cst.BaseExpression, iterable: cst.BaseExpression, body) -> None:
+        """``{m.name: m.result() for m in self.metrics}`` (a for loop too): the written-out metric classes keep no
+        name (the rules drop Keras's name=), so ``m.name`` would raise AttributeError: an error finding."""
+        if not (self.checks and isinstance(target, cst.Name) and isinstance(iterable, cst.Attribute)
+                and iterable.attr.value == "metrics"):
+            return
+        if self.ctx.is_settled(iterable) or any(p.finding.severity is Severity.ERROR and p.node is iterable
+                                                for p in self.ctx.pending):
+            return  # (self.metrics refused itself: Keras's own metrics, which no translated class carries)
+        for node in find_all(body, cst.Attribute):
+            if node.attr.value == "name" and isinstance(node.value, cst.Name) and node.value.value == target.value \
+                    and not self.ctx.is_settled(node):
+                self._refuse(node, f"{render(node)}: the metric objects of the translation (written-out classes) "
+                             "keep no Keras name: write the names out (`{\"loss\": self.loss_tracker.result(), ...}`"
+                             ", the keys history.history is read by)")
+                self.ctx.settle(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._metric_names(node.target, node.iter, node.body)
+
+    def _comp(self, node, parts) -> None:
+        comp = node.for_in
+        if comp.inner_for_in is None:
+            for part in parts:
+                self._metric_names(comp.target, comp.iter, part)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comp(node, (node.key, node.value))
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comp(node, (node.elt,))
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comp(node, (node.elt,))
+
+    def _keras_kind(self, value: cst.BaseExpression, path: str) -> str | None:
+        """"weight" / "layer" where ``value`` is one of a translated model's weights (its trainable_variables /
+        weights... list or an element of it) / layers, or a name every binding of which (in the innermost scope
+        binding it) is one; else None."""
+        if isinstance(value, cst.Subscript):
+            return self._list_kind(value.value, path, value)
+        if not isinstance(value, cst.Name):
+            return None
+        name = value.value
+        for depth in range(len(self.scopes) - 1, -1, -1):
+            node = self.scopes[depth]
+            if isinstance(node, cst.FunctionDef) and name in param_names(node):
+                return None
+            values = self._scope_bindings(depth).values.get(name)
+            if not values:
+                continue
+            kinds = set()
+            for how, v in values:
+                if how == "for":  # for v in model.weights; for i, v in enumerate(model.weights)
+                    if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value == "enumerate" \
+                            and v.args and not v.args[0].star:
+                        v = v.args[0].value
+                    kinds.add(self._list_kind(v, path))
+                elif how == "value" and isinstance(v, cst.Subscript) and len(v.slice) == 1 \
+                        and isinstance(v.slice[0].slice, cst.Index):
+                    kinds.add(self._list_kind(v.value, path, v))
+                else:
+                    return None
+            return kinds.pop() if len(kinds) == 1 else None
+        return None
+
+    def _list_kind(self, node: cst.BaseExpression, path: str, item: cst.BaseExpression | None = None) -> str | None:
+        """"weight" / "layer" for ``model.trainable_variables`` (...) / ``model.layers`` of a model of the file
+        that the passes translated (an edit planned on it, or on ``item``, the subscript of it read)."""
+        if not (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name)
+                and node.value.value in self.a.models(path)):
+            return None
+        attr = node.attr.value
+        kind = "weight" if attr in _WEIGHT_LISTS else "layer" if attr == "layers" else None
+        planned = self.ctx.plans.get(node) is not None or (item is not None and self.ctx.plans.get(item) is not None)
+        return kind if planned else None
+
+    def _scope_bindings(self, depth: int) -> _Scope:
+        node = self.scopes[depth]
+        s = self._bindings.get(id(node))
+        if s is None:
+            s = self._bindings[id(node)] = _Scope(self.a.walrus)
+            scan(node if isinstance(node, cst.Module) else node.body, s)
+        return s
+
+    def _infos(self, name: str) -> list | None:
+        """The models (ctx.models' infos) ``name`` may be where it is called: those of every value of its innermost
+        binding (``model = nn.Sequential(...)``, ``model = build_model()``); None where one is not known (a
+        parameter, another value)."""
+        models = self.ctx.models
+        for depth in range(len(self.scopes) - 1, -1, -1):
+            node = self.scopes[depth]
+            if isinstance(node, cst.FunctionDef) and name in param_names(node):
+                return None
+            values = self._scope_bindings(depth).values.get(name)
+            if not values:
+                continue
+            fn = self.path[depth - 1] if depth else None
+            out = []
+            for how, v in values:
+                if how != "value" or not isinstance(v, cst.Call):
+                    return None
+                if render(v.func) in ("nn.Sequential", "torch.nn.Sequential", render(self.ctx.spell("torch.nn.Sequential"))):
+                    keys = [f"{fn}.{name}", fn] if fn else [name]
+                    info = next((models[k] for k in keys if k in models and models[k].kind == "sequential"), None)
+                elif isinstance(v.func, cst.Name):
+                    info = models.get(v.func.value)
+                else:
+                    info = None
+                if info is None:
+                    return None
+                out.append(info)
+            return out
+        return None
+
+    def _layout(self, node: cst.Call, path: str) -> None:
+        """``model(x)`` of a Sequential the passes made channels-first (NCHW), called on Keras's channels-last
+        data: ``model(x.movedim(-1, 1))`` (images of a known rank), its feature-map output moved back
+        (``.movedim(1, -1)``) as the fit / predict functions written for it do; an error where the rank or the
+        model is not known."""
+        if not self.ctx.models or not any("nchw" in (m.layout, m.output_layout) for m in self.ctx.models.values()) \
+                or node.func.value not in self.a.models(path):
+            return
+        from fwport.packs.tf2torch.passes.sequential import RANKS
+        infos = self._infos(node.func.value)
+        nchw = infos is not None and any("nchw" in (i.layout, i.output_layout) for i in infos)
+        if infos is not None and not nchw:
+            return
+        name = node.func.value
+        arg = next((a for a in node.args if not a.star and (a.keyword is None or a.keyword.value in ("x", "inputs"))),
+                   None)
+        if infos is None:
+            # a name the file binds to a channels-first Sequential somewhere, here to something not known
+            if any(i.layout == "nchw" or i.output_layout == "nchw" for k, i in self.ctx.models.items()
+                   if k == name or k.endswith(f".{name}")):
+                self._refuse(node, f"{name} may be a Sequential model fwport made channels-first (NCHW) or another "
+                             "model here; its channels-last inputs cannot be moved for one and kept for the other: "
+                             "bind one model to the name, or permute by hand (x.movedim(-1, 1); the output back "
+                             "with y.movedim(1, -1))")
+            return
+        ranks = {self.ctx.analyses.get(RANKS, {}).get(i.scope, (None, None)) if i.kind == "sequential"
+                 else (None, None) for i in infos}
+        layouts = {(i.layout, i.output_layout) for i in infos}
+        if len(layouts) > 1 or len(ranks) > 1:
+            self._refuse(node, f"{name} is bound to models that take or give different layouts here (one made "
+                         "channels-first by fwport); permute by hand")
+            return
+        (layout, out_layout), (in_rank, out_rank) = layouts.pop(), ranks.pop()
+        move_in = layout == "nchw" and (in_rank is None or in_rank >= 3)
+        move_out = out_layout == "nchw" and (out_rank is None or out_rank >= 3)
+        if (move_in and (in_rank is None or arg is None)) or (move_out and out_rank is None):
+            self._refuse(node, f"{name} is a Sequential model fwport made channels-first (NCHW), called here on "
+                         "Keras's channels-last data, and the rank of its input or output is not known: give its "
+                         "first layer an input shape (keras.Input(shape=...)), or permute by hand (x.movedim(-1, 1);"
+                         " the output back with y.movedim(1, -1))")
+            return
+        if move_in:
+            edit = self.ctx.plans.get(arg.value)
+            if edit is not None:
+                before = edit.apply
+                edit.apply = lambda o, u: _moved(before(o, u), -1, 1)
+            else:  # (a value not known here to be a tensor: Keras takes an array too)
+                cast = helpers.use(self.ctx, "as_float32")
+                self.ctx.plans.add(arg.value, lambda o, u: _moved(cst.Call(cst.Name(cast), [cst.Arg(u)]), -1, 1),
+                                   by="numpy_values")
+        if move_out:
+            if self.ctx.plans.get(node) is not None:
+                self._refuse(node, f"{name}(...) gives channels-first (NCHW) feature maps in the translation; "
+                             "move them back by hand (y.movedim(1, -1))")
+                return
+            self.ctx.plans.add(node, lambda o, u: _moved(u, 1, -1), by="numpy_values")
+        said = [s for s, m in (("its input moved channels-first (x.movedim(-1, 1))", move_in),
+                               ("its output moved back to channels-last (y.movedim(1, -1))", move_out)) if m]
+        if said:
+            self.ctx.report(Severity.INFO, "layout-changed", f"{name}(...) is a channels-first (NCHW) Sequential "
+                            f"called on Keras's channels-last data: {' and '.join(said)}", node)
+
+    def _refuse(self, node: cst.Call, message: str) -> None:
+        self.ctx.report(Severity.ERROR, "unsupported-construct", message, node)
 
     def _op_input(self, node: cst.Call, path: str) -> None:
         """``tf.expand_dims(a, 0)`` with ``a`` a NumPy value: TensorFlow converts it, the torch method or function
@@ -539,6 +802,26 @@ class _Edits(_Paths):
         return apply
 
 
+#: a model's lists of weights (model_api makes them the module's parameters) and what a parameter has not
+_WEIGHT_LISTS = frozenset({"trainable_variables", "trainable_weights", "variables", "weights"})
+_WEIGHT_ONLY = frozenset({"name", "path"})
+#: Keras layer attributes the torch module a layer became has not (its weights, its name, its configuration)
+_LAYER_ONLY = frozenset({"name", "weights", "variables", "kernel", "non_trainable_weights", "non_trainable_variables",
+                         "get_weights", "set_weights", "output", "input", "output_shape", "input_shape", "units",
+                         "filters", "kernel_size", "get_config", "count_params", "built"})
+
+
+def _moved(node: cst.BaseExpression, source: int, destination: int) -> cst.Call:
+    """``node.movedim(source, destination)`` (parenthesized where it needs it)."""
+    if not isinstance(node, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) and not node.lpar:
+        node = node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+    def num(n: int) -> cst.BaseExpression:
+        return cst.Integer(str(n)) if n >= 0 else cst.UnaryOperation(cst.Minus(), cst.Integer(str(-n)))
+    return cst.Call(cst.Attribute(node, cst.Name("movedim")), [
+        cst.Arg(num(source), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(num(destination))])
+
+
 def _detached(original_node, updated_node):
     receiver = updated_node
     if not isinstance(receiver, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) and not receiver.lpar:
@@ -549,4 +832,17 @@ def _detached(original_node, updated_node):
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     """(after the rewriting passes) Records the edits (module docstring); returns ``module`` itself."""
     scan(module, _Edits(ctx, module, _analysis(ctx)))
+    return module
+
+
+#: the trigger of run_checks: a Sequential (called on channels-last data), a model's weights or layers read
+CHECKS_TRIGGER = fast(r"\bSequential\b|\.\s*(?:layers|metrics|trainable_variables|trainable_weights|variables|weights)\b")
+
+
+def run_checks(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """(read-only, after numpy_values and layer_weights, whose edits it finds) ``model(x)`` of a Sequential made
+    channels-first, called on Keras's channels-last data: the input moved channels-first, the output back
+    (_Edits._layout); a Keras attribute read on a translated model's weight or layer that the translation has not:
+    an error (_Edits.visit_Attribute). Returns ``module`` itself."""
+    scan(module, _Edits(ctx, module, _analysis(ctx), checks=True))
     return module
