@@ -51,6 +51,12 @@ class Plans:
         edit = self._edits.get(id(node))
         return edit if edit is not None and edit.node is node else None
 
+    def withdraw(self, node: cst.CSTNode) -> None:
+        """The edit planned on ``node`` is dropped: a later planner removes the statement holding it on purpose
+        (what it computed is written another way), so it is no longer expected to be applied."""
+        if self.get(node) is not None:
+            del self._edits[id(node)]
+
     def ids(self) -> set[int]:
         return set(self._edits)
 

@@ -1483,6 +1483,13 @@ class _Builder:
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.input_keras_names: dict[str, str] = {}  # input's name → keras.Input(name=...)
         self.tap_candidates: dict[int, tuple[str, _Tensor]] = {}  # forward statement `name = <layer call>` → name, tensor
+        self.var_taps: dict[str, tuple[int, _Tensor, frozenset]] | None = None  # see _var_taps
+        self.record_paths: dict[int, str] = {}  # id(op) → layers[k], once _records ran (no loops)
+        self.imported: dict[int, list] = {}  # id(op of a model above) → its records (rest of source, target, rule...)
+        self.import_lines: list[str] = []  # forward's first lines: the tensors of a model above it reads
+        self.added_taps: list[tuple[_Plan, str]] = []  # the methods _import_tensors gave the models above
+        self.tap_statements: set[int] = set()  # id(`x = model.layers[4].output`) it follows
+        self.tap_nodes: list[cst.Attribute] = []  # their values
         self.submodels: dict[str, _Layer] = {}
         self.given: dict[str, _Layer] = {}  # builder values called on tensors (modules given to the model)
         self.local_calls: dict[str, bool] = {}  # builder name → whether the statement that last bound it is `= call(...)`
@@ -2848,6 +2855,9 @@ class _Builder:
                 used = _read_before_bound(stmt, gone)
                 if used and not builder and self._in_later_model(stmts, m_index, i):
                     used -= set(self.inputs)  # an input a model below shares (its own input there too)
+                    # a tensor a model below reads (new_model = keras.Model(inputs, [priority, difficulty])): that
+                    # model calls a method of this one computing it (_import_tensors)
+                    used -= set(self._var_taps(stmts, roles, generated, m_index))
                 if used and not builder and self._adapt_after(stmts, i, m_index, used) is not None:
                     roles[i] = "adapt"  # written in place on the model's module (_build_module)
                     adapts[i] = self.env[next(iter(used))]
@@ -2870,6 +2880,10 @@ class _Builder:
                     stmts[i] = stmt = after
             if builder and self._sizes_written_in(stmts, i, m_index):
                 roles[i] = "input"  # gone, as an Input: its names are written as the sizes in what follows
+                continue
+            if id(stmt) in self.tap_statements:  # `features = model.layers[4].output`: forward's first line
+                roles[i] = "input"
+                graph_bound |= set(_assigned(stmt))
                 continue
             role = self._statement(stmt, i == 0 and builder)
             if id(stmt) in self.aug:
@@ -2897,6 +2911,11 @@ class _Builder:
         if self.pending_init:  # layers first called in keras.Model(...) itself
             init_lines[m_index] = self.pending_init
             self.pending_init = []
+        if self.imported and self.loops:
+            self.error(model_call, "a model reading tensors of a model above (its layers shared) with loops or if "
+                                   "statements kept in its forward: not followed (fwport orders its weights by the "
+                                   "layers' calls there)")
+            return self._give_up(stmts, model_call)
         self._freeze_lines(init_lines, model_call)
         moved = self._adapt_lines(stmts, adapts, m_index)
         if self.errors:
@@ -2937,6 +2956,10 @@ class _Builder:
                             "for them only (an if, a loop or a keras.Input's shape depends on them); its __init__ "
                             "raises ValueError for others", self.origin.get(id(model_call), (None, model_call))[1])
         ctx.settle(model_call)
+        for node in self.tap_nodes:  # (their statements go: no edit of model_api's on them)
+            for n in (node, node.value, node.value.value):
+                ctx.settle(n)
+                ctx.plans.withdraw(n)
         # (translated, not left as written: variables.py's x.numpy() of its output gets .detach())
         ctx.analyses.setdefault("functional_translated_models", {})[id(model_call)] = model_call
         for said in self.mode_said:
@@ -2947,7 +2970,11 @@ class _Builder:
         plan.taps = self._taps(stmts, roles, generated)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
                               "outputs": [t.shape for t in out_tensors], "plan": plan,
-                              "input_names": self._input_names()}
+                              "input_names": self._input_names(), "dict_input": self.dict_input is not None}
+        if not builder and self.later_rows:  # (a model below may read its tensors: _import_tensors)
+            self.model_summary.update(var_taps=self._var_taps(stmts, roles, generated, m_index),
+                                      input_tensors=dict(self.inputs), op_records=self._op_records(),
+                                      layer_ops={p: op for op, p in self.record_paths.items()}, nodes=list(self.nodes))
         return plan
 
     def _input_names(self) -> dict[str, str]:
@@ -3003,6 +3030,134 @@ class _Builder:
             taps[name] = (i, target + (_to_last(t.shape) if back else ""), frozenset(needed))
         return taps
 
+    def _var_taps(self, stmts: list, roles: dict[int, str], generated: dict[int, list],
+                  m_index: int) -> dict[str, tuple[int, _Tensor, frozenset]]:
+        """The tensors of this module-level model that a model below may read by their names (chapter07's
+        ``new_model = keras.Model([title, text_body, tags], [priority, department, difficulty])``, keras-io's
+        transformer over ``encoder_outputs``): name → (index of the forward statement ``name = <expr>`` that last
+        binds it, its tensor, the inputs it depends on), for a straight-line forward (no loop, no if kept, no dict of
+        inputs) that keeps Keras's layout; a name any other statement of the model binds after it is not one."""
+        if self.var_taps is not None:
+            return self.var_taps
+        taps: dict[str, tuple[int, _Tensor, frozenset]] = {}
+        self.var_taps = taps
+        if self.loops or self.dict_input is not None or self.layout == "nchw" or self.fn is not None:
+            return taps
+        params = {id(t.node.op): p for p, t in self.inputs.items()}
+        for i in sorted(roles):
+            if i >= m_index:
+                break
+            role = roles[i]
+            if role not in ("forward", "unrolled", "input", "layer", "config"):
+                continue
+            st = stmts[i]
+            bound = set(_assigned(st)) | _names_bound_in(st)
+            for g in generated.get(i, []):
+                bound |= set(_assigned(g)) | _names_bound_in(g)
+            for n in bound:
+                taps.pop(n, None)
+            if role != "forward" or i not in self.tap_candidates or not isinstance(st, cst.SimpleStatementLine):
+                continue
+            target, t = self.tap_candidates[i]
+            if self.env.get(target) is not t:
+                continue
+            needed, seen, stack = set(), set(), [t.node]
+            while stack:
+                n = stack.pop()
+                if id(n) in seen:
+                    continue
+                seen.add(id(n))
+                if id(n.op) in params:
+                    needed.add(params[id(n.op)])
+                stack.extend(n.parents)
+            taps[target] = (i, t, frozenset(needed))
+        return taps
+
+    def _import_tensors(self, stmts: list, lo: int, m_index: int, read: set[str], where: cst.CSTNode) -> None:
+        """A module-level model reading tensors a model above bound (``_var_taps``; chapter07's new_model over
+        ``priority, department`` and ``features``, keras-io's transformer over the encoder's ``encoder_outputs``):
+        they are that model's layers on the same inputs, shared as Keras shares them. This model's inputs that model
+        reads are its very inputs (one graph, so ``model.layers`` orders as Keras's); forward's first line computes
+        the tensors by a method of the model above (``upto_priority_department``, on ``self.<model>``, that very
+        module), and the records of that model's layers the outputs reach are this model's too, under that
+        attribute."""
+        source = self.source_body if len(self.source_body) == len(stmts) else stmts
+        wanted: dict[str, list[tuple[str, str]]] = {}  # model above → (this model's name, that model's) read
+        for name in sorted(read):
+            j = next((j for j in range(lo - 1, -1, -1) if not isinstance(source[j], (cst.FunctionDef, cst.ClassDef))
+                      and name in (_names_bound_in(source[j]) | set(_assigned(source[j])))), None)
+            if j is None:
+                continue
+            base = next((b for b, info in self.prior_models.items() if name in info.get("var_taps", {})
+                         and info["var_taps"][name][0] == j and not info.get("from_builder")), None)
+            if base is not None:
+                wanted.setdefault(base, []).append((name, name))
+        for i in range(lo, m_index):  # `features = model.layers[4].output` (chapter07): that layer's output
+            st = stmts[i]
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)):
+                continue
+            ref = _layer_output_ref(small.value)
+            info = self.prior_models.get(ref[0]) if ref is not None else None
+            if info is None or "var_taps" not in info or info.get("from_builder") or ref[0] in self.local:
+                continue
+            op = info["layer_ops"].get(f"layers[{ref[1]}]")
+            names = [n for n, (_, t, _) in info["var_taps"].items() if op is not None and id(t.node.op) == op]
+            if len(names) != 1 or sum(id(n.op) == op for n in info["nodes"]) != 1:
+                self.error(small.value, f"{code(small.value)}: the output of a layer of {ref[0]}, a model above: "
+                                        "followed for a layer called once whose output a statement of its forward binds "
+                                        "to a name no later statement of it binds again; not this one")
+                continue
+            wanted.setdefault(ref[0], []).append((small.targets[0].target.value, names[0]))
+            self.tap_statements.add(id(st))
+            self.tap_nodes.append(small.value)
+        if len(wanted) > 1:  # (one call each: a dropout between would draw two masks where Keras draws one)
+            self.error(where, f"{', '.join(n for pairs in wanted.values() for n, _ in pairs)}: tensors of several "
+                              f"models above ({', '.join(wanted)}) read by one model: fwport follows a model reading "
+                              "the tensors of one model above (computed by one call of it)")
+            return
+        for base, pairs in wanted.items():
+            info = self.prior_models[base]
+            names = [n for _, n in pairs]
+            plan = info["plan"]
+            taps = info["var_taps"]
+            needed = set().union(*(taps[n][2] for n in names))
+            if self.layout == "nchw":
+                self.error(where, f"{', '.join(names)}: tensors of {base}, a model above, read by a model converted "
+                                  "to channels-first: not followed (both models must keep Keras's layout)")
+                continue
+            missing = sorted(n for n in needed if n not in self.inputs or n not in info["input_tensors"])
+            if missing:
+                self.error(where, f"{', '.join(names)}: tensors of {base}, a model above, computed from "
+                                  f"{', '.join(missing)}, which this model does not take as its input")
+                continue
+            for p in needed:  # the same Input: one graph, as in Keras
+                old = self.inputs[p]
+                t = info["input_tensors"][p]
+                self.input_ops = [t.node.op if o is old.node.op else o for o in self.input_ops]
+                self.inputs[p] = t
+                if self.env.get(p) is old:
+                    self.env[p] = t
+            for m, n in pairs:
+                self.env[m] = taps[n][1]
+            params = [p for p in plan.forward_params if p in needed]
+            method = "upto_" + "_".join(names)
+            if method not in plan.tap_methods:  # (taken back if this model is left as written: _give_up)
+                plan.tap_methods[method] = (params, max(taps[n][0] for n in names), ", ".join(names))
+                self.added_taps.append((plan, method))
+            attr = base if base not in self.inputs else f"{base}_model"
+            self.carried[base] = attr
+            mine = [m for m, _ in pairs]
+            self.import_lines.append(f"{', '.join(mine)} = self.{attr}.{method}({', '.join(params)})")
+            for op_id, recs in info.get("op_records", {}).items():
+                self.imported[op_id] = [(rest, f"{attr}.{target}", rule, variant, symbols)
+                                        for rest, target, rule, variant, symbols in recs]
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{', '.join(names)}: tensors of {base}, a model above "
+                            f"(its layers shared, as in Keras): this model's forward computes them by "
+                            f"{base}.{method}(...), the statements of {plan.class_name}'s forward up to them, on that "
+                            "very module", where)
+
     def _shared_inputs(self, stmts: list, lo: int, m_index: int, outside: set[int]) -> None:
         """A module-level model reading a ``keras.Input`` bound above its own statements (the input of a model
         above, shared: ``actor = keras.Model(obs, logits)``, ``critic = keras.Model(obs, value)``): an input of
@@ -3028,6 +3183,8 @@ class _Builder:
                 self._input(name, small.value)
                 if self.errors == errors:
                     del self.ctx.pending[mark:]  # (said for the model above, where the statement is)
+        if self.prior_models:
+            self._import_tensors(stmts, lo, m_index, read, stmts[m_index])
 
     def _in_later_model(self, stmts: list, m_index: int, i: int) -> bool:
         """Statement ``i``, below this module-level model, is one of the statements a model below depends on."""
@@ -3040,6 +3197,9 @@ class _Builder:
     def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
         """The model is left as written: every call of its statements settled (no half translation)."""
         ctx = self.ctx
+        for plan, method in self.added_taps:  # (no model calls them)
+            plan.tap_methods.pop(method, None)
+        self.added_taps = []
         drop_undone_findings(ctx, getattr(self, "mark", len(ctx.pending)))  # its pinned defaults, lazy sizes...
         if hasattr(self, "imports_mark"):  # (the imports its layers' torch modules asked for: none is written)
             ctx.needed_imports.intersection_update(self.imports_mark)
@@ -4765,6 +4925,8 @@ class _Builder:
             return self._apply_user_list(layer, call, arg)
         if layer.kind == "rule" and layer.rule.id == "lambda-layer" and isinstance(arg, (cst.List, cst.Tuple)):
             return self._apply_lambda_list(layer, call, arg)
+        if layer.kind == "submodel" and isinstance(arg, (cst.List, cst.Tuple)):
+            return self._apply_submodel_list(layer, call, arg)
         t = self._tensor(arg)
         if t is None and self._built_value(arg):
             # Keras calls the layer eagerly where the model is built: its output is a constant of the model
@@ -5045,6 +5207,50 @@ class _Builder:
         self._built_for(layer, ts[0], call)
         out = _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None)
         self.replace[id(call)] = cst.Call(_module_ref(layer), [cst.Arg(self._out_expr(arg))])
+        return out
+
+    def _apply_submodel_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
+        """A module-level model of the file called on a list of tensors, one per input (keras-io's transformer:
+        ``decoder([decoder_inputs, encoder_outputs])``): its translated forward takes them as separate arguments, in
+        the order of its keras.Model(...) inputs. Followed in a graph that keeps Keras's layout, each tensor of the
+        shape the model declared (or unknown), the model of one output and no dict of inputs."""
+        info = self.prior_models[layer.rule]
+        ins, outs = info["inputs"], info["outputs"]
+        ts = []
+        for e in arg.elements:
+            t = self._tensor(e.value) if isinstance(e, cst.Element) else None
+            if t is None:
+                raise _Refused(e, f"{code(e.value) if isinstance(e, cst.Element) else code(e)}: not a tensor of the "
+                                  "functional model")
+            ts.append(t)
+        loose = info.get("from_builder", False)
+        why = ("a model converted to channels-first" if self.layout == "nchw" else
+               f"{len(ts)} tensors for its {len(ins)} inputs" if len(ts) != len(ins) else
+               "a model taking a dict of inputs" if info.get("dict_input") else
+               "a model of several outputs" if len(outs) != 1 else None)
+        if why is None:
+            bad = next(((k, t.shape) for k, (t, d) in enumerate(zip(ts, ins))
+                        if t.shape is not None and not _fits(d, t.shape, loose)), None)
+            if bad is not None:
+                why = f"its input {bad[0]} given a tensor of shape {bad[1]}, not its shape {ins[bad[0]]}"
+        if why is not None:
+            raise _Refused(call, f"{code(call).strip()}: the model {layer.rule} called on a list of tensors is "
+                                 f"followed in a graph keeping Keras's layout, one tensor of its shape per input, a "
+                                 f"model of one output and no dict of inputs; not here ({why})")
+        key = (tuple(t.shape for t in ts), None)
+        if layer.module is None:
+            layer.attr = layer.attr or self._attr_name(layer)
+            layer.in_key = key
+            layer.out = (outs[0], None)
+            layer.module = cst.Name(layer.rule)
+            self.pending_init.append(f"self.{layer.attr} = {layer.rule}")
+        elif layer.in_key != key:
+            raise _Refused(call, f"the model {layer.rule} is called on inputs of different shapes: not followed")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+            self.layer_of[id(layer.op)] = layer
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node for t in ts], call), None)
+        self.replace[id(call)] = cst.Call(_module_ref(layer), [cst.Arg(self._out_expr(e.value)) for e in arg.elements])
         return out
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
@@ -5883,6 +6089,11 @@ class _Builder:
     def _records(self, outs: list[_Tensor]) -> None:
         order = _layer_order([t.node for t in outs], self.input_ops)
         path = {id(op): f"layers[{i}]" for i, op in enumerate(o for o in order if o.is_layer)}
+        self.record_paths = {} if self.loops else dict(path)
+        for op in order:  # the layers of a model above this one reads tensors of (_import_tensors): shared
+            for rest, target, rule, variant, symbols in self.imported.get(id(op), []) if id(op) in path else []:
+                self.ctx.layers.append(LayerRecord(self.scope, f"{path[id(op)]}{rest}", target, rule, variant,
+                                                   dict(symbols)))
         if self.loops:  # how many layers precede one is known only at run time: named by the order of calls
             template = None if self.nested_loops else self._call_template({id(o) for o in order})
             for loop, *_ in self.loops:
@@ -5937,6 +6148,17 @@ class _Builder:
                     self.ctx.layers.append(LayerRecord(self.scope, f"{path[id(layer.op)]}.{r.source}",
                                                        f"{layer.prefix}{attr}.{r.target}", r.rule, r.variant,
                                                        dict(r.symbols)))
+
+    def _op_records(self) -> dict[int, list]:
+        """This model's weight records by the operation whose layer they are (``layers[3]`` → its op, for
+        :meth:`_import_tensors`): (the source's rest after ``layers[k]``, target, rule, variant, symbols)."""
+        ops = {p: op for op, p in self.record_paths.items()}
+        out: dict[int, list] = {}
+        for r in self.ctx.layers:
+            m = re.match(r"(layers\[\d+\])(.*)$", r.source) if r.scope == self.scope else None
+            if m and m.group(1) in ops:
+                out.setdefault(ops[m.group(1)], []).append((m.group(2), r.target, r.rule, r.variant, dict(r.symbols)))
+        return out
 
     def _call_template(self, in_model: set[int]) -> tuple[list[dict], dict[int, str]] | None:
         """The model's layers in the order the builder first calls them (Keras's ``model.layers`` holds the
@@ -6007,6 +6229,7 @@ class _Builder:
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model runs channels-first (NCHW) "
                             "inside; its forward takes Keras's channels-last inputs and moves them once at entry",
                             call)
+        plan.entry_lines += self.import_lines  # (tensors of a model above: _import_tensors)
         back = [i for i, t in enumerate(outs) if nchw and not t.last and (t.shape is None or len(t.shape) > 1)]
         for i in back:
             plan.returns[i] = f"{_paren(expr(plan.returns[i]))}{_to_last(outs[i].shape)}"
@@ -6105,6 +6328,18 @@ def _activation_fn(module: cst.BaseExpression, ctx: FileContext) -> str | None:
     if m:
         return ctx.spell_text("torch.softmax") + "({}, dim=" + m.group(1) + ")"
     return None
+
+
+def _layer_output_ref(node: cst.BaseExpression) -> tuple[str, int] | None:
+    """``model.layers[4].output`` → ("model", 4); None for anything else."""
+    if not (isinstance(node, cst.Attribute) and node.attr.value == "output" and isinstance(node.value, cst.Subscript)):
+        return None
+    sub = node.value
+    if not (isinstance(sub.value, cst.Attribute) and sub.value.attr.value == "layers"
+            and isinstance(sub.value.value, cst.Name) and len(sub.slice) == 1
+            and isinstance(sub.slice[0].slice, cst.Index) and isinstance(sub.slice[0].slice.value, cst.Integer)):
+        return None
+    return sub.value.value.value, int(sub.slice[0].slice.value.value)
 
 
 def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
@@ -6734,6 +6969,10 @@ def _tap_defs(plan: _Plan, indexed: list) -> list:
                 needed = (needed - bound) | _reads(stmt)
         if kept:
             kept[0] = kept[0].with_changes(leading_lines=_strip_blank(kept[0].leading_lines))
+        entries = {id(st) for i, st in indexed if i < 0}
+        first = next((k for k, st in enumerate(kept) if id(st) not in entries), None)
+        if first:  # (right after forward's first lines: no blank line, as forward has none there)
+            kept[first] = kept[first].with_changes(leading_lines=_strip_blank(kept[first].leading_lines))
         fn = statement(f"def {method}(self, {', '.join(params)}):\n    pass\n")
         body = [*kept, statement(f"return {ret}\n")]
         out.append(fn.with_changes(body=fn.body.with_changes(body=body),
