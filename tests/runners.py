@@ -410,3 +410,21 @@ def keras3_forward_verified(tmp_path: Path, src: str, out: str, model: str, shap
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
                           checks=("forward",), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def keras3_verified(tmp_path: Path, src: str, out: str, model: str, shape: str) -> dict:
+    """``fwport verify`` of ``out`` (a tf2torch translation) against the Keras program ``src`` (written as given) under
+    Keras 3, forward and gradients on the CPU, for ``model`` called on one input ``shape``: asserts the verdict is
+    pass and gives the certificate (skips without torch or TensorFlow)."""
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
+                          checks=("forward", "grad"), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return cert
+
