@@ -410,3 +410,56 @@ def keras3_forward_verified(tmp_path: Path, src: str, out: str, model: str, shap
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
                           checks=("forward",), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def keras3_verified(tmp_path: Path, src: str, out: str, model: str, shape: str) -> dict:
+    """``fwport verify`` of ``out`` (a tf2torch translation) against the Keras program ``src`` (written as given) under
+    Keras 3, forward and gradients on the CPU, for ``model`` called on one input ``shape``: asserts the verdict is
+    pass and gives the certificate (skips without torch or TensorFlow)."""
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
+                          checks=("forward", "grad"), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return cert
+
+
+#: the starting kernel (3 -> 1) of ONE_DENSE_INIT
+ONE_DENSE_KERNEL = [[0.2], [-0.1], [0.3]]
+#: written before a program on each side (one_dense_result): ``init(m)`` sets ONE_DENSE_KERNEL and a zero bias into a
+#: model of one Dense(1) on 3 features (on torch a Sequential whose [0] is the Linear), ``kernel(m)`` gives its kernel
+#: flat, ``hist(h)`` a fit's loss history; on the torch side TensorFlow is unimportable
+ONE_DENSE_INIT = {"keras": f"""KERNEL = {ONE_DENSE_KERNEL}
+def init(m):
+    import numpy as np
+    m.set_weights([np.array(KERNEL, 'float32'), np.zeros(1, 'float32')])
+def kernel(m):
+    return m.get_weights()[0].reshape(-1).tolist()
+hist = lambda h: h.history["loss"]
+""", "torch": f"""import sys
+sys.modules['tensorflow'] = None
+import torch
+KERNEL = {ONE_DENSE_KERNEL}
+def init(m):
+    with torch.no_grad():
+        m[0].weight.copy_(torch.tensor(KERNEL).T), m[0].bias.zero_()
+def kernel(m):
+    return m[0].weight.detach().numpy().T.reshape(-1).tolist()
+hist = lambda h: h["loss"]
+"""}
+
+
+def one_dense_result(path: Path, side: str, program: str) -> dict:
+    """ONE_DENSE_INIT[side] then ``program`` (which prints one line ``RESULT<json>``) written at ``path`` and run by
+    Python in a subprocess: the json (asserts the line is there)."""
+    path.write_text(ONE_DENSE_INIT[side] + program)
+    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
+    assert line is not None, p.stdout + p.stderr
+    return json.loads(line[len("RESULT"):])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dense_setup import driver
 from test_fit_callbacks import _run, errors, tx
 
 SOURCE = '''
@@ -33,33 +34,7 @@ last = model.predict(x, verbose=0)
 reloaded = keras.models.load_model("best.keras")
 '''
 
-SETUP = '''
-import numpy as np
-rng = np.random.default_rng(3)
-W = [[rng.normal(size=s).astype("float32"), rng.normal(size=s[1]).astype("float32") * 0.1] for s in [(6, 8), (8, 3)]]
-x = rng.normal(size=(40, 6)).astype("float32")
-y = (x[:, 0] > 0).astype("int32") + (x[:, 1] > 0.5).astype("int32")
-
-
-def start(model):
-    if SIDE == "torch":
-        import torch
-        linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-        with torch.no_grad():
-            for m, (k, b) in zip(linears, W):
-                m.weight.copy_(torch.tensor(k).T)
-                m.bias.copy_(torch.tensor(b))
-    else:
-        for layer, w in zip([l for l in model.layers if l.get_weights()], W):
-            layer.set_weights(w)
-'''
-
-DRIVER = '''
-import json, os, sys
-os.chdir(sys.argv[1])
-sys.path.insert(0, sys.argv[1])
-open("setup.py", "w").write(f"SIDE = {sys.argv[2]!r}\\n" + SETUP)
-from model import reloaded, last, history, x
+DRIVER = driver(3, '''from model import reloaded, last, history, x
 if sys.argv[2] == "torch":
     import torch
     with torch.no_grad():
@@ -70,7 +45,7 @@ else:
     val = history.history["val_loss"]
 print("RESULT " + json.dumps({"loaded": out.tolist(), "last": [list(map(float, r)) for r in last],
                               "val_loss": [float(v) for v in val]}))
-'''.replace("SETUP", repr(SETUP))
+''')
 
 
 def test_the_checkpointed_model_loads_as_keras(tmp_path):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dense_setup import driver
 from test_fit_callbacks import _run, errors, tx
 
 SOURCE = '''
@@ -33,35 +34,9 @@ reloaded = keras.models.load_model("trained.keras")
 after = reloaded.evaluate(x, y, verbose=0)
 '''
 
-SETUP = '''
-import numpy as np
-rng = np.random.default_rng(7)
-W = [[rng.normal(size=s).astype("float32"), rng.normal(size=s[1]).astype("float32") * 0.1] for s in [(6, 8), (8, 3)]]
-x = rng.normal(size=(40, 6)).astype("float32")
-y = (x[:, 0] > 0).astype("int32") + (x[:, 1] > 0.5).astype("int32")
-
-
-def start(model):
-    if SIDE == "torch":
-        import torch
-        linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-        with torch.no_grad():
-            for m, (k, b) in zip(linears, W):
-                m.weight.copy_(torch.tensor(k).T)
-                m.bias.copy_(torch.tensor(b))
-    else:
-        for layer, w in zip([l for l in model.layers if l.get_weights()], W):
-            layer.set_weights(w)
-'''
-
-DRIVER = '''
-import json, os, sys
-os.chdir(sys.argv[1])
-sys.path.insert(0, sys.argv[1])
-open("setup.py", "w").write(f"SIDE = {sys.argv[2]!r}\\n" + SETUP)
-from model import before, after
+DRIVER = driver(7, '''from model import before, after
 print("RESULT " + json.dumps({"before": [float(v) for v in before], "after": [float(v) for v in after]}))
-'''.replace("SETUP", repr(SETUP))
+''')
 
 
 FACTORY = '''

@@ -5,11 +5,11 @@ is followed as Keras builds the graph: the branch it takes is written out in the
 refusal."""
 from __future__ import annotations
 
-import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import keras3_verified as _verify
 
 DECIDED = '''
 from tensorflow import keras
@@ -62,18 +62,6 @@ classifier = build_classifier(positional_encoding=True)
 
 def _tx(src: str, keras: int = 3):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": keras})
-
-
-def _verify(tmp_path, src: str, out: str, model: str, shape: str):
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
-    from fwport.verify import Options, verify
-    (tmp_path / "m.py").write_text(src)
-    (tmp_path / "t.py").write_text(out)
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
-                          checks=("forward", "grad"), device="cpu", keras=3))
-    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
-    return cert
 
 
 def test_an_if_on_module_constants_is_the_branch_keras_builds(tmp_path):

@@ -14,6 +14,8 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_findings as _errors
+from runners import keras3_verified
 
 PACK = load_pack("tf2torch")
 
@@ -48,20 +50,8 @@ def _tx(src: str):
     return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
 
 
-def _errors(r) -> list:
-    return [f for f in r.findings if f.severity.value == "error"]
-
-
-def _verify(tmp_path, src: str, out: str, model: str, shape: str):
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
-    from fwport.verify import Options, verify
-    (tmp_path / "m.py").write_text(textwrap.dedent(src).lstrip("\n"))
-    (tmp_path / "t.py").write_text(out)
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
-                          checks=("forward", "grad"), device="cpu", keras=3))
-    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
-    return cert
+def _verify(tmp_path, src: str, out: str, model: str, shape: str) -> dict:
+    return keras3_verified(tmp_path, textwrap.dedent(src).lstrip("\n"), out, model, shape)
 
 
 def test_a_helper_unpacking_a_list_argument_is_one_class_per_list_and_computes_what_keras_does(tmp_path):

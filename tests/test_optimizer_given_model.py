@@ -5,15 +5,12 @@ optimizer created there over ``model.parameters()`` is right; it was refused as 
 (training._given_model). Checked numerically: the Keras and torch histories and kernels after the fit."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages, needs
+from runners import ONE_DENSE_KERNEL, one_dense_result
 
 SRC = '''import numpy as np
 from tensorflow import keras
@@ -36,39 +33,10 @@ net = create_model()
 init(net)
 history = run_experiment(net, x, y, 0.05)
 '''
-KERNEL = [[0.2], [-0.1], [0.3]]
-INIT = {"keras": f"""KERNEL = {KERNEL}
-def init(m):
-    import numpy as np
-    m.set_weights([np.array(KERNEL, 'float32'), np.zeros(1, 'float32')])
-def kernel(m):
-    return m.get_weights()[0].reshape(-1).tolist()
-hist = lambda h: h.history["loss"]
-""", "torch": f"""import sys
-sys.modules['tensorflow'] = None
-import torch
-KERNEL = {KERNEL}
-def init(m):
-    with torch.no_grad():
-        m[0].weight.copy_(torch.tensor(KERNEL).T), m[0].bias.zero_()
-def kernel(m):
-    return m[0].weight.detach().numpy().T.reshape(-1).tolist()
-hist = lambda h: h["loss"]
-"""}
 PRINT = '''
 import json
 print("RESULT" + json.dumps({"loss": hist(history), "kernel": kernel(net)}))
 '''
-
-
-def _run(src: str, tmp_path, name: str, side: str) -> dict:
-    path = tmp_path / name
-    path.write_text(INIT[side] + src + PRINT)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
-    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
-    assert line is not None, p.stdout + p.stderr
-    return json.loads(line[len("RESULT"):])
 
 
 def test_the_optimizer_is_created_over_the_given_model():
@@ -81,12 +49,12 @@ def test_the_optimizer_is_created_over_the_given_model():
 def test_the_fit_matches_keras(tmp_path):
     r = translate_source(SRC, "f.py")
     assert not error_messages(r), error_messages(r)
-    keras = _run(SRC, tmp_path, "k.py", "keras")
-    torch = _run(r.output, tmp_path, "t.py", "torch")
+    keras = one_dense_result(tmp_path / "k.py", "keras", SRC + PRINT)
+    torch = one_dense_result(tmp_path / "t.py", "torch", r.output + PRINT)
     assert len(torch["loss"]) == 3
     np.testing.assert_allclose(torch["loss"], keras["loss"], rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(torch["kernel"], keras["kernel"], rtol=1e-4, atol=1e-6)
-    assert keras["kernel"] != [k[0] for k in KERNEL]  # the fit moved it
+    assert keras["kernel"] != [k[0] for k in ONE_DENSE_KERNEL]  # the fit moved it
 
 
 def test_a_model_the_function_binds_again_after_the_optimizer_is_still_refused():

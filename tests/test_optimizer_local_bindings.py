@@ -7,15 +7,12 @@ where every binding is such a function's own, each compiling a model of the same
 Checked numerically: the Keras and torch histories of both models, and their weights after the fits."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages, needs
+from runners import one_dense_result
 
 SRC = '''import numpy as np
 import tensorflow as tf
@@ -45,40 +42,10 @@ model_b = build_b()
 init(model_b)
 history_b = model_b.fit(x, y, epochs=3, batch_size=4, shuffle=False, verbose=0)
 '''
-KERNEL = [[0.2], [-0.1], [0.3]]
-#: defined before the file on each side: the same starting weights for both models
-INIT = {"keras": f"""KERNEL = {KERNEL}
-def init(m):
-    import numpy as np
-    m.set_weights([np.array(KERNEL, 'float32'), np.zeros(1, 'float32')])
-def kernel(m):
-    return m.get_weights()[0].reshape(-1).tolist()
-hist = lambda h: h.history["loss"]
-""", "torch": f"""import sys
-sys.modules['tensorflow'] = None
-import torch
-KERNEL = {KERNEL}
-def init(m):
-    with torch.no_grad():
-        m[0].weight.copy_(torch.tensor(KERNEL).T), m[0].bias.zero_()
-def kernel(m):
-    return m[0].weight.detach().numpy().T.reshape(-1).tolist()
-hist = lambda h: h["loss"]
-"""}
 PRINT = '''
 import json
 print("RESULT" + json.dumps({"a": hist(history_a), "b": hist(history_b), "ka": kernel(model_a), "kb": kernel(model_b)}))
 '''
-
-
-def _run(src: str, tmp_path, name: str, side: str) -> dict:
-    path = tmp_path / name
-    path.write_text(INIT[side] + src + PRINT)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
-    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
-    assert line is not None, p.stdout + p.stderr
-    return json.loads(line[len("RESULT"):])
 
 
 def test_each_factory_s_own_optimizer_is_followed():
@@ -93,8 +60,8 @@ def test_each_factory_s_own_optimizer_is_followed():
 def test_both_fits_match_keras(tmp_path):
     r = translate_source(SRC, "f.py")
     assert not error_messages(r), error_messages(r)
-    keras = _run(SRC, tmp_path, "k.py", "keras")
-    torch = _run(r.output, tmp_path, "t.py", "torch")
+    keras = one_dense_result(tmp_path / "k.py", "keras", SRC + PRINT)
+    torch = one_dense_result(tmp_path / "t.py", "torch", r.output + PRINT)
     for k in ("a", "b"):
         assert len(torch[k]) == 3
         np.testing.assert_allclose(torch[k], keras[k], rtol=1e-4, atol=1e-6)

@@ -24,6 +24,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from runners import keras_and_torch
 from test_train_step import DRIVER, WGAN, _run, errors, tx
+from train_step_net import LABELS, SHAPES, net_driver, net_source, same_fit
 
 TRAINER = '''
 import tensorflow as tf
@@ -61,37 +62,14 @@ def run(x, y):
     return trainer.fit(x, y, batch_size=5, epochs=3, shuffle=False, verbose=0, validation_data=(x[:7], y[:7]))
 '''
 
-NET = '''
-import tensorflow as tf
-from tensorflow import keras
-from tensorflow.keras import layers
-
-
-class Net(keras.Model):
-    def __init__(self):
-        super().__init__()
-        self.d1 = layers.Dense(5, activation="tanh", kernel_regularizer=keras.regularizers.l2(0.05))
-        self.d2 = layers.Dense(3)
-
-    def call(self, x):
-        return self.d2(self.d1(x))
-
-    def train_step(self, data):
-        x, y = data
-        with tf.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
-        grads = tape.gradient(loss, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
-        self.compiled_metrics.update_state(y, y_pred)
-        return {m.name: m.result() for m in self.metrics}
-
-
-net = Net()
-loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-acc = keras.metrics.SparseCategoricalAccuracy(name="acc")
-net.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5), loss=loss_fn, metrics=[acc])
-'''
+NET = net_source(
+    imports="from tensorflow import keras\nfrom tensorflow.keras import layers",
+    loss="self.compiled_loss(y, y_pred, regularization_losses=self.losses)",
+    result="        self.compiled_metrics.update_state(y, y_pred)\n"
+           "        return {m.name: m.result() for m in self.metrics}",
+    compile='loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n'
+            'acc = keras.metrics.SparseCategoricalAccuracy(name="acc")\n'
+            "net.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5), loss=loss_fn, metrics=[acc])")
 
 
 def _run_keras2(tmp_path, src: str, driver: dict) -> tuple[dict, dict]:
@@ -102,34 +80,19 @@ def _run_keras2(tmp_path, src: str, driver: dict) -> tuple[dict, dict]:
     return keras_and_torch(tmp_path, textwrap.dedent(src), trans.output, DRIVER % driver, TF_USE_LEGACY_KERAS="1")
 
 
-LABELS = "\ny = np.argmax(x[:, :3] + 0.3 * x[:, 1:4], axis=1)"
-
-
-def _same(keras_out, torch_out, keys):
-    assert sorted(keras_out["history"]) == sorted(torch_out["history"]) == sorted(keys)
-    for k, v in keras_out["history"].items():
-        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-6, err_msg=k)
-    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
-        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
-
-
 def test_a_trainer_with_compiled_loss_and_accuracy_trains_and_validates_as_keras2(tmp_path):
     keras_out, torch_out = _run_keras2(tmp_path, TRAINER, {
-        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "shapes": SHAPES,
         "n": 12, "width": 4, "x_map": LABELS, "models": "(model_a,)",
         "fit": "h = run(x, y)\nextra = None"})
-    _same(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
+    same_fit(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
     # the "loss" tracker is the epoch's mean weighted by batch size (5, 5, 2), not the last batch's loss
     assert len(set(np.round(keras_out["history"]["loss"], 6))) == 3
 
 
 def test_a_named_loss_a_named_metric_and_regularization_losses_train_as_keras2(tmp_path):
-    keras_out, torch_out = _run_keras2(tmp_path, NET, {
-        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
-        "n": 10, "width": 4, "x_map": LABELS + "\n_ = net(x[:1] if 'torch' not in sys.argv[2] else __import__('torch').tensor(x[:1]))",
-        "models": "([*net.modules()] if 'torch' in sys.argv[2] else net,)",
-        "fit": "h = net.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)\nextra = None"})
-    _same(keras_out, torch_out, ["acc", "loss"])
+    keras_out, torch_out = _run_keras2(tmp_path, NET, net_driver(n=10, epochs=3))
+    same_fit(keras_out, torch_out, ["acc", "loss"])
 
 
 # keras-io's transformer_asr: compiled_loss(y, y_pred, sample_weight=mask), a boolean mask of the labels
@@ -141,12 +104,8 @@ WEIGHTED = NET.replace(
 
 def test_a_sample_weight_given_to_compiled_loss_weighs_as_keras2(tmp_path):
     assert WEIGHTED != NET
-    keras_out, torch_out = _run_keras2(tmp_path, WEIGHTED, {
-        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
-        "n": 10, "width": 4, "x_map": LABELS + "\n_ = net(x[:1] if 'torch' not in sys.argv[2] else __import__('torch').tensor(x[:1]))",
-        "models": "([*net.modules()] if 'torch' in sys.argv[2] else net,)",
-        "fit": "h = net.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)\nextra = None"})
-    _same(keras_out, torch_out, ["acc", "loss"])
+    keras_out, torch_out = _run_keras2(tmp_path, WEIGHTED, net_driver(n=10, epochs=3))
+    same_fit(keras_out, torch_out, ["acc", "loss"])
     out = tx(WEIGHTED).output
     assert ("loss=lambda y_true, y_pred, sample_weight=None: loss_fn(y_pred.movedim(-1, 1), y_true.long().reshape(y_pred.shape[:-1])) if "
             "sample_weight is None else weighted_loss(loss_fn, y_pred.movedim(-1, 1), y_true.long().reshape(y_pred.shape[:-1]), sample_weight)") in out
@@ -490,7 +449,7 @@ def test_compiled_accuracy_without_a_compiled_loss_is_picked_by_shapes_as_keras2
         "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, units)), ("b1", (units,))],
         "n": 12, "width": 4, "x_map": labels, "models": "(model_a,)",
         "fit": "h = run(x, y)\nextra = None"})
-    _same(keras_out, torch_out, ["accuracy", "student_loss"])
+    same_fit(keras_out, torch_out, ["accuracy", "student_loss"])
     assert 0 < min(keras_out["history"]["accuracy"]) < 1  # a value the three accuracies can disagree on
 
 
@@ -514,10 +473,10 @@ def test_a_trainer_made_by_a_factory_keeps_its_compiled_loss_and_train_step_as_k
     assert "class MyTrainer(TrainStepModule):" in out and "return trainer.fit(x, y" in out
     assert "def fit(model, optimizer" not in out  # (not the written loop of a plain model: the class's train_step)
     keras_out, torch_out = _run_keras2(tmp_path, FACTORY, {
-        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "shapes": SHAPES,
         "n": 12, "width": 4, "x_map": LABELS, "models": "(model_a,)",
         "fit": "h = run(x, y)\nextra = None"})
-    _same(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
+    same_fit(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
 
 
 def test_a_compile_of_a_name_also_bound_to_another_model_there_stays_an_error():
@@ -570,11 +529,11 @@ def test_each_definition_of_a_redefined_class_pairs_with_its_own_compiles(tmp_pa
     # the module-level fit trains the first definition's instance from the weights the driver sets after it:
     # the driver refits it, from the same weights, in both frameworks
     keras_out, torch_out = _run_keras2(tmp_path, REDEFINED, {
-        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "shapes": SHAPES,
         "n": 12, "width": 4, "x_map": LABELS, "models": "(model_a,)",
         "fit": "h = trainer.fit(x, y, batch_size=5, epochs=3, shuffle=False, verbose=0, "
                "validation_data=(x[:7], y[:7]))\nextra = None"})
-    _same(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
+    same_fit(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
 
 
 def test_a_redefined_class_s_compiled_loss_is_refused_by_its_own_compile_s_line():

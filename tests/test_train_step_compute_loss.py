@@ -8,39 +8,16 @@ its never-updated "loss" tracker, which TrainStepModule does not reproduce.)
 """
 from __future__ import annotations
 
-import numpy as np
 
 from test_train_step import _run, errors, tx
+from train_step_net import net_driver, net_source, same_fit
 
-NET = '''
-import tensorflow as tf
-import keras
-from keras import layers
-
-
-class Net(keras.Model):
-    def __init__(self):
-        super().__init__()
-        self.d1 = layers.Dense(5, activation="tanh", kernel_regularizer=keras.regularizers.l2(0.05))
-        self.d2 = layers.Dense(3)
-
-    def call(self, x):
-        return self.d2(self.d1(x))
-
-    def train_step(self, data):
-        x, y = data
-        with tf.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
-        grads = tape.gradient(loss, self.trainable_weights)
-        self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
-        return {"total": loss}
-
-
-net = Net()
-net.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-'''
+NET = net_source(
+    imports="import keras\nfrom keras import layers",
+    loss="self.compute_loss(x=x, y=y, y_pred=y_pred)",
+    result='        return {"total": loss}',
+    compile="net.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5),\n"
+            "            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))")
 
 # keras-io's pattern with a sample weight (a mask of the labels)
 WEIGHTED = NET.replace(
@@ -48,25 +25,12 @@ WEIGHTED = NET.replace(
     "            mask = tf.cast(tf.math.not_equal(y, 0), \"float32\")\n"
     "            loss = self.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=mask)")
 
-LABELS = "\ny = np.argmax(x[:, :3] + 0.3 * x[:, 1:4], axis=1)"
-DRIVER = {
-    "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
-    "n": 8, "width": 4,
-    "x_map": LABELS + "\n_ = net(x[:1] if 'torch' not in sys.argv[2] else __import__('torch').tensor(x[:1]))",
-    "models": "([*net.modules()] if 'torch' in sys.argv[2] else net,)",
-    "fit": "h = net.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)\nextra = None"}
-
-
-def _same(keras_out, torch_out):
-    assert sorted(keras_out["history"]) == sorted(torch_out["history"]) == ["total"]
-    np.testing.assert_allclose(torch_out["history"]["total"], keras_out["history"]["total"], rtol=1e-5, atol=1e-6)
-    for a, b in zip(keras_out["kernels"], torch_out["kernels"], strict=True):
-        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+DRIVER = net_driver(n=8, epochs=2)
 
 
 def test_compute_loss_with_a_regularizer_trains_as_keras3(tmp_path):
     keras_out, torch_out = _run(tmp_path, NET, DRIVER)
-    _same(keras_out, torch_out)
+    same_fit(keras_out, torch_out, ["total"])
     # the penalty counts: without it the loss would be the cross-entropy alone
     out = tx(NET).output
     assert "    def compute_loss(self, x=None, y=None, y_pred=None, training=True):" in out
@@ -76,7 +40,7 @@ def test_compute_loss_with_a_regularizer_trains_as_keras3(tmp_path):
 def test_compute_loss_with_a_sample_weight_trains_as_keras3(tmp_path):
     assert WEIGHTED != NET
     keras_out, torch_out = _run(tmp_path, WEIGHTED, DRIVER)
-    _same(keras_out, torch_out)
+    same_fit(keras_out, torch_out, ["total"])
     out = tx(WEIGHTED).output
     assert "    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):" in out
     assert "def weighted_loss(loss_fn, input, target, sample_weight):" in out
