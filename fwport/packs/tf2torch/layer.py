@@ -834,8 +834,11 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
                    "file never trains a model (no fit, train_on_batch, train_step, GradientTape, nor a call with "
                    "training=): the translation computes Keras's inference exactly; training it would differ (write "
                    "the cell by hand to train it)", m.node, m.rule)
-    node = m.extras.get("dropout")
     rec = m.extras.get("recurrent_dropout")
+    if rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0) and merge_mode is None \
+            and not getattr(lctx, "mask_in", False) and not getattr(lctx, "mask_keep", False):
+        return _recurrent_dropout(m, ctx, lctx)
+    node = m.extras.get("dropout")
     if merge_mode is not None and node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
         return _bidirectional_dropout(m, ctx, lctx, merge_mode)
     if node is None or literal_value(node, NOT_LITERAL) in (0, 0.0) or merge_mode is not None \
@@ -892,6 +895,42 @@ def _keras2_per_step(m: MappedCall, ctx) -> bool | None:
             or (unfused and given.get("implementation", 2) != 2):
         return None
     return not unfused  # (the cell's path: implementation=2, one mask of the step's input per sequence)
+
+
+def _recurrent_dropout(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """LSTM / GRU / SimpleRNN(recurrent_dropout=q) → the RecurrentDropout<kind> helper (written out in the file;
+    LazyRecurrentDropout<kind> where the Lazy<kind> helper is what the layer becomes): a subclass of the torch module
+    (its parameter names, so the weight maps hold) that is torch's recurrence in eval() and in train() the cell's
+    loop with Keras's masks (one per gate of the inputs for dropout=, of the previous output for recurrent_dropout=,
+    drawn once per sequence). Where the layer becomes something else, the refusal of :func:`_rnn` stands."""
+    extras = m.extras
+    rec, node = extras["recurrent_dropout"], extras.get("dropout")
+    for v in (rec, node):
+        if v is not None and not isinstance(literal_value(v, NOT_LITERAL), (int, float)):
+            return _failed(m, ctx, "unsupported-argument", f"{code(v)}: the dropout rates of a recurrent layer with "
+                           "recurrent_dropout= must be number literals here")
+    mark = len(ctx.pending)
+    m.extras = {k: v for k, v in extras.items() if k not in ("dropout", "recurrent_dropout")}
+    em = _rnn(m, ctx, lctx)
+    if em.failed:
+        return em
+    kind = _HELPER_KINDS[_option(m, "kind")]
+    layer = em.modules[0]
+    made = code(layer.func).rsplit(".", 1)[-1] if isinstance(layer, cst.Call) else None
+    if made not in (kind, f"Lazy{kind}"):
+        del ctx.pending[mark:]
+        m.extras = extras
+        return _rnn(m, ctx, lctx)
+    helper = helpers.use(ctx, f"{'Lazy' if made != kind else ''}RecurrentDropout{kind}")
+    eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    args = [cst.Arg(rec, keyword=cst.Name("recurrent_dropout"), equal=eq)]
+    if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
+        args.insert(0, cst.Arg(node, keyword=cst.Name("input_dropout"), equal=eq))
+    em.modules = [layer.with_changes(func=cst.Name(helper), args=[*layer.args, *args]), *em.modules[1:]]
+    ctx.report(Severity.INFO, "idiom-replaced", f"recurrent_dropout={code(rec)} → {helper} (written out in this "
+               "file): torch's recurrence in eval(); in train() the cell's loop with Keras's masks of the previous "
+               "output (and of the inputs, dropout=), one per gate, drawn once per sequence", m.node, m.rule)
+    return em
 
 
 def _bidirectional_dropout(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str) -> LayerEmission:
