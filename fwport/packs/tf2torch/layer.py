@@ -3031,3 +3031,46 @@ def frozen_layer(m: MappedCall, em: LayerEmission, ctx) -> LayerEmission:
                "get no gradients and the optimizer leaves them as they are, as Keras's frozen layer)", m.node, m.rule)
     em.modules = modules
     return em
+
+
+#: the layers whose kernel tfa's WeightNormalization normalises as torch's weight_norm(dim=0) does: the kernel's
+#: last axis (Keras) is the output channels of a Dense or a convolution and the input channels of a transposed one,
+#: which is dim 0 of the torch module's weight in each case
+_WEIGHT_NORM_SHAPES = ("dense", "conv", "conv-transpose")
+
+
+@shape("weight-normalization")
+def weight_normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """tfa.layers.WeightNormalization(layer, data_init=False) → the wrapped layer's torch module(s), its weight module
+    under ``nn.utils.parametrizations.weight_norm(..., dim=0)``: tfa's kernel g * v / ||v||, the norm over every axis
+    of v but the last (Keras's), one g per output unit of a Dense or a convolution (per input channel of a transposed
+    one): torch's dim 0 in each layout. data_init=True (tfa's default) initialises g and the bias from the first
+    batch's statistics, in training, on the first call: refused."""
+    init = m.extras.get("data_init")
+    if init is None or literal_value(init, NOT_LITERAL) is not False:
+        shown = f"data_init={code(init)}" if init is not None else "data_init=True (tfa's default)"
+        return _failed(m, ctx, "unsupported-argument", f"{shown}: tfa's WeightNormalization then sets g and the bias "
+                       "from the statistics of the first batch it sees in training (a data-dependent init, run once "
+                       "on the first call), which torch's weight_norm does not: pass data_init=False (g starts at "
+                       "||v||, as torch.nn.utils.parametrizations.weight_norm(layer, dim=0) does), or do that "
+                       "initialisation by hand")
+    inner = m.extras.get("layer")
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    shown = code(inner) if inner is not None else "?"
+    if rule is None or rule.kind != "layer" or rule.emit.get("shape") not in _WEIGHT_NORM_SHAPES:
+        return _failed(m, ctx, "unsupported-argument", f"layer={m.written('layer') or shown}: only a Dense or a "
+                       "convolution (transposed too) written in the call is translated (torch's weight_norm on its "
+                       "weight, dim=0); tfa's recurrent case and other layers are not")
+    em = translate_layer(inner, rule, ctx, lctx, inner)
+    if em.failed or em.functional is not None or not em.modules:
+        return LayerEmission([m.call], failed=True) if em.failed else \
+            _failed(m, ctx, "unsupported-construct", f"WeightNormalization({shown}): a layer of several inputs")
+    w = em.weight_module
+    norm = ctx.spell_text("torch.nn.utils.parametrizations.weight_norm")
+    em.modules = [*em.modules[:w], expr(f"{norm}({code(em.modules[w])}, dim=0)"), *em.modules[w + 1:]]
+    em.variant = None
+    ctx.report(Severity.INFO, "idiom-replaced", f"WeightNormalization({shown.split('(')[0]}(...), data_init=False) → "
+               "torch.nn.utils.parametrizations.weight_norm(..., dim=0): the weight is g * v / ||v|| over every dim "
+               "but the first, as tfa's kernel over every axis but its last", m.node, m.rule)
+    return em
