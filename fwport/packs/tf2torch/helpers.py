@@ -1509,19 +1509,30 @@ class _Refs(cst.CSTVisitor):
         if isinstance(func, cst.Name) and func.value in self.names:
             self.called.add(func.value)
 
-    def _value(self, value) -> None:
-        """A helper function used as a value (``self.loss_fn = ctc_batch_cost``, passed, returned) is used too."""
-        if isinstance(value, cst.Name) and value.value in self.names:
-            self.called.add(value.value)
+    # a helper function used as a value (``self.loss_fn = ctc_batch_cost``, {"sum": unsorted_segment_sum}, passed,
+    # returned) is used too: any name read, but attribute names, keywords, parameters and imports
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names:
+            self.called.add(node.value)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self._value(node.value)
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
 
-    def visit_Return(self, node: cst.Return) -> None:
-        self._value(node.value)
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
 
-    def visit_Arg(self, node: cst.Arg) -> None:
-        self._value(node.value)
+    def visit_Param(self, node: cst.Param) -> bool:
+        if node.default is not None:
+            node.default.visit(self)
+        return False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value in self.names:
