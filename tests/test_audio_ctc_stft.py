@@ -158,3 +158,21 @@ def test_mel_matrix_matches_tensorflow(torch_side, tf_side, args):
     got64 = torch_side["mel64"]()
     assert got64.dtype == torch.float64
     np.testing.assert_allclose(got64.numpy(), tf_side["mel64"]().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_helper_function_read_as_a_value_is_written_out():
+    src = '''
+import tensorflow as tf
+
+
+def aggregate(kind, data, ids, n):
+    func = {"sum": tf.math.unsorted_segment_sum}.get(kind)
+    return func(data, ids, n)
+'''
+    r = translate_source(src, "m.py")
+    assert not [f for f in r.findings if f.severity.name == "ERROR"], r.findings
+    assert "def unsorted_segment_sum(" in r.output
+    ns: dict = {}
+    exec(compile(r.output, "m_torch.py", "exec"), ns)
+    out = ns["aggregate"]("sum", torch.tensor([[1.0], [2.0], [4.0]]), torch.tensor([1, 0, 1]), 3)
+    np.testing.assert_allclose(out.numpy(), [[2.0], [5.0], [0.0]])
