@@ -749,7 +749,11 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if id(node) in self._class_checks:
             return False
         mark, imports = len(self.ctx.pending), set(self.ctx.needed_imports)
-        probe = cst.Call(node, [cst.Arg(cst.Name(self._VALUE))])
+        # as many arguments as the function requires (``ctc_batch_cost(y_true, y_pred, input_length,
+        # label_length)``), each its own name: the value is the target only where they come out as they went in
+        required = [p for p in rule.params if p.kind == "positional" and p.default is None]
+        names = [self._VALUE] + [f"{self._VALUE}{i}" for i in range(1, len(required))]
+        probe = cst.Call(node, _with_commas([cst.Arg(cst.Name(n)) for n in names]))
         try:
             m = map_call(probe, rule, self.ctx)
             out = build_call(m, self.ctx)
@@ -757,11 +761,12 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             out = None
         new_findings = len(self.ctx.pending) > mark
         del self.ctx.pending[mark:]
-        rest = out.args[1:] if isinstance(out, cst.Call) and out.args else ()
+        given = out.args[:len(names)] if isinstance(out, cst.Call) else ()
+        rest = out.args[len(names):] if isinstance(out, cst.Call) else ()
         plain = isinstance(out, cst.Call) and not new_findings and isinstance(out.func, (cst.Name, cst.Attribute)) \
-            and dotted_text(out.func) is not None and bool(out.args) and out.args[0].keyword is None \
-            and not out.args[0].star and isinstance(out.args[0].value, cst.Name) \
-            and out.args[0].value.value == self._VALUE and all(a.keyword is not None and not a.star for a in rest) \
+            and dotted_text(out.func) is not None and len(given) == len(names) \
+            and all(a.keyword is None and not a.star and isinstance(a.value, cst.Name) and a.value.value == n
+                    for a, n in zip(given, names)) and all(a.keyword is not None and not a.star for a in rest) \
             and not any(self._VALUE in code(a.value) for a in rest)
         if not plain:
             self.ctx.needed_imports.clear()

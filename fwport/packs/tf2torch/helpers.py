@@ -1142,6 +1142,90 @@ def ctc_decode(y_pred, input_length):
         log_prob[i, 0] = -best[i, :int(lengths[i])].sum()
     return [decoded], log_prob
 '''
+HELPERS["ctc_batch_cost"] = '''
+
+def ctc_batch_cost(y_true, y_pred, input_length, label_length):
+    """keras.backend.ctc_batch_cost (Keras 2): the CTC loss of each sequence of softmax outputs y_pred (samples,
+    steps, classes; the blank is the last class) against its labels y_true (samples, max_label_length), of which
+    the first label_length count, over the first input_length steps. As Keras, log(y_pred + 1e-7) (Keras's epsilon)
+    is normalised again by a log-softmax (TensorFlow's ctc_loss takes logits). Returns (samples, 1)."""
+    y_pred = {torch}as_tensor(y_pred)
+    log_probs = {torch}log_softmax({torch}log(y_pred + 1e-7), dim=-1).transpose(0, 1)
+    loss = {F}ctc_loss(log_probs, {torch}as_tensor(y_true).long(), {torch}as_tensor(input_length).reshape(-1).long(),
+                         {torch}as_tensor(label_length).reshape(-1).long(), blank=y_pred.shape[-1] - 1,
+                         reduction="none")
+    return loss.unsqueeze(1)
+'''
+HELPERS["ctc_loss"] = '''
+
+def ctc_loss(target, output, target_length, output_length, mask_index=0):
+    """keras.ops.ctc_loss: the CTC loss of each sequence of logits output (batch, steps, classes; the blank is
+    class mask_index) against its labels target (batch, max_label_length), of which the first target_length count,
+    over the first output_length steps. Returns (batch,), in output's dtype (computed in float32)."""
+    output = {torch}as_tensor(output)
+    log_probs = {torch}log_softmax(output.float(), dim=-1).transpose(0, 1)  # computed in float32, as Keras does
+    loss = {F}ctc_loss(log_probs, {torch}as_tensor(target).long(), {torch}as_tensor(output_length).reshape(-1).long(),
+                         {torch}as_tensor(target_length).reshape(-1).long(), blank=mask_index, reduction="none")
+    return loss.to(output.dtype)
+'''
+HELPERS["stft"] = '''
+
+def stft(signals, frame_length, frame_step, fft_length=None, pad_end=False):
+    """tf.signal.stft with its Hann window (periodic at even lengths, as TensorFlow's): frames of frame_length
+    samples every frame_step (pad_end: the signal padded with zeros so that a frame starts at every frame_step),
+    each times the window, then zero-padded at its end to fft_length (the next power of two when None) for the
+    real FFT. Returns the complex [..., frames, fft_length // 2 + 1] TensorFlow gives (torch.stft would centre
+    a window shorter than its FFT)."""
+    signals = {torch}as_tensor(signals)
+    if fft_length is None:
+        fft_length = 1 << (int(frame_length) - 1).bit_length()
+    if pad_end:
+        frames = -(-signals.shape[-1] // frame_step)
+        signals = {F}pad(signals, (0, max((frames - 1) * frame_step + frame_length - signals.shape[-1], 0)))
+    frames = signals.unfold(-1, frame_length, frame_step)
+    window = {torch}hann_window(frame_length, periodic=frame_length % 2 == 0, dtype=frames.dtype,
+                               device=frames.device)
+    return {torch}fft.rfft(frames * window, n=fft_length)
+'''
+HELPERS["inverse_stft"] = '''
+
+def inverse_stft(stfts, frame_length, frame_step, fft_length=None):
+    """tf.signal.inverse_stft with its Hann window (periodic at even lengths): the inverse real FFT (fft_length, the next power of
+    two of frame_length when None) of each frame [..., frames, bins], cut (or zero-padded) to frame_length, times
+    the window, then overlap-added every frame_step samples. Like TensorFlow, nothing divides by the windows' sum."""
+    if fft_length is None:
+        fft_length = 1 << (int(frame_length) - 1).bit_length()
+    frames = {torch}fft.irfft({torch}as_tensor(stfts), n=fft_length)[..., :frame_length]
+    frames = {F}pad(frames, (0, frame_length - frames.shape[-1]))
+    window = {torch}hann_window(frame_length, periodic=frame_length % 2 == 0, dtype=frames.dtype,
+                               device=frames.device)
+    frames = frames * window  # TensorFlow's periodic Hann window (periodic at even lengths only)
+    lead, count = frames.shape[:-2], frames.shape[-2]
+    length = (count - 1) * frame_step + frame_length
+    columns = frames.reshape(-1, count, frame_length).transpose(1, 2)
+    out = {F}fold(columns, (1, length), (1, frame_length), stride=(1, frame_step))
+    return out.reshape(*lead, length)
+'''
+HELPERS["linear_to_mel_weight_matrix"] = '''
+
+def linear_to_mel_weight_matrix(num_mel_bins=20, num_spectrogram_bins=129, sample_rate=8000, lower_edge_hertz=125.0,
+                                upper_edge_hertz=3800.0, dtype={torch}float32):
+    """tf.signal.linear_to_mel_weight_matrix: the [num_spectrogram_bins, num_mel_bins] matrix of triangular filters
+    on the HTK mel scale (1127 * log(1 + f / 700)), spaced evenly in mels between the edges, as TensorFlow makes it:
+    the DC bin left at zero, each bin's weight the lower or upper slope, in mels, of its band, whichever is less."""
+    def mel(f):
+        return 1127.0 * {torch}log(1.0 + f / 700.0)
+
+    linear = {torch}linspace(0.0, sample_rate / 2.0, num_spectrogram_bins, dtype=dtype)[1:]
+    bins = mel(linear).unsqueeze(1)
+    edges = {torch}linspace(float(mel({torch}tensor(lower_edge_hertz, dtype=dtype))),
+                           float(mel({torch}tensor(upper_edge_hertz, dtype=dtype))), num_mel_bins + 2, dtype=dtype)
+    lower, center, upper = edges[:-2], edges[1:-1], edges[2:]
+    lower_slopes = (bins - lower) / (center - lower)
+    upper_slopes = (upper - bins) / (upper - center)
+    weights = {torch}clamp({torch}minimum(lower_slopes, upper_slopes), min=0.0)
+    return {F}pad(weights, (0, 0, 1, 0))
+'''
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["without_scale"] = '''
 
@@ -1424,6 +1508,31 @@ class _Refs(cst.CSTVisitor):
             func = func.value  # DataPipeline.from_tensor_slices(...)
         if isinstance(func, cst.Name) and func.value in self.names:
             self.called.add(func.value)
+
+    # a helper function used as a value (``self.loss_fn = ctc_batch_cost``, {"sum": unsorted_segment_sum}, passed,
+    # returned) is used too: any name read, but attribute names, keywords, parameters and imports
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names:
+            self.called.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        if node.default is not None:
+            node.default.visit(self)
+        return False
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value in self.names:
@@ -1720,6 +1829,65 @@ for _kind, (_keras, *_) in _RNN_KINDS.items():
     HELPERS[f"LazyBidirectional{_kind}Dropout"] = (_LAZY_BIDIRECTIONAL_DROPOUT.replace("{kind}", _kind)
                                                    .replace("{keras}", _keras))
     DATA_DEPS[f"LazyBidirectional{_kind}Dropout"] = (f"Lazy{_kind}",)
+_RECURRENT_DROPOUT = '''
+
+class RecurrentDropout{kind}({nn}{kind}):
+    """keras.layers.{keras}(recurrent_dropout=q, dropout=p) as an {nn}{kind} (the same parameters): in eval() torch's
+    recurrence (Keras's inference); in train() the cell's own loop, as Keras runs it with recurrent_dropout (its
+    implementation=1): the step's inputs (p) and the previous output (q) times one mask per gate each, drawn once
+    per sequence (the same at every step) and scaled by 1 / (1 - rate); a rate outside (0, 1) drops nothing."""
+
+    def __init__(self, *args, input_dropout=0.0, recurrent_dropout=0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.input_dropout, self.recurrent_dropout = input_dropout, recurrent_dropout
+
+    def masks(self, like, rate, gates):
+        if not 0 < rate < 1:
+            return [1.0] * gates
+        keep = {torch}empty(gates, *like.shape, dtype=like.dtype, device=like.device).bernoulli_(1 - rate)
+        return keep / (1 - rate)
+
+    def forward(self, x, hx=None):
+        if not self.training:
+            return super().forward(x, hx)
+        gates = self.weight_ih_l0.shape[0] // self.hidden_size
+        w_ih, w_hh = self.weight_ih_l0.chunk(gates), self.weight_hh_l0.chunk(gates)
+        b_ih = self.bias_ih_l0.chunk(gates) if self.bias else [None] * gates
+        b_hh = self.bias_hh_l0.chunk(gates) if self.bias else [None] * gates
+{init}
+        mx, mh = self.masks(x[:, 0], self.input_dropout, gates), self.masks(h, self.recurrent_dropout, gates)
+        outputs = []
+        for t in range(x.shape[1]):
+            xs = [{F}linear(x[:, t] * mx[k], w_ih[k], b_ih[k]) for k in range(gates)]
+            hs = [{F}linear(h * mh[k], w_hh[k], b_hh[k]) for k in range(gates)]
+{step}
+            outputs.append(h)
+        return {torch}stack(outputs, 1), {final}
+'''
+_ONE_STATE_INIT = "        h = x.new_zeros(x.shape[0], self.hidden_size) if hx is None else hx[0]"
+_RECURRENT_DROPOUT_KINDS = {  # torch kind → (the initial state, one step in torch's gate order, the final state)
+    "LSTM": ("        h, c = (x.new_zeros(x.shape[0], self.hidden_size),) * 2 if hx is None else (hx[0][0], hx[1][0])",
+             '''            i, f, g, o = (a + b for a, b in zip(xs, hs))
+            c = {torch}sigmoid(f) * c + {torch}sigmoid(i) * {torch}tanh(g)
+            h = {torch}sigmoid(o) * {torch}tanh(c)''', "(h.unsqueeze(0), c.unsqueeze(0))"),
+    "GRU": (_ONE_STATE_INIT, '''            r, z = {torch}sigmoid(xs[0] + hs[0]), {torch}sigmoid(xs[1] + hs[1])
+            h = z * h + (1 - z) * {torch}tanh(xs[2] + r * hs[2])''', "h.unsqueeze(0)"),
+    "RNN": (_ONE_STATE_INIT, '''            a = xs[0] + hs[0]
+            h = {torch}tanh(a) if self.nonlinearity == "tanh" else {torch}relu(a)''', "h.unsqueeze(0)"),
+}
+_LAZY_RECURRENT_DROPOUT = '''
+
+class LazyRecurrentDropout{kind}(Lazy{kind}, RecurrentDropout{kind}):
+    """Lazy{kind} (called and returning as Keras's {keras}, its input size read on the first call) whose
+    recurrence is RecurrentDropout{kind}'s: Keras's recurrent_dropout and dropout masks in train()."""
+'''
+for _kind, (_init, _step, _final) in _RECURRENT_DROPOUT_KINDS.items():
+    _keras = _RNN_KINDS[_kind][0]
+    HELPERS[f"RecurrentDropout{_kind}"] = (_RECURRENT_DROPOUT.replace("{init}", _init).replace("{step}", _step)
+                                           .replace("{final}", _final).replace("{kind}", _kind)
+                                           .replace("{keras}", _keras))
+    HELPERS[f"LazyRecurrentDropout{_kind}"] = _LAZY_RECURRENT_DROPOUT.replace("{kind}", _kind).replace("{keras}", _keras)
+    DATA_DEPS[f"LazyRecurrentDropout{_kind}"] = (f"Lazy{_kind}", f"RecurrentDropout{_kind}")
 for _kind, (_keras, _states, _body) in _CELL_KINDS.items():
     HELPERS[f"Lazy{_kind}Cell"] = (_LAZY_CELL.replace("{kind}", _kind).replace("{keras}", _keras)
                                    .replace("{states_doc}", _states).replace("{cell_body}", _body))

@@ -834,8 +834,11 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
                    "file never trains a model (no fit, train_on_batch, train_step, GradientTape, nor a call with "
                    "training=): the translation computes Keras's inference exactly; training it would differ (write "
                    "the cell by hand to train it)", m.node, m.rule)
-    node = m.extras.get("dropout")
     rec = m.extras.get("recurrent_dropout")
+    if rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0) and merge_mode is None \
+            and not getattr(lctx, "mask_in", False) and not getattr(lctx, "mask_keep", False):
+        return _recurrent_dropout(m, ctx, lctx)
+    node = m.extras.get("dropout")
     if merge_mode is not None and node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
         return _bidirectional_dropout(m, ctx, lctx, merge_mode)
     if node is None or literal_value(node, NOT_LITERAL) in (0, 0.0) or merge_mode is not None \
@@ -892,6 +895,42 @@ def _keras2_per_step(m: MappedCall, ctx) -> bool | None:
             or (unfused and given.get("implementation", 2) != 2):
         return None
     return not unfused  # (the cell's path: implementation=2, one mask of the step's input per sequence)
+
+
+def _recurrent_dropout(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """LSTM / GRU / SimpleRNN(recurrent_dropout=q) → the RecurrentDropout<kind> helper (written out in the file;
+    LazyRecurrentDropout<kind> where the Lazy<kind> helper is what the layer becomes): a subclass of the torch module
+    (its parameter names, so the weight maps hold) that is torch's recurrence in eval() and in train() the cell's
+    loop with Keras's masks (one per gate of the inputs for dropout=, of the previous output for recurrent_dropout=,
+    drawn once per sequence). Where the layer becomes something else, the refusal of :func:`_rnn` stands."""
+    extras = m.extras
+    rec, node = extras["recurrent_dropout"], extras.get("dropout")
+    for v in (rec, node):
+        if v is not None and not isinstance(literal_value(v, NOT_LITERAL), (int, float)):
+            return _failed(m, ctx, "unsupported-argument", f"{code(v)}: the dropout rates of a recurrent layer with "
+                           "recurrent_dropout= must be number literals here")
+    mark = len(ctx.pending)
+    m.extras = {k: v for k, v in extras.items() if k not in ("dropout", "recurrent_dropout")}
+    em = _rnn(m, ctx, lctx)
+    if em.failed:
+        return em
+    kind = _HELPER_KINDS[_option(m, "kind")]
+    layer = em.modules[0]
+    made = code(layer.func).rsplit(".", 1)[-1] if isinstance(layer, cst.Call) else None
+    if made not in (kind, f"Lazy{kind}"):
+        del ctx.pending[mark:]
+        m.extras = extras
+        return _rnn(m, ctx, lctx)
+    helper = helpers.use(ctx, f"{'Lazy' if made != kind else ''}RecurrentDropout{kind}")
+    eq = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    args = [cst.Arg(rec, keyword=cst.Name("recurrent_dropout"), equal=eq)]
+    if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
+        args.insert(0, cst.Arg(node, keyword=cst.Name("input_dropout"), equal=eq))
+    em.modules = [layer.with_changes(func=cst.Name(helper), args=[*layer.args, *args]), *em.modules[1:]]
+    ctx.report(Severity.INFO, "idiom-replaced", f"recurrent_dropout={code(rec)} → {helper} (written out in this "
+               "file): torch's recurrence in eval(); in train() the cell's loop with Keras's masks of the previous "
+               "output (and of the inputs, dropout=), one per gate, drawn once per sequence", m.node, m.rule)
+    return em
 
 
 def _bidirectional_dropout(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str) -> LayerEmission:
@@ -2991,4 +3030,47 @@ def frozen_layer(m: MappedCall, em: LayerEmission, ctx) -> LayerEmission:
     ctx.report(Severity.INFO, "idiom-replaced", "trainable=False → .requires_grad_(False) on the module (its weights "
                "get no gradients and the optimizer leaves them as they are, as Keras's frozen layer)", m.node, m.rule)
     em.modules = modules
+    return em
+
+
+#: the layers whose kernel tfa's WeightNormalization normalises as torch's weight_norm(dim=0) does: the kernel's
+#: last axis (Keras) is the output channels of a Dense or a convolution and the input channels of a transposed one,
+#: which is dim 0 of the torch module's weight in each case
+_WEIGHT_NORM_SHAPES = ("dense", "conv", "conv-transpose")
+
+
+@shape("weight-normalization")
+def weight_normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """tfa.layers.WeightNormalization(layer, data_init=False) → the wrapped layer's torch module(s), its weight module
+    under ``nn.utils.parametrizations.weight_norm(..., dim=0)``: tfa's kernel g * v / ||v||, the norm over every axis
+    of v but the last (Keras's), one g per output unit of a Dense or a convolution (per input channel of a transposed
+    one): torch's dim 0 in each layout. data_init=True (tfa's default) initialises g and the bias from the first
+    batch's statistics, in training, on the first call: refused."""
+    init = m.extras.get("data_init")
+    if init is None or literal_value(init, NOT_LITERAL) is not False:
+        shown = f"data_init={code(init)}" if init is not None else "data_init=True (tfa's default)"
+        return _failed(m, ctx, "unsupported-argument", f"{shown}: tfa's WeightNormalization then sets g and the bias "
+                       "from the statistics of the first batch it sees in training (a data-dependent init, run once "
+                       "on the first call), which torch's weight_norm does not: pass data_init=False (g starts at "
+                       "||v||, as torch.nn.utils.parametrizations.weight_norm(layer, dim=0) does), or do that "
+                       "initialisation by hand")
+    inner = m.extras.get("layer")
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    shown = code(inner) if inner is not None else "?"
+    if rule is None or rule.kind != "layer" or rule.emit.get("shape") not in _WEIGHT_NORM_SHAPES:
+        return _failed(m, ctx, "unsupported-argument", f"layer={m.written('layer') or shown}: only a Dense or a "
+                       "convolution (transposed too) written in the call is translated (torch's weight_norm on its "
+                       "weight, dim=0); tfa's recurrent case and other layers are not")
+    em = translate_layer(inner, rule, ctx, lctx, inner)
+    if em.failed or em.functional is not None or not em.modules:
+        return LayerEmission([m.call], failed=True) if em.failed else \
+            _failed(m, ctx, "unsupported-construct", f"WeightNormalization({shown}): a layer of several inputs")
+    w = em.weight_module
+    norm = ctx.spell_text("torch.nn.utils.parametrizations.weight_norm")
+    em.modules = [*em.modules[:w], expr(f"{norm}({code(em.modules[w])}, dim=0)"), *em.modules[w + 1:]]
+    em.variant = None
+    ctx.report(Severity.INFO, "idiom-replaced", f"WeightNormalization({shown.split('(')[0]}(...), data_init=False) → "
+               "torch.nn.utils.parametrizations.weight_norm(..., dim=0): the weight is g * v / ||v|| over every dim "
+               "but the first, as tfa's kernel over every axis but its last", m.node, m.rule)
     return em
