@@ -340,6 +340,13 @@ def _names_loaded(stmt) -> list[str]:
     return list(n.loaded)
 
 
+def _model_cast(call: cst.Call) -> bool:
+    """``Net(...).double()`` / ``.float()`` / ``.half()``: a model built and cast in one expression (tensor_methods'
+    model_cast casts its arrays leaf by leaf): still a model of the class."""
+    return call.func.attr.value in ("double", "float", "half") and not call.args and isinstance(call.func.value, cst.Call) \
+        and isinstance(call.func.value.func, cst.Name)
+
+
 def _instance_classes(scope, plans: dict) -> dict[str, str]:
     """``name = Cls(...)`` of a module class of the file (``.to(device)`` / ``.cuda()`` after it allowed) in a
     scope: name → Cls."""
@@ -347,7 +354,7 @@ def _instance_classes(scope, plans: dict) -> dict[str, str]:
     for a in _scope_assigns(scope):
         value = a.value
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                and value.func.attr.value in ("to", "cuda", "cpu"):
+                and (value.func.attr.value in ("to", "cuda", "cpu") or _model_cast(value)):
             value = value.func.value
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
             out.update((n, value.func.value) for t in a.targets for n in target_names(t.target))
@@ -1662,8 +1669,8 @@ def _run(module: cst.Module, ctx) -> cst.Module:
             for a in _walk_assigns(stmt):
                 value = a.value
                 while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                        and value.func.attr.value in ("to", "cuda", "cpu"):
-                    value = value.func.value  # Net().to(device): the moves are removed
+                        and (value.func.attr.value in ("to", "cuda", "cpu") or _model_cast(value)):
+                    value = value.func.value  # Net().to(device): the moves are removed; Net().double(): a cast
                 if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
                     names = [n for t in a.targets for n in target_names(t.target)]
                     models.update(names)
