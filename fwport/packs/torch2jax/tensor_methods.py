@@ -568,6 +568,20 @@ class _TensorCalls(cst.CSTVisitor):
             return expr(f"{_atom(updated.func.value)}.astype({self.ctx.spell_text('jax.numpy.' + dtype)})")
         self.ctx.plans.add(node, astype, by="tensor-methods")
 
+    def model_cast(self, node: cst.Call, dtype: str) -> None:
+        """``Net(...).double()`` (``.float()``, ``.half()``), a module class of the file built and cast in one
+        expression → each floating array of the new model cast, as the statement ``model.double()`` becomes:
+        ``jax.tree_util.tree_map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, Net(...))``
+        (an Equinox module has no ``.astype``)."""
+        def tree_cast(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)}: the model's floating arrays cast "
+                            f"leaf by leaf ({dtype.split('.')[-1]}), as PyTorch casts its parameters and buffers",
+                            original)
+            return expr(f"{self.ctx.spell_text('jax.tree_util.tree_map')}(lambda a: a.astype("
+                        f"{self.ctx.spell_text(dtype)}) if {self.ctx.spell_text('equinox.is_inexact_array')}(a) else a, "
+                        f"{code(updated.func.value)})")
+        self.ctx.plans.add(node, tree_cast, by="tensor-methods")
+
     def unknown_to(self, node: cst.Call) -> None:
         """``x.to(v)`` of one argument that is no torch dtype written out (cast) and no device move (the training pass
         removes those): ``x.to(y.dtype)`` / ``x.to(dtype=v)`` → ``x.astype(...)``; a ``v`` fwport cannot tell a dtype,
@@ -660,6 +674,10 @@ class _TensorCalls(cst.CSTVisitor):
         if isinstance(root, cst.Name) and root.value in self.modules:
             return
         name = f.attr.value
+        if name in ("float", "double", "half") and not node.args and isinstance(f.value, cst.Call) \
+                and isinstance(f.value.func, cst.Name) and f.value.func.value in self.translated:
+            self.model_cast(node, _CASTS[name])  # Net().double(): a model built and cast in one expression
+            return
         temporary = isinstance(f.value, cst.Call) and _fill(node) is not None  # torch.ones(1, 1).fill_(v)
 
         def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:

@@ -587,6 +587,13 @@ def _names_loaded(stmt) -> list[str]:
     return list(n.loaded)
 
 
+def _model_cast(call: cst.Call) -> bool:
+    """``Net(...).double()`` / ``.float()`` / ``.half()``: a model built and cast in one expression (tensor_methods'
+    model_cast casts its arrays leaf by leaf): still a model of the class."""
+    return call.func.attr.value in ("double", "float", "half") and not call.args and isinstance(call.func.value, cst.Call) \
+        and isinstance(call.func.value.func, cst.Name)
+
+
 def _instance_classes(scope, plans: dict) -> dict[str, str]:
     """``name = Cls(...)`` of a module class of the file (``.to(device)`` / ``.cuda()`` after it allowed) in a
     scope: name → Cls."""
@@ -594,7 +601,7 @@ def _instance_classes(scope, plans: dict) -> dict[str, str]:
     for a in _scope_assigns(scope):
         value = a.value
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                and value.func.attr.value in ("to", "cuda", "cpu"):
+                and (value.func.attr.value in ("to", "cuda", "cpu") or _model_cast(value)):
             value = value.func.value
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
             out.update((n, value.func.value) for t in a.targets for n in target_names(t.target))
@@ -966,7 +973,36 @@ class _Pass(cst.CSTTransformer):
                                            parsed_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
         if name in self.key_required or any(plans.get(c, {}).get("key_required") for c in classes):
             updated = self.call_key(original, updated, whole)
+        elif classes and all(c in self.keyed_classes for c in classes) and self.training_at_module_level(name, original):
+            # its dropout is active (PyTorch builds a module in training mode, and no .eval() came before): an
+            # Equinox dropout in training draws, so the call takes a key as a drawing forward's does
+            updated = self.call_key(original, updated, whole, name, f"{'/'.join(sorted(classes))}, in training "
+                                    "mode here: its dropout draws")
+            if _binds_key(self.module, self.ctx):  # torch.manual_seed's root key: read as it is, not split per call
+                self.ctx.report(Severity.WARNING, "key-added", f"{name}(...) in training mode: its dropout takes keys "
+                                "from the module's root key as it is, so every such call draws the same dropout masks "
+                                "where PyTorch draws new ones: split the key before each call (key, subkey = "
+                                "jax.random.split(key)) and pass subkey's splits", original)
         return updated
+
+    def training_at_module_level(self, name: str, original: cst.Call) -> bool:
+        """``name(...)`` called by the module's own top-level code (not in a function or a class), where ``name``
+        is in training mode: no ``name.eval()`` / ``name.train(False)`` comes before the statement holding the
+        call, or a ``name.train()`` after the last of them (a statement's own mode calls: in their text order)."""
+        if self.scopes or self.in_class or name not in self.instances:
+            return False
+        training = True
+        for st in self.module.body:
+            calls = find_all(st, cst.Call)
+            if any(c is original for c in calls):
+                return training
+            for c in calls:
+                if not (isinstance(c.func, cst.Attribute) and dotted_text(c.func.value) == name
+                        and c.func.attr.value in ("eval", "train")):
+                    continue
+                off = c.func.attr.value == "eval" or bool(c.args) and code(c.args[0].value) in ("False", "0")
+                training = not off
+        return False
 
     def call_key(self, original: cst.Call, updated: cst.Call, whole: bool, name: str | None = None,
                  what: str | None = None) -> cst.Call:
@@ -1921,8 +1957,8 @@ def _run(module: cst.Module, ctx) -> cst.Module:
             for a in _walk_assigns(stmt):
                 value = a.value
                 while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
-                        and value.func.attr.value in ("to", "cuda", "cpu"):
-                    value = value.func.value  # Net().to(device): the moves are removed
+                        and (value.func.attr.value in ("to", "cuda", "cpu") or _model_cast(value)):
+                    value = value.func.value  # Net().to(device): the moves are removed; Net().double(): a cast
                 if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
                     names = [n for t in a.targets for n in target_names(t.target)]
                     models.update(names)

@@ -1,0 +1,101 @@
+"""fwport torch2jax: a model with dropout called by the script's own top-level code in training mode (PyTorch builds
+modules in training mode; no ``model.eval()`` before the call) takes keys, one per example, as a drawing forward's
+call does (training.py's ``training_at_module_level``), where the translation called it without one and Equinox's
+Dropout failed at run time ("Dropout requires a key"). After ``model.eval()`` the call stays keyless; after
+``model.train()`` it takes keys again. A seeded script (torch.manual_seed's root key, read as it is) is warned: each
+such call draws the same masks. The translation runs under JAX alone and drops as PyTorch does (the same rate and
+scale, new masks at each call and for each example; compared with torch's in separate processes)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from helpers import needs
+
+SRC = '''\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(x), self.fc(x)
+
+
+model = Net()
+x = torch.rand(2000, 4) + 1.0
+a, _ = model(x)
+model.eval()
+b, _ = model(x)
+model.train()
+c, _ = model(x)
+'''
+
+
+def t2j(text: str):
+    return translate_source(text, "drop.py", "torch2jax")
+
+
+def test_a_call_in_training_mode_takes_keys_and_one_after_eval_does_not():
+    r = t2j(SRC)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    out = r.output
+    assert out.count("(x, key=jax.random.split(subkey, x.shape[0]))") == 2, out
+    assert "b, _ = jax.vmap(model)(x)\n" in out, out
+
+
+def test_a_seeded_script_is_warned_and_one_with_no_key_is_an_error():
+    seeded = t2j(SRC.replace("model = Net()\n", "torch.manual_seed(0)\nmodel = Net()\n"))
+    warned = [f for f in seeded.findings if f.severity is Severity.WARNING and "same dropout masks" in f.message]
+    assert [f.line for f in warned] == [18, 22], seeded.findings
+    # no draw of the file's own and no seed: no key to split, the error says so (it failed at run time before)
+    keyless = t2j(SRC.replace("torch.rand(2000, 4) + 1.0", "torch.ones(2000, 4)"))
+    errs = [f for f in keyless.findings if f.severity is Severity.ERROR]
+    assert [f.line for f in errs] == [17, 21], keyless.findings
+
+
+_RUN = '''
+import sys
+import numpy as np
+side, path, out = sys.argv[1:4]
+ns = {"__name__": "script"}
+if side == "torch":
+    import torch
+    torch.manual_seed(0)
+else:
+    sys.modules["torch"] = None
+exec(open(path).read(), ns)
+np.savez(out, **{n: np.asarray(ns[n]) for n in ("x", "a", "b", "c")})
+'''
+
+
+@needs("torch", "jax", "equinox")
+def test_the_translation_drops_as_pytorch_does(tmp_path):
+    import numpy as np
+    (tmp_path / "orig.py").write_text(SRC)
+    (tmp_path / "jax.py").write_text(t2j(SRC).output)
+    for side, path in (("torch", "orig.py"), ("jax", "jax.py")):
+        p = subprocess.run([sys.executable, "-c", _RUN, side, str(tmp_path / path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        assert p.returncode == 0, p.stderr[-3000:]
+    t, j = np.load(tmp_path / "torch.npz"), np.load(tmp_path / "jax.npz")
+    n = t["x"].size
+    for d in (t, j):
+        np.testing.assert_array_equal(d["b"], d["x"])  # eval: no dropout
+        for name in ("a", "c"):
+            kept = d[name] != 0
+            # the kept entries are scaled by 1 / (1 - p), the others zero
+            np.testing.assert_allclose(d[name][kept], 2.0 * d["x"][kept], rtol=1e-6)
+            # the rate: 0.5 within five standard errors
+            assert abs(kept.mean() - 0.5) < 5 * np.sqrt(0.25 / n), (name, kept.mean())
+        # new masks at each call and for each example
+        assert abs(np.corrcoef((d["a"] != 0).ravel(), (d["c"] != 0).ravel())[0, 1]) < 0.1
+        assert len({tuple(r) for r in (d["a"] != 0)}) == 16
+    assert abs((j["a"] != 0).mean() - (t["a"] != 0).mean()) < 5 * np.sqrt(0.5 / n)
