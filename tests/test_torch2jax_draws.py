@@ -346,3 +346,37 @@ def test_a_method_called_outside_the_class_computes_as_pytorch_on_the_batch(tmp_
     np.testing.assert_allclose(j["z"], j["want"], rtol=1e-6, atol=1e-6)  # one key per example
     rows = j["rows"]
     assert rows.shape == (4, 3) and len({tuple(r) for r in rows.round(6)}) == 4, rows  # new draws per iteration
+
+
+NOISY = '''\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+class Noisy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x):
+        return self.fc(x) + torch.randn_like(x)
+
+
+model = Noisy()
+x = torch.zeros(2, 3)
+'''
+
+
+def test_a_drawing_model_called_again_with_the_scope_key_as_it_is_is_a_warning():
+    """Two calls (or one in a loop) read the seeded scope's key as it is: JAX draws the same noise each time where
+    PyTorch draws anew; said as a warning. One call once stays an info."""
+    cases = {"a = model(x)\nb = model(x)\n": 2, "for _ in range(3):\n    b = model(x)\n": 1, "a = model(x)\n": 0}
+    for tail, warned in cases.items():
+        r = translate_source(NOISY + tail, "noisy.py", "torch2jax")
+        said = [f for f in r.findings if f.severity is Severity.WARNING and "this scope's key as it is" in f.message]
+        assert len(said) == warned, (tail, r.findings)
+        assert "key=jax.random.split(key, x.shape[0])" in r.output
+    assert any(f.severity is Severity.INFO and "draws random numbers: called with key=" in f.message
+               for f in r.findings), r.findings  # (the last case: one call, once)

@@ -71,6 +71,21 @@ def _zero_grad(stmt: cst.CSTNode) -> str | None:
     return None
 
 
+def _calls_again(scope: cst.CSTNode, call: cst.Call, name: str) -> bool:
+    """Whether ``scope`` (a function, or the module's top-level code) calls ``name`` (``model``, ``model.sample``) in
+    more than one place, or makes ``call`` inside a for / while statement: the same key read as it is would draw alike."""
+    body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
+    calls, looped = 0, False
+    for st in body:
+        if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        calls += sum(1 for c in find_all(st, cst.Call) if isinstance(c.func, (cst.Name, cst.Attribute))
+                     and dotted_text(c.func) == name)  # model(...), or model.method(...) for a drawing method
+        for loop in [*find_all(st, cst.For), *find_all(st, cst.While)]:
+            looped = looped or any(c is call for c in find_all(loop, cst.Call))
+    return calls > 1 or looped
+
+
 def _int_counters(loop: cst.For) -> set[str]:
     """The names ``loop`` binds to Python ints: ``for i in range(...)``, ``for i, batch in enumerate(...)``."""
     it = loop.iter
@@ -1044,12 +1059,19 @@ class _Pass(cst.CSTTransformer):
             return updated
         split = self.ctx.spell_text("jax.random.split")
         value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}{batch})"
-        # a function reading the module's root key: the same key at every call of it, where PyTorch draws anew
-        self.ctx.report(Severity.INFO if here else Severity.WARNING, "key-added", f"{name} ({what}) draws random "
-                        f"numbers: called with key={value} from the " + ("function's key" if here else
-                        "module's root key, the same at every call of this function, which then draws the same "
-                        "numbers each time where PyTorch draws new ones: give the function a `key` argument and pass "
-                        "it a split per call (key, subkey = jax.random.split(key))"), original)
+        if here and _calls_again(scope, original, name):
+            # the scope's own key read as it is by several calls (or one in a loop): each draws the same numbers
+            self.ctx.report(Severity.WARNING, "key-added", f"{name} ({what}) draws random numbers: called with "
+                            f"key={value} from this scope's key as it is, the same at every call here (several "
+                            "calls, or one in a loop), which then draw the same numbers where PyTorch draws new "
+                            "ones: split the key before each call (key, subkey = jax.random.split(key)) and pass "
+                            "subkey", original)
+        else:  # a function reading the module's root key: the same key at every call of it, where PyTorch draws anew
+            self.ctx.report(Severity.INFO if here else Severity.WARNING, "key-added", f"{name} ({what}) draws random "
+                            f"numbers: called with key={value} from the " + ("function's key" if here else
+                            "module's root key, the same at every call of this function, which then draws the same "
+                            "numbers each time where PyTorch draws new ones: give the function a `key` argument and "
+                            "pass it a split per call (key, subkey = jax.random.split(key))"), original)
         args = [*updated.args]
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         return updated.with_changes(args=[*args, cst.Arg(parsed_expression(value), keyword=cst.Name("key"),
