@@ -194,8 +194,10 @@ def test_a_model_built_in_the_scope_takes_a_split_of_the_same_root_key():
     assert ("key = jax.random.key(0)  # fwport: PyTorch drew from its global generator here; seed fixed at 0\n"
             "key, model_key = jax.random.split(key)\n"
             "model = Net(key=model_key)\n"
-            "key, subkey = jax.random.split(key)\n"
-            "y = jax.vmap(model)(jax.random.normal(subkey, (2, 4)))\n") in out, out
+            # the model is in training mode here (no .eval()): its dropout draws, keys one per example
+            "key, subkey1, subkey2, subkey3 = jax.random.split(key, 4)\n"
+            "y = jax.vmap(model)(jax.random.normal(subkey1, (2, 4)), key=jax.random.split(subkey2, "
+            "jax.random.normal(subkey3, (2, 4)).shape[0]))\n") in out, out
 
 
 REFUSED = '''
