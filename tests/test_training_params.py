@@ -231,7 +231,8 @@ def test_a_loss_function_with_a_bare_accuracy_is_keras_s_pick_by_shapes():
 def test_a_train_step_calling_its_own_compute_loss_trains_as_keras2(tmp_path):
     """A class that defines its own ``compute_loss`` (dreambooth, nl_image_search): ``self.compute_loss`` is that
     method, not Keras 3's; the ``self.compiled_loss`` it reads is Keras 2's, kept by TrainStepModule."""
-    from test_train_step_compiled import LABELS, NET, _run_keras2, _same
+    from test_train_step_compiled import LABELS, NET, _run_keras2
+    from train_step_net import same_fit
     src = NET.replace('''            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)''',
                       '''            loss = self.compute_loss(y, y_pred)''')
     src = src.replace('''    def train_step(self, data):''', '''    def compute_loss(self, y, y_pred):
@@ -248,7 +249,7 @@ def test_a_train_step_calling_its_own_compute_loss_trains_as_keras2(tmp_path):
         "n": 10, "width": 4, "x_map": LABELS + "\n_ = net(x[:1] if 'torch' not in sys.argv[2] else __import__('torch').tensor(x[:1]))",
         "models": "([*net.modules()] if 'torch' in sys.argv[2] else net,)",
         "fit": "h = net.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)\nextra = None"})
-    _same(keras_out, torch_out, ["acc", "loss"])
+    same_fit(keras_out, torch_out, ["acc", "loss"])
 
 
 PREDICT = '''

@@ -457,6 +457,7 @@ class _Edits(_Paths):
         self.scopes: list[cst.Module | cst.FunctionDef] = [module]
         self._outputs_of: dict[int, set[str]] = {}  # per scope: names bound only to model calls (made when asked)
         self._bindings: dict[int, _Scope] = {}  # per scope: its bindings (made when asked)
+        self._tested: set[tuple[str, str]] | None = None  # (value, attribute) of each hasattr(value, "attr") (when asked)
         self.classes = 0  # the depth of classes around the node visited
 
     def _outputs(self, depth: int) -> set[str]:
@@ -557,6 +558,12 @@ class _Edits(_Paths):
             return
         if self.ctx.is_settled(node):
             return
+        if self._tested is None:  # the code tests for the attribute (hasattr(layer, "units")): it handles its absence
+            self._tested = {(render(c.args[0].value), c.args[1].value.value[1:-1]) for c in find_all(self.scopes[0], cst.Call)
+                            if isinstance(c.func, cst.Name) and c.func.value == "hasattr" and len(c.args) == 2
+                            and isinstance(c.args[1].value, cst.SimpleString)}
+        if (render(node.value), attr) in self._tested:
+            return
         text = render(node)
         if kind == "weight" and attr in _WEIGHT_ONLY:
             self._refuse(node, f"{text}: the translation's parameter (a torch tensor) has no Keras name ({text} is "
@@ -593,6 +600,10 @@ class _Edits(_Paths):
         if self.ctx.is_settled(iterable) or any(p.finding.severity is Severity.ERROR and p.node is iterable
                                                 for p in self.ctx.pending):
             return  # (self.metrics refused itself: Keras's own metrics, which no translated class carries)
+        parsed = self.ctx.analyses.get("parsed")
+        text = parsed[1] if parsed is not None else self.scopes[0].code
+        if f"# fwport: unsupported-construct: {render(iterable)}: " in text:
+            return  # (an earlier translation refused it: its comment is said again, translating its output again)
         for node in find_all(body, cst.Attribute):
             if node.attr.value == "name" and isinstance(node.value, cst.Name) and node.value.value == target.value \
                     and not self.ctx.is_settled(node):
