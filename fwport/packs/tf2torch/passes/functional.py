@@ -3017,17 +3017,9 @@ class _Builder:
             name = self._layer_name(node)
             if name is None or name in taps:
                 continue
-            needed, seen, stack = set(), set(), [node]
-            while stack:
-                n = stack.pop()
-                if id(n) in seen:
-                    continue
-                seen.add(id(n))
-                if id(n.op) in params:
-                    needed.add(params[id(n.op)])
-                stack.extend(n.parents)
+            needed = _inputs_reached(node, params)
             back = nchw and not t.last and (t.shape is None or len(t.shape) > 1)
-            taps[name] = (i, target + (_to_last(t.shape) if back else ""), frozenset(needed))
+            taps[name] = (i, target + (_to_last(t.shape) if back else ""), needed)
         return taps
 
     def _var_taps(self, stmts: list, roles: dict[int, str], generated: dict[int, list],
@@ -3061,16 +3053,7 @@ class _Builder:
             target, t = self.tap_candidates[i]
             if self.env.get(target) is not t:
                 continue
-            needed, seen, stack = set(), set(), [t.node]
-            while stack:
-                n = stack.pop()
-                if id(n) in seen:
-                    continue
-                seen.add(id(n))
-                if id(n.op) in params:
-                    needed.add(params[id(n.op)])
-                stack.extend(n.parents)
-            taps[target] = (i, t, frozenset(needed))
+            taps[target] = (i, t, _inputs_reached(t.node, params))
         return taps
 
     def _import_tensors(self, stmts: list, lo: int, m_index: int, read: set[str], where: cst.CSTNode) -> None:
@@ -7166,3 +7149,17 @@ def _still_in(before: cst.Module, calls: list[cst.CSTNode], module: cst.Module) 
         return True
     found = {id(c) for c in find_all(module, cst.Call)}
     return all(id(c) in found for c in calls)
+
+
+def _inputs_reached(node, params: dict[int, str]) -> frozenset[str]:
+    """The model inputs (``params``: id of an input's op → its name) that the graph node ``node`` depends on."""
+    needed, seen, stack = set(), set(), [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if id(n.op) in params:
+            needed.add(params[id(n.op)])
+        stack.extend(n.parents)
+    return frozenset(needed)
