@@ -1,5 +1,5 @@
 """``opt.apply_gradients([(grads, image)])`` / ``opt.apply_gradients(zip(g, [w, b]))`` apart from any tape step
-(tftrain30): a style transfer's training of one image, the gradients computed in a function of the file. The
+(issue 9): a style transfer's training of one image, the gradients computed in a function of the file. The
 optimizer is created over the variables (torch leaf tensors) and the statement becomes each gradient written to
 its variable's ``.grad`` then ``opt.step()`` (and the schedule's scheduler step). Before, a list of pairs left the
 optimizer an error, and a zip of gradients computed elsewhere stayed ``opt.apply_gradients(...)`` on a torch

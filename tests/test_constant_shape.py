@@ -1,4 +1,4 @@
-"""``tf.constant(value, shape=...)`` (tflayers28): TensorFlow fills the shape with a value of one element, reshapes a
+"""``tf.constant(value, shape=...)``: TensorFlow fills the shape with a value of one element, reshapes a
 value of as many elements, and raises otherwise; the translation writes torch.full / .reshape (or, for a value it
 cannot count under a literal shape, reshape(-1).broadcast_to((N,)).reshape(shape), which does all three).
 

@@ -1,4 +1,4 @@
-"""Regularizers given by a name and Sequentials built where a class cannot hold them (tflayers28): a name bound once
+"""Regularizers given by a name and Sequentials built where a class cannot hold them: a name bound once
 to keras.regularizers.l2(...) (in the function that builds the model, or at module level), a module constant as the
 factor; a Sequential built in a top-level function (bound once to a local name, or returned) or bound again at
 module level gets its penalty function written beside it (``def model_regularization_loss(model=model)`` and

@@ -1,4 +1,4 @@
-"""Layers built frozen (``trainable=False`` in the layer's call, tflayers28): the weight module becomes
+"""Layers built frozen (``trainable=False`` in the layer's call): the weight module becomes
 ``<torch module>.requires_grad_(False)`` (which returns the module) in a Sequential, a functional model and a
 subclass, which is Keras's frozen layer for a layer whose forward pass does not read the flag. A frozen
 BatchNormalization (Keras runs it in inference mode even under training=True) and a frozen layer whose torch module

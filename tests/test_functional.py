@@ -332,7 +332,7 @@ def build(flag):
     inputs = keras.Input(shape=(4,))
     return keras.Model(inputs, block(inputs, 3, flag))
 ''': "cannot be decided where the model is built",
-        # (`units = max(n, 3)` in a helper is followed since func24: a size computed from known values)
+        # (`units = max(n, 3)` in a helper is followed: a size computed from known values)
     }
     for src, why in cases.items():
         r = tx(HEAD + src)

@@ -39,7 +39,7 @@ def _tx(src: str):
 
 
 def test_a_model_left_as_written_keeps_its_keras_values():
-    # (reg bound twice, so that no layer of the model translates: a name bound once is followed, tflayers28)
+    # (reg bound twice, so that no layer of the model translates: a name bound once is followed)
     r = _tx(SRC.replace("    reg = l2(1e-4)\n", "    reg = l2(1e-4)\n    reg = l2(2e-4)\n"))
     errors = [f.message for f in r.findings if f.severity.value == "error"]
     assert any(m.startswith("this functional model is left as written") for m in errors), errors
@@ -71,7 +71,7 @@ def test_a_refused_regularizer_is_a_reason_the_model_is_left_as_written():
     ``activity_regularizer=``) is an error of the layer's emission, and so one of the reasons the pass leaves the
     model as written, not a leftover of it: with no other reason it is the only error above the model's own (which
     says "the errors above say where"), so it stays, also beside another reason (block(...) in SRC)."""
-    # (reg bound twice: a regularizer name bound once is followed, tflayers28, and the model translated)
+    # (reg bound twice: a regularizer name bound once is followed, and the model translated)
     twice = lambda s: s.replace("    reg = l2(1e-4)\n", "    reg = l2(1e-4)\n    reg = l2(2e-4)\n")
     once_bound = SRC[:SRC.index("    def block")] + SRC[SRC.index("    x = block"):]
     once_bound = once_bound.replace("    x = block(inp, 8)\n", "    x = layers.Dense(8, kernel_regularizer=l2(1e-3))(inp)\n")

@@ -1,4 +1,4 @@
-"""A module-level functional model built over tensors of a model above it (issue 8, func31): chapter07's
+"""A module-level functional model built over tensors of a model above it (issue 8): chapter07's
 ``new_model = keras.Model([title, text_body, tags], [priority, department, difficulty])`` over the ticket
 classifier's outputs and ``features = model.layers[4].output``; keras-io's transformer, ``keras.Model([encoder_inputs,
 decoder_inputs], decoder([decoder_inputs, encoder_outputs]))`` over the encoder's output, calling the decoder model on

@@ -1,5 +1,5 @@
 """Sizes of ZeroPadding2D / UpSampling2D / Cropping2D read where the model is built, and leftovers the output no longer
-keeps (issue 8, tfsizes29).
+keeps (issue 8).
 
 - padding / size / cropping from a module constant (``PAD``, ``SIZE``), a tuple built from constants and a helper's
   parameters (``(pad, PAD)``), arithmetic on a builder's parameter with a default (``image_size // 4``), and

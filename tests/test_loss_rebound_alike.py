@@ -1,5 +1,5 @@
-"""Loss objects the written loops call in torch's order (tfmodel31). A loss object's name bound more than once, each time to a loss of the same class, from_logits and reduction
-(tfmodel31; deep-learning-with-python's chapter07: ``loss_fn = keras.losses.SparseCategoricalCrossentropy()`` in
+"""Loss objects the written loops call in torch's order. A loss object's name bound more than once, each time to a loss of the same class, from_logits and reduction
+(deep-learning-with-python's chapter07: ``loss_fn = keras.losses.SparseCategoricalCrossentropy()`` in
 one cell for a GradientTape loop, again in a later cell for a model's train_step). Whichever binding a call sees,
 its arguments are adapted the same way (torch's (input, target) order, labels as the loss takes them), so each
 binding becomes its torch loss and each call is adapted; before, the second binding made every call unfollowed

@@ -1,4 +1,4 @@
-"""An Embedding and recurrent layers in a Sequential converted to channels-first (tflayers28): the Embedding's
+"""An Embedding and recurrent layers in a Sequential converted to channels-first: the Embedding's
 (batch, T, D) output gets a Permute that moves D to dim 1, where the Conv1D after it takes its channels; an LSTM /
 GRU gets a Permute before it (Keras's (batch, steps, features)) and, when it returns sequences, one after it
 (features back at dim 1). Checked against Keras with fwport verify (forward and gradients, TensorFlow unimportable

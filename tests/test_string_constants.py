@@ -1,4 +1,4 @@
-"""``tf.constant`` of strings (tftrain30): a str / bytes literal, a list of them, or any value with
+"""``tf.constant`` of strings: a str / bytes literal, a list of them, or any value with
 ``dtype=tf.string`` becomes ``np.array(value, dtype=object)``, what TensorFlow's string tensor's ``.numpy()`` is
 (strings stay Python strings in a translation), with a warning that the elements are str where TensorFlow's are
 bytes. Before, a literal of strings became ``torch.tensor("...")`` (a TypeError when run) and ``dtype=tf.string``

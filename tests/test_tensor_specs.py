@@ -1,4 +1,4 @@
-"""tf.TensorShape, tf.TensorSpec and tf.function(fn, input_signature=...) (task tfspec): what torch has for them,
+"""tf.TensorShape, tf.TensorSpec and tf.function(fn, input_signature=...): what torch has for them,
 checked against TensorFlow where values are computed, and the honest errors where it has nothing exact."""
 from __future__ import annotations
 

@@ -221,7 +221,7 @@ def test_a_layer_bound_to_a_name_is_reinitialised_before_it_is_held(tmp_path):
 
 
 def test_a_layer_reinitialised_after_a_container_holds_it_is_moved_up(tmp_path):
-    # (an error before t2jbatch6) the Sequential only holds the layer in between: the re-initialisation moves up, right
+    # (once an error) the Sequential only holds the layer in between: the re-initialisation moves up, right
     # after the layer is built, which gives the Sequential PyTorch's arrays (modules._hoisted_inits)
     src = LOCAL.replace("        nn.init.zeros_(out_batch_norm.weight)\n        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n",
                         "        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n        nn.init.zeros_(out_batch_norm.weight)\n")

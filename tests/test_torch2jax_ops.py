@@ -203,9 +203,9 @@ def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     "return torch.einsum(eq, x, y)",
     "return torch.einsum('...ij,...jk->...ik', x, self.w)",
     "b = x.shape[0]\nreturn x * b",
-    # (b, n, _ = x.shape; x.reshape(b * n, -1) is translated since t2jbatch3: one example's rows, the batch merged
+    # (b, n, _ = x.shape; x.reshape(b * n, -1) is translated: one example's rows, the batch merged
     # outermost into dimension 0, verified in test_torch2jax_batch_rows.py)
-    # (torch.randn(x.size(0), 4) is translated since t2jbatch4: one draw per example from its own key, checked in
+    # (torch.randn(x.size(0), 4) is translated: one draw per example from its own key, checked in
     # test_torch2jax_batch_gathers.py)
     "return torch.zeros(x.size(0) + 1, 4)",
     "return x[0, :]",

@@ -461,7 +461,7 @@ def losses(x, y):
     # a prediction written as an expression is bound to a name first, whose shape the labels take
     assert "    y_pred = torch.sigmoid(logits)\n" in r.output
     assert "ce(logits.movedim(-1, 1), y.long().reshape(logits.shape[:-1])) + bce(y_pred.clamp(1e-7, 1 - 1e-7), y.float().view_as(y_pred))" in r.output
-    # a loss object created and called at once is called as a named one (tfmodel31; numbers:
+    # a loss object created and called at once is called as a named one (numbers:
     # tests/test_loss_rebound_alike.py); one in a list is not followed
     assert "direct = nn.MSELoss()(logits, y.view_as(logits))" in r.output
     msgs = [f.message for f in r.findings if f.severity.value == "error"]

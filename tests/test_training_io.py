@@ -76,7 +76,7 @@ def test_tfrecord_translates_and_file_readers_are_errors_with_guidance():
     for f in r.findings:
         if f.severity is Severity.ERROR:
             by_line.setdefault(f.line, []).append(f.message)
-    # make_csv_dataset translates since tfdata25 (tests/test_make_csv_dataset.py runs it against TensorFlow)
+    # make_csv_dataset translates (tests/test_make_csv_dataset.py runs it against TensorFlow)
     assert sorted(by_line) == [15], by_line
     for line, messages in by_line.items():
         for message in messages:
@@ -754,7 +754,7 @@ def test_string_ops_are_errors_naming_the_python_counterpart():
     for f in r.findings:
         if f.severity is Severity.ERROR:
             by_line.setdefault(f.line, []).append(f.message)
-    # reduce_join and unicode_split are Python-string helpers since tfdata25 (tests/test_strings_reduce_join.py
+    # reduce_join and unicode_split are Python-string helpers (tests/test_strings_reduce_join.py
     # compares them with TensorFlow): no error is left
     assert sorted(by_line) == [], by_line
     assert "    text = strings_lower(input=text)\n" in r.output

@@ -7122,7 +7122,7 @@ def left_model_calls(module: cst.Module, ctx: FileContext) -> set[int]:
     such a model stays a Keras call, not an nn.Module's). Where the training pass asked first (on the tree before its
     changes), its answer is this one too when each call it found refused is still in ``module``: the training pass
     rewrites compile / fit / losses, not the layer graphs this pass follows, so a second functional run on its output
-    would find the same calls (checked on keras-io, the TF corpus and the fixtures: docs/architecture.md, speedC)."""
+    would find the same calls (checked on keras-io, the TF corpus and the fixtures: docs/architecture.md, Performance, speedC)."""
     cache = ctx.analyses.setdefault("functional_left_calls", {})
     hit = cache.get(id(module))
     if hit is not None and hit[0] is module:

@@ -1,4 +1,4 @@
-"""torch2jax APIs of the PT corpus still refused (t2jmisc3): nn.ParameterList → a list of arrays, nn.InstanceNorm2d
+"""torch2jax APIs of the PT corpus that were refused: nn.ParameterList → a list of arrays, nn.InstanceNorm2d
 with an arithmetic channel count, the tensor method ``.topk`` outside the module classes. Each translation is run
 against PyTorch (verify, or both sides on the same input) and compared."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""torch2jax training code of real PyTorch files (t2jtrain3): pytorch/examples' siamese_network steps the optimizer it
+"""torch2jax training code of real PyTorch files: pytorch/examples' siamese_network steps the optimizer it
 receives in ``train(args, model, device, train_loader, optimizer, epoch)``, and another function of the file has a
 parameter of that name (its dataset's ``def __init__(self, root, train, ...)``, read as ``train=train``): that name is
 the other function's own, not a use of train(), so train() is threaded (opt_state through its signature) and the

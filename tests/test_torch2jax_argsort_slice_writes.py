@@ -1,4 +1,4 @@
-"""torch2jax, t2jmisc5: argsort (torch.argsort and x.argsort(...), in functions, per-example and batched modules:
+"""torch2jax: argsort (torch.argsort and x.argsort(...), in functions, per-example and batched modules:
 jnp.argsort, stable, with a warning where PyTorch's default unstable sort promises no order among ties) and writes
 into a slice (`out[i] = v`) in a batched module (`out = out.at[i].set(v)` where the forward made the tensor and alone
 holds it, else an error), which were left as written. Run against PyTorch."""
