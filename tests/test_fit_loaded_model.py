@@ -2,8 +2,9 @@
 itself (issue 9, tf2torch: the TF docs' regression / save_and_load notebooks, keras-io). ``model.save(path)`` becomes
 ``torch.save(model, path)`` and load_model ``torch.load(path, weights_only=False)``, the whole module; Keras's file
 also holds the compile (loss, metrics), which load_model restores, so the loaded model's evaluate computes them: the
-written evaluate with that compile's loss and metrics. Anything else (a path given by a name, saved twice or by a
-ModelCheckpoint, a model compiled again) keeps the error that fwport does not know the loaded model's compile.
+written evaluate with that compile's loss and metrics. Anything else (a path given by a name, saved twice, a
+model compiled again) keeps the error that fwport does not know the loaded model's compile (a ModelCheckpoint's file:
+tests/test_fit_checkpoint_evaluate.py).
 
 Numbers: a model trained two epochs, saved, loaded and evaluated by Keras and by its translation from the same weights
 on fixed data (subprocesses, TensorFlow unimportable on the torch side): the loaded model's evaluate equals the

@@ -375,6 +375,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # evaluate of a model `keras.models.load_model("path")` gives back → the planned compile of the M saved there
         self.saves: dict[str, list[tuple[str, cst.Call, int, int]]] = {}
         self.loaded: dict[int, fitloop.Compiled] = {}
+        # the id of each evaluate of a model `keras.models.load_model("path")` gives back where a ModelCheckpoint of
+        # the file wrote path in M.fit(...) → (that fit call, M): the evaluate takes the compile that fit trains with
+        self.checkpointed: dict[int, tuple[cst.Call, str]] = {}
         self.mentions: dict[str, int] = {}  # each string literal → how many times the file writes it
         self.loads: dict[str, int] = {}  # each string literal → how many load_model(...) calls it is the path of
 
@@ -1159,6 +1162,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c = next((c for c in self.compiled if c.call is call), None)
         elif id(call) in self.plan.loaded:  # a model load_model gives back from the file's own M.save(path)
             return self.plan.loaded[id(call)][0]
+        elif id(call) in self.plan.checkpointed:  # ... from the file a ModelCheckpoint of M.fit(...) wrote
+            return self._compiled(self.plan.checkpointed[id(call)][0], "fit")
         else:
             # (order, scope, compile) of each compile of `name`, and of each `name = <factory>(...)`
             events = []
@@ -1606,15 +1611,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
             model = original_node.func.value.value
             opt, loss, *metrics = factory_names(c, model)
-        if id(original_node) in self.plan.loaded:  # the loaded copy of the model that compile compiled
-            model, saved = original_node.func.value.value, self.plan.loaded[id(original_node)][1]
+        if id(original_node) in self.plan.loaded or id(original_node) in self.plan.checkpointed:
+            # the loaded copy of the model that compile compiled
+            checkpoint = id(original_node) in self.plan.checkpointed
+            saved = (self.plan.checkpointed if checkpoint else self.plan.loaded)[id(original_node)][1]
+            model = original_node.func.value.value
             if c.factory:
                 opt, loss, *metrics = factory_names(c, saved)
+            how = (f"a ModelCheckpoint of {saved}.fit(...) saved {saved} there (its best or last epoch's weights; "
+                   "load_checkpointed: a copy of it)" if checkpoint else
+                   f"the file saved {saved} there itself ({saved}.save(path), the whole module)")
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{model}.evaluate(...) of the model keras.models.load_model(path) gives back → "
                             f"evaluate({model}, {loss}, ...) with the loss and metrics of {saved}'s compile: "
-                            f"the file saved {saved} there itself ({saved}.save(path), the whole module), and "
-                            "Keras's file holds that compile, which load_model restores", original_node)
+                            f"{how}, and Keras's file holds that compile, which load_model restores", original_node)
         fit_head = [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics]
         head = {"fit": fit_head, "train_on_batch": fit_head, "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
@@ -4032,7 +4042,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if plan.compiles or plan.model_calls:
         plan.left_keras = _functional_left(module, ctx, plan)
     compiled = _plan_compiles(plan, ctx, models)
-    _refused_compiles_said(plan, ctx, compiled)
+    _refused_compiles_said(plan, ctx, compiled, module)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -4213,7 +4223,28 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
     return c, model
 
 
-def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None = None) -> None:
+def _checkpoint_fit(plan: _Plan, load: cst.Call, scope: int, ctx: FileContext,
+                    module: cst.Module | None) -> tuple[cst.Call, str] | None:
+    """(the fit call, its model M) where ``load`` is ``keras.models.load_model(path)`` of the file a
+    ``keras.callbacks.ModelCheckpoint`` of M.fit(...) writes (saving.checkpointed: the pairing that makes the load
+    ``load_checkpointed(M, path)``, a copy of M holding the file's weights), bound in the scope of the evaluate that
+    reads it, M a name that fit's statement does not bind again. Keras's checkpoint saves the whole model with its
+    compile (loss, metrics), which load_model restores: the loaded model's evaluate is the written evaluate with the
+    compile that fit trains with. None otherwise."""
+    from fwport.packs.tf2torch import saving
+    if module is None:
+        return None
+    where = next((b for bs in plan.values.values() for b in bs if b[2] is load), None)
+    found = saving.checkpointed(load, ctx, module)
+    if where is None or where[1] != scope or found is None or found[0] is None or found[2] is None:
+        return None
+    if _loop_method(found[2]) != "fit" or id(found[2]) not in plan.call_order:
+        return None
+    return found[2], found[0]
+
+
+def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None = None,
+                           module: cst.Module | None = None) -> None:
     """Each fit / evaluate / predict of a model whose last compile before it (in its scope, else the module's) is
     left as written says so, with that compile's reason, in model_api's error on it."""
     refusals = ctx.analyses.setdefault("compile_refusals", {})
@@ -4236,6 +4267,16 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None 
             saved = _saved_compile(plan, seen, at, scope, compiled or [])
             if saved is not None and _loop_method(call) == "evaluate":
                 plan.loaded[id(call)] = saved
+                continue
+            found = _checkpoint_fit(plan, seen, scope, ctx, module) if _loop_method(call) == "evaluate" else None
+            if found is not None:
+                fit, model = found
+                if id(fit) in refusals:
+                    refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...) of the file the ModelCheckpoint "
+                                          f"of {model}.fit(...) wrote, whose compile is left as written "
+                                          f"({refusals[id(fit)]})")
+                    continue
+                plan.checkpointed[id(call)] = found
                 continue
             refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...), which gives back the model compiled "
                                   "with the optimizer and loss it was saved with; fwport does not know them: compile "
