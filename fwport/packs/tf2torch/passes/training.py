@@ -404,6 +404,12 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # name → for each of its bindings, the literal name= of the layer whose call gives it (`Dense(1, name="a")(h)`;
         # None: anything else): the names of a functional model's outputs, by which Keras keys their losses
         self.layer_names: dict[str, list] = {}
+        # name → (statement, scope, that literal name= or None) of each `name = ...` binding, and (statement, scope) of
+        # each other binding (an element of an unpacking, a for / with / walrus / augmented target): which layer's
+        # output a keras.Model(...) statement sees under a name the file binds again elsewhere
+        self.layer_bindings: dict[str, list[tuple[int, int, object]]] = {}
+        self.input_bindings: dict[str, list[tuple[int, int, object]]] = {}  # the same of input_names
+        self.other_bindings: dict[str, list[tuple[int, int]]] = {}
         # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
         self.own_training = False
@@ -502,10 +508,14 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 given = call_argument(node.value, "name", star_stops=True) if q == "keras.Input" else None
                 self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
                                                              else None)
+                self.input_bindings.setdefault(name, []).append((self.order, self._scope_id(),
+                                                                 self.input_names[name][-1]))
                 layer = node.value.func if isinstance(node.value, cst.Call) else None
                 named_as = call_argument(layer, "name", star_stops=True) if isinstance(layer, cst.Call) else None
                 self.layer_names.setdefault(name, []).append(literal_value(named_as, None) if named_as is not None
                                                              else None)
+                self.layer_bindings.setdefault(name, []).append((self.order, self._scope_id(),
+                                                                 self.layer_names[name][-1]))
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
                     kind = _transform(self.ctx, q)
@@ -537,6 +547,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         self.loss_reduction_list.setdefault(name, []).append(
                             optim.reduction_literal(bound.values["reduction"], self.ctx)
                             if "reduction" in bound.values else "sum_over_batch_size")
+            else:
+                self._other_binding(t.target)
 
     def _scope_id(self) -> int:
         return id(self._scopes[-1]) if self._scopes else 0
@@ -570,6 +582,27 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.rate_writes.add(id(node.target))
         if isinstance(node.target, cst.Name):
             self.changed.add(node.target.value)
+        self._other_binding(node.target)
+
+    def _other_binding(self, target) -> None:
+        """Each name ``target`` binds (a name, the elements of an unpacking), in :attr:`other_bindings`."""
+        if isinstance(target, cst.Name):
+            self.other_bindings.setdefault(target.value, []).append((self.order, self._scope_id()))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._other_binding(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self._other_binding(target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._other_binding(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._other_binding(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._other_binding(node.target)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name):
@@ -1750,10 +1783,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return x
         # a dict: its values in the order of the inputs' names
         keys = [literal_value(e.key, None) if isinstance(e, cst.DictElement) else None for e in x.elements]
-        names = {tuple(self._input_name(e.value) for e in b.elements) for b in inputs}
+        names = {tuple(_output_layer_name(self.plan, e.value, b, inputs=True) for e in b[2].elements)
+                 for b in self._model_bindings(model, call)}
         if len(names) != 1 or None in next(iter(names)) or not all(isinstance(k, str) for k in keys):
             return (f"{what}, and fwport does not know the names of {model}'s inputs (the name= of each "
-                    "keras.Input, bound once to a name) by which Keras matches the keys: give the arrays as a list in "
+                    "keras.Input, bound to a name last before the model) by which Keras matches the keys: give the arrays as a list in "
                     "the order of the model's inputs")
         order = next(iter(names))
         if sorted(keys) != sorted(order):
@@ -1765,12 +1799,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """The inputs (``part`` 3: the outputs; or None) of the bindings of ``model`` a fit / evaluate / predict call
         may see: the last one before it in its scope, else every binding of the module's
         (:attr:`_Plan.model_inputs`)."""
+        return [b[part] for b in self._model_bindings(model, call)]
+
+    def _model_bindings(self, model: str, call: cst.Call) -> list:
+        """Those bindings of ``model`` themselves: (statement, scope, inputs, outputs)."""
         bindings = self.plan.model_inputs.get(model, [])
         at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
         before = [b for b in bindings if b[1] == scope and b[0] < at]
         if before:
-            return [before[-1][part]]
-        return [b[part] for b in bindings if b[1] == 0] if scope != 0 else []
+            return [before[-1]]
+        return [b for b in bindings if b[1] == 0] if scope != 0 else []
 
     def _several_outputs(self, model: str, call: cst.Call) -> bool:
         """Whether a binding of ``model`` the call may see is a functional model of several outputs (a list, tuple or
@@ -1821,13 +1859,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         counts = {len(b.elements) if isinstance(b, (cst.List, cst.Tuple))
                   and not any(isinstance(e, cst.StarredElement) for e in b.elements) else 0 for b in bindings}
         return counts.pop() if len(counts) == 1 and min(counts) >= 2 else None
-
-    def _input_name(self, node: cst.BaseExpression) -> str | None:
-        """The name= of the keras.Input a name is bound to (once), else None."""
-        if not isinstance(node, cst.Name):
-            return None
-        names = self.plan.input_names.get(node.value, [])
-        return names[0] if len(names) == 1 and isinstance(names[0], str) else None
 
     @staticmethod
     def _weighs_classes(c: fitloop.Compiled) -> bool:
@@ -5075,6 +5106,29 @@ def _subclass_outputs(plan: _Plan, model: str, call: cst.Call, scope: int, ctx) 
     return None
 
 
+def _output_layer_name(plan: _Plan, value: cst.BaseExpression, model_binding: tuple, inputs: bool = False) -> str | None:
+    """The literal name= of the layer whose call gives the output ``value`` (a name) of the keras.Model(...) bound by
+    ``model_binding`` ((statement, scope, inputs, outputs) of :attr:`_Plan.model_inputs`): the name's one binding in
+    the file, or the last binding of it in that statement's scope before it (its module's, for a model built in a
+    function that does not bind it), a `name = Layer(..., name="...")(h)` (a notebook binds `priority` again in a later
+    cell, or inside a subclass's call); None where fwport cannot tell. ``inputs``: the name= of the keras.Input an
+    input of the model is bound to, alike."""
+    if not isinstance(value, cst.Name):
+        return None
+    bound = (plan.input_names if inputs else plan.layer_names).get(value.value, [])
+    if len(bound) == 1:
+        return bound[0] if isinstance(bound[0], str) else None
+    at, scope = model_binding[0], model_binding[1]
+    events = [(o, 0, s, v) for o, s, v in (plan.input_bindings if inputs else plan.layer_bindings).get(value.value, [])] + \
+             [(o, 1, s, None) for o, s in plan.other_bindings.get(value.value, [])]
+    local = sorted(e for e in events if e[2] == scope and e[0] < at)
+    if not local and scope != 0:
+        return None  # (the module's binding it reads depends on when the function runs)
+    if not local or local[-1][1] != 0:
+        return None
+    return local[-1][3] if isinstance(local[-1][3], str) else None
+
+
 def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
                       keras2: bool = False) -> list[str] | tuple | str | None:
     """The names of the outputs of the model a compile compiles, where it is a functional ``keras.Model(inputs,
@@ -5087,7 +5141,8 @@ def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
     bindings = plan.model_inputs.get(model, [])
     at = plan.call_order.get(id(call), 0)
     before = [b for b in bindings if b[1] == scope and b[0] < at]
-    seen = [before[-1][3]] if before else [b[3] for b in bindings if b[1] == 0] if scope != 0 else []
+    seen_at = [before[-1]] if before else [b for b in bindings if b[1] == 0] if scope != 0 else []
+    seen = [b[3] for b in seen_at]
     several = [o for o in seen if isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple))
                                                               and len(o.elements) != 1)]
     if not several:
@@ -5106,25 +5161,20 @@ def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
             return order, order
         layers = []
         for k in order:
-            v = by_key[k]
-            bound = plan.layer_names.get(v.value, []) if isinstance(v, cst.Name) else []
-            layers.append(bound[0] if len(bound) == 1 and isinstance(bound[0], str) else None)
+            layers.append(_output_layer_name(plan, by_key[k], seen_at[0]))
         if None in layers:
             return (f"{model} gives a dict of outputs, and fwport does not know the name of each output's layer, by "
                     "which Keras 2 writes its loss into the History (\"out_loss\"): name the output layers")
         return order, layers
-    for o in seen:
+    for binding, o in zip(seen_at, seen):
         if not isinstance(o, (cst.List, cst.Tuple)) or any(not isinstance(e, cst.Element) for e in o.elements):
             return (f"{model} gives several outputs, not as a list of names (a dict of outputs, a model fwport does not "
                     "follow): write the loop by hand, its loss the sum of each output's loss times its loss_weights= "
                     "factor")
-        found = []
-        for e in o.elements:
-            bound = plan.layer_names.get(e.value.value, []) if isinstance(e.value, cst.Name) else []
-            found.append(bound[0] if len(bound) == 1 and isinstance(bound[0], str) else None)
+        found = [_output_layer_name(plan, e.value, binding) for e in o.elements]
         if None in found:
-            return (f"{model} gives several outputs, and fwport does not know the name of each (a name bound once to "
-                    "a layer's call given a literal name=, `out = layers.Dense(1, name=\"out\")(h)`), by which Keras "
+            return (f"{model} gives several outputs, and fwport does not know the name of each (a name bound, last "
+                    "before the model, to a layer's call given a literal name=, `out = layers.Dense(1, name=\"out\")(h)`), by which Keras "
                     "matches a dict of losses and writes each output's loss into the History (\"out_loss\"): name "
                     "the output layers")
         names.add(tuple(found))
