@@ -4226,7 +4226,8 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
     itself: ``M.save("path")`` (the translation: torch.save(M, path), the whole module; load_model: torch.load) the one
     call of the file naming that path literal but the loads, a statement of the module before the evaluate (or of its
     function), M bound once at the module's top, compiled once there before the save by a compile fwport writes out
-    (not a factory's). Keras's saved file holds that compile (loss, metrics), which load_model restores: the
+    (not a factory's), or bound there by a call of a model factory whose compile fwport writes out (the binding the
+    save sees, where M is bound again elsewhere; M not compiled at the module's top in between). Keras's saved file holds that compile (loss, metrics), which load_model restores: the
     evaluate of the loaded model computes them, as the written evaluate does with that compile's loss and metrics.
     None otherwise (another saving, a path that is not a literal, a model compiled again or left Keras)."""
     if not load.args or not isinstance(load.args[0].value, cst.SimpleString) or load.args[0].keyword is not None:
@@ -4240,6 +4241,17 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
         return None
     bound = plan.values.get(model, [])
     mine = [k for m, k, _ in plan.compiles if m == model]
+    seen = [b for b in bound if b[1] == 0 and b[0] < order]
+    if len(bound) != 1 and seen and isinstance(seen[-1][2], cst.Call) and isinstance(seen[-1][2].func, cst.Name):
+        # `M = build_and_compile()` bound again elsewhere (a notebook makes a fresh model per cell): the binding the
+        # save sees, a factory call whose compile fwport writes out, M compiled nowhere at the module's top between
+        value = seen[-1][2]
+        c = next((c for c in compiled if c.factory and c.factory == value.func.value), None)
+        between = [k for m, k, s in plan.compiles if m == model and s == 0
+                   and seen[-1][0] <= plan.call_order.get(id(k), 0) < order]
+        if c is None or between or plan.assigned_call.get(id(value)) != model:
+            return None
+        return c, model
     if len(bound) != 1 or bound[0][1] != 0 or not bound[0][0] < order:
         return None
     value = bound[0][2]
