@@ -4,7 +4,7 @@
 already becomes ``load_checkpointed(M, path)`` (a copy of M holding the file's weights); Keras's checkpoint saves the
 whole model with its compile (loss, metrics), which load_model restores, so the loaded model's evaluate is the written
 evaluate with the compile that fit trains with (the last compile of M before it). Where that fit's compile is left as
-written, the evaluate's error says so; a load bound in another scope than the evaluate keeps the error that fwport does
+written, or a compile between the fit and the evaluate may bind its loss's name again, the evaluate's error says so; a load bound in another scope than the evaluate keeps the error that fwport does
 not know the loaded model's compile.
 
 Numbers: a model fit five epochs with a save_best_only checkpoint on val_loss, loaded back and evaluated by Keras and by
@@ -100,5 +100,12 @@ def test_other_loads_keep_the_error():
     elsewhere = SOURCE.replace("after = test_model.evaluate(x, y, verbose=0)",
                                "def score():\n    return test_model.evaluate(x, y, verbose=0)")
     assert any("comes from keras.models.load_model" in m for m in _evaluate_errors(elsewhere))
+    # compiled again after the checkpointing fit (its loss_fn bound to another loss): the loaded model's evaluate would
+    # read the later compile's loss
+    again = SOURCE.replace("last = model.evaluate(x, y, verbose=0)",
+                           "model.compile(optimizer='adam', loss=keras.losses.CategoricalCrossentropy(label_smoothing=0.1))"
+                           "\nlast = model.evaluate(x, y, verbose=0)")
+    said = _evaluate_errors(again)
+    assert said and "a compile after that fit, before this evaluate" in said[0]
     weights = SOURCE.replace('monitor="val_loss")', 'monitor="val_loss", save_weights_only=True)')
     assert _evaluate_errors(weights)  # a weights file: Keras's load_model does not read it, fwport leaves it

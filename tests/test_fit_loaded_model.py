@@ -107,5 +107,9 @@ def test_another_saving_keeps_the_error():
                 SOURCE.replace("start(model)", "start(model)\nmodel.compile(optimizer='adam', loss='mse')"),
                 # a factory's model compiled again before the save
                 FACTORY_AGAIN.replace("start(dnn)", "start(dnn)\ndnn.compile(optimizer='adam', loss='mse')"),
+                # another model compiled after the save (its loss may take the names the evaluate reads)
+                FACTORY_AGAIN.replace("reloaded = keras.models.load_model",
+                                      "other = keras.Sequential([layers.Dense(3)])\n"
+                                      "other.compile(optimizer='adam', loss='mse')\nreloaded = keras.models.load_model"),
                 ):
         assert _refused(src), src

@@ -4227,7 +4227,8 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
     call of the file naming that path literal but the loads, a statement of the module before the evaluate (or of its
     function), M bound once at the module's top, compiled once there before the save by a compile fwport writes out
     (not a factory's), or bound there by a call of a model factory whose compile fwport writes out (the binding the
-    save sees, where M is bound again elsewhere; M not compiled at the module's top in between). Keras's saved file holds that compile (loss, metrics), which load_model restores: the
+    save sees, where M is bound again elsewhere; M not compiled at the module's top in between, and after the save no
+    compile nor another factory's call before the evaluate, a module statement, binds the loss's name again). Keras's saved file holds that compile (loss, metrics), which load_model restores: the
     evaluate of the loaded model computes them, as the written evaluate does with that compile's loss and metrics.
     None otherwise (another saving, a path that is not a literal, a model compiled again or left Keras)."""
     if not load.args or not isinstance(load.args[0].value, cst.SimpleString) or load.args[0].keyword is not None:
@@ -4249,7 +4250,11 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
         c = next((c for c in compiled if c.factory and c.factory == value.func.value), None)
         between = [k for m, k, s in plan.compiles if m == model and s == 0
                    and seen[-1][0] <= plan.call_order.get(id(k), 0) < order]
-        if c is None or between or plan.assigned_call.get(id(value)) != model:
+        # after the save, before the evaluate: no compile, nor another factory's call, binds M's loss names again
+        later = [k for _, k, _ in plan.compiles if order < plan.call_order.get(id(k), 0) < at] + [
+            k for o in compiled if o.factory and o.factory != value.func.value
+            for k in plan.calls_of.get(o.factory, []) if order < plan.call_order.get(id(k), 0) < at]
+        if c is None or between or later or scope != 0 or plan.assigned_call.get(id(value)) != model:
             return None
         return c, model
     if len(bound) != 1 or bound[0][1] != 0 or not bound[0][0] < order:
@@ -4318,6 +4323,16 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None 
                     refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...) of the file the ModelCheckpoint "
                                           f"of {model}.fit(...) wrote, whose compile is left as written "
                                           f"({refusals[id(fit)]})")
+                    continue
+                fit_at = plan.call_order.get(id(fit), 0)
+                between = [k for _, k, _ in plan.compiles if fit_at < plan.call_order.get(id(k), 0) < at] + [
+                    k for c in compiled or [] if c.factory for k in plan.calls_of.get(c.factory, [])
+                    if fit_at < plan.call_order.get(id(k), 0) < at]
+                if between:  # (the names of that fit's optimizer, loss and metrics may be bound again there)
+                    refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...) of the file the ModelCheckpoint "
+                                          f"of {model}.fit(...) wrote, and a compile after that fit, before this "
+                                          "evaluate, may bind its loss and metrics' names again: evaluate before "
+                                          f"compiling again, or compile {name} itself (model.compile(...))")
                     continue
                 plan.checkpointed[id(call)] = found
                 continue
