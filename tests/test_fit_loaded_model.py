@@ -2,8 +2,10 @@
 itself (issue 9, tf2torch: the TF docs' regression / save_and_load notebooks, keras-io). ``model.save(path)`` becomes
 ``torch.save(model, path)`` and load_model ``torch.load(path, weights_only=False)``, the whole module; Keras's file
 also holds the compile (loss, metrics), which load_model restores, so the loaded model's evaluate computes them: the
-written evaluate with that compile's loss and metrics. Anything else (a path given by a name, saved twice or by a
-ModelCheckpoint, a model compiled again) keeps the error that fwport does not know the loaded model's compile.
+written evaluate with that compile's loss and metrics (a model factory's model too, where the name is bound again
+elsewhere: the factory call the save sees). Anything else (a path given by a name, saved twice, a
+model compiled again) keeps the error that fwport does not know the loaded model's compile (a ModelCheckpoint's file:
+tests/test_fit_checkpoint_evaluate.py).
 
 Numbers: a model trained two epochs, saved, loaded and evaluated by Keras and by its translation from the same weights
 on fixed data (subprocesses, TensorFlow unimportable on the torch side): the loaded model's evaluate equals the
@@ -63,7 +65,14 @@ after = reloaded.evaluate(x, y, verbose=0)
 '''
 
 
-@pytest.mark.parametrize("src", [SOURCE, FACTORY], ids=["module", "factory"])
+# the TF docs' save_and_load notebook: each cell makes a fresh model of the factory, one of them saved and loaded
+FACTORY_AGAIN = FACTORY.replace("dnn = build_and_compile()\n", """dnn = build_and_compile()
+dnn.fit(x, y, epochs=1, batch_size=16, shuffle=False, verbose=0)
+dnn = build_and_compile()
+""")
+
+
+@pytest.mark.parametrize("src", [SOURCE, FACTORY, FACTORY_AGAIN], ids=["module", "factory", "factory-again"])
 def test_the_loaded_model_evaluates_as_keras(tmp_path, src):
     keras_out, torch_out = _run(tmp_path, src, DRIVER)
     for side in (keras_out, torch_out):
@@ -80,6 +89,8 @@ def test_the_translation_evaluates_with_the_saved_models_loss():
     assert "after = evaluate(reloaded, loss_fn, x, y, verbose=0)" in r.output
     # a factory's model: the loss its caller binds beside the saved model's name
     assert "after = evaluate(reloaded, dnn_loss_fn, x, y, verbose=0)" in tx(FACTORY).output
+    # bound again: the factory call the save sees
+    assert "after = evaluate(reloaded, dnn_loss_fn, x, y, verbose=0)" in tx(FACTORY_AGAIN).output
 
 
 def _refused(src: str) -> list:
@@ -94,5 +105,11 @@ def test_another_saving_keeps_the_error():
                                'model.save("trained.keras")\nother = keras.Sequential([layers.Dense(2)])\n'
                                'other.save("trained.keras")'),  # two models saved there
                 SOURCE.replace("start(model)", "start(model)\nmodel.compile(optimizer='adam', loss='mse')"),
+                # a factory's model compiled again before the save
+                FACTORY_AGAIN.replace("start(dnn)", "start(dnn)\ndnn.compile(optimizer='adam', loss='mse')"),
+                # another model compiled after the save (its loss may take the names the evaluate reads)
+                FACTORY_AGAIN.replace("reloaded = keras.models.load_model",
+                                      "other = keras.Sequential([layers.Dense(3)])\n"
+                                      "other.compile(optimizer='adam', loss='mse')\nreloaded = keras.models.load_model"),
                 ):
         assert _refused(src), src

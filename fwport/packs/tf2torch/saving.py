@@ -308,21 +308,30 @@ def _argument(call: cst.Call, name: str, position: int):
 
 
 def _checkpointed(m, ctx):
+    """:func:`checkpointed` of the rule's call: (the model name or None, path node), None where no checkpoint writes
+    its path."""
+    found = checkpointed(m.node, ctx)
+    return None if found is None else found[:2]
+
+
+def checkpointed(node: cst.Call, ctx, module: cst.Module | None = None):
     """keras.models.load_model(path) where a keras.callbacks.ModelCheckpoint of the file writes ``path`` (the same
     string literal or name) with its default save_weights_only=False (Keras then saves the whole model, the
     translation the state_dict): None where none does; else (the model name, path node): the model is the receiver
     of the last fit call before the load, in load_model's function (or the module), whose callbacks hold the last such
     checkpoint before the load there (the call in its list, or a name bound to it or to a list of it after it and not
-    bound again since), None where fwport cannot tell."""
+    bound again since), None where fwport cannot tell; a third element, that fit call (None with the model).
+    ``module``: the tree ``node`` belongs to (the parsed one by default; the training pass gives its own)."""
     from fwport.core.bind import NOT_LITERAL, literal_value
     parsed = ctx.analyses.get("parsed")
-    filepath = _argument(m.node, "filepath", 0)
+    filepath = _argument(node, "filepath", 0)
     if filepath is None:
-        filepath = _argument(m.node, "path", 0)
+        filepath = _argument(node, "path", 0)
     key = _path_key(filepath) if filepath is not None else None
-    if parsed is None or key is None:
+    if module is None and parsed is not None:
+        module = parsed[0]
+    if module is None or key is None:
         return None
-    module = parsed[0]
     # Keras's, or the class fwport wrote for it (a translation translated again: the same answer)
     written = any(isinstance(c, cst.ClassDef) and c.name.value == "ModelCheckpoint" for c in module.body)
     checkpoints = [c for c in find_all(module, cst.Call) if ctx.imports.resolve(c.func) ==
@@ -339,14 +348,14 @@ def _checkpointed(m, ctx):
         ours.append(c)
     if not ours:
         return None
-    scope = _enclosing(module, m.node)
+    scope = _enclosing(module, node)
     body = scope if scope is not None else module
     # source order: each call's index among the module's calls (an assignment's: the first call in its value)
     order = {id(c): i for i, c in enumerate(find_all(module, cst.Call))}
-    at = order.get(id(m.node))
+    at = order.get(id(node))
     before = [c for c in ours if at is not None and order[id(c)] < at and _enclosing(module, c) is scope]
     if not before:
-        return None, filepath
+        return None, filepath, None
     checkpoint = before[-1]  # the checkpoint that wrote the file last before the load
     start = order[id(checkpoint)]
     # the names bound to it (or to a list holding it) in the scope, and where each is bound again after it
@@ -362,7 +371,7 @@ def _checkpointed(m, ctx):
             first = next((order[id(c)] for c in find_all(a.value, cst.Call) if id(c) in order), None)
             if first is not None:
                 rebound.setdefault(name, []).append(first)
-    model = None
+    model = fit = None
     for call in find_all(body, cst.Call):
         where = order.get(id(call), -1)
         if not (where < at and isinstance(call.func, cst.Attribute) and call.func.attr.value == "fit"
@@ -374,10 +383,10 @@ def _checkpointed(m, ctx):
         held = [n for n in _elements(given) if isinstance(n, cst.Name) and n.value in holders and start < where
                 and not any(start < r < where for r in rebound.get(n.value, ()))]
         if any(n is checkpoint for n in _elements(given)) or held:  # (a checkpoint in the fit's list: inside it)
-            model = call.func.value  # the last fit with it before the load
+            model, fit = call.func.value, call  # the last fit with it before the load
     if isinstance(model, cst.Name):
-        return model.value, filepath
-    return None, filepath
+        return model.value, filepath, fit
+    return None, filepath, None
 
 
 def _elements(node) -> list:

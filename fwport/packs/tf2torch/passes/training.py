@@ -375,6 +375,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # evaluate of a model `keras.models.load_model("path")` gives back → the planned compile of the M saved there
         self.saves: dict[str, list[tuple[str, cst.Call, int, int]]] = {}
         self.loaded: dict[int, fitloop.Compiled] = {}
+        # the id of each evaluate of a model `keras.models.load_model("path")` gives back where a ModelCheckpoint of
+        # the file wrote path in M.fit(...) → (that fit call, M): the evaluate takes the compile that fit trains with
+        self.checkpointed: dict[int, tuple[cst.Call, str]] = {}
         self.mentions: dict[str, int] = {}  # each string literal → how many times the file writes it
         self.loads: dict[str, int] = {}  # each string literal → how many load_model(...) calls it is the path of
 
@@ -401,6 +404,12 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # name → for each of its bindings, the literal name= of the layer whose call gives it (`Dense(1, name="a")(h)`;
         # None: anything else): the names of a functional model's outputs, by which Keras keys their losses
         self.layer_names: dict[str, list] = {}
+        # name → (statement, scope, that literal name= or None) of each `name = ...` binding, and (statement, scope) of
+        # each other binding (an element of an unpacking, a for / with / walrus / augmented target): which layer's
+        # output a keras.Model(...) statement sees under a name the file binds again elsewhere
+        self.layer_bindings: dict[str, list[tuple[int, int, object]]] = {}
+        self.input_bindings: dict[str, list[tuple[int, int, object]]] = {}  # the same of input_names
+        self.other_bindings: dict[str, list[tuple[int, int]]] = {}
         # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
         self.own_training = False
@@ -499,10 +508,14 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 given = call_argument(node.value, "name", star_stops=True) if q == "keras.Input" else None
                 self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
                                                              else None)
+                self.input_bindings.setdefault(name, []).append((self.order, self._scope_id(),
+                                                                 self.input_names[name][-1]))
                 layer = node.value.func if isinstance(node.value, cst.Call) else None
                 named_as = call_argument(layer, "name", star_stops=True) if isinstance(layer, cst.Call) else None
                 self.layer_names.setdefault(name, []).append(literal_value(named_as, None) if named_as is not None
                                                              else None)
+                self.layer_bindings.setdefault(name, []).append((self.order, self._scope_id(),
+                                                                 self.layer_names[name][-1]))
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
                     kind = _transform(self.ctx, q)
@@ -534,6 +547,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         self.loss_reduction_list.setdefault(name, []).append(
                             optim.reduction_literal(bound.values["reduction"], self.ctx)
                             if "reduction" in bound.values else "sum_over_batch_size")
+            else:
+                self._other_binding(t.target)
 
     def _scope_id(self) -> int:
         return id(self._scopes[-1]) if self._scopes else 0
@@ -567,6 +582,27 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.rate_writes.add(id(node.target))
         if isinstance(node.target, cst.Name):
             self.changed.add(node.target.value)
+        self._other_binding(node.target)
+
+    def _other_binding(self, target) -> None:
+        """Each name ``target`` binds (a name, the elements of an unpacking), in :attr:`other_bindings`."""
+        if isinstance(target, cst.Name):
+            self.other_bindings.setdefault(target.value, []).append((self.order, self._scope_id()))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._other_binding(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self._other_binding(target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._other_binding(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._other_binding(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._other_binding(node.target)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name):
@@ -1159,6 +1195,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c = next((c for c in self.compiled if c.call is call), None)
         elif id(call) in self.plan.loaded:  # a model load_model gives back from the file's own M.save(path)
             return self.plan.loaded[id(call)][0]
+        elif id(call) in self.plan.checkpointed:  # ... from the file a ModelCheckpoint of M.fit(...) wrote
+            return self._compiled(self.plan.checkpointed[id(call)][0], "fit")
         else:
             # (order, scope, compile) of each compile of `name`, and of each `name = <factory>(...)`
             events = []
@@ -1606,15 +1644,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
             model = original_node.func.value.value
             opt, loss, *metrics = factory_names(c, model)
-        if id(original_node) in self.plan.loaded:  # the loaded copy of the model that compile compiled
-            model, saved = original_node.func.value.value, self.plan.loaded[id(original_node)][1]
+        if id(original_node) in self.plan.loaded or id(original_node) in self.plan.checkpointed:
+            # the loaded copy of the model that compile compiled
+            checkpoint = id(original_node) in self.plan.checkpointed
+            saved = (self.plan.checkpointed if checkpoint else self.plan.loaded)[id(original_node)][1]
+            model = original_node.func.value.value
             if c.factory:
                 opt, loss, *metrics = factory_names(c, saved)
+            how = (f"a ModelCheckpoint of {saved}.fit(...) saved {saved} there (its best or last epoch's weights; "
+                   "load_checkpointed: a copy of it)" if checkpoint else
+                   f"the file saved {saved} there itself ({saved}.save(path), the whole module)")
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{model}.evaluate(...) of the model keras.models.load_model(path) gives back → "
                             f"evaluate({model}, {loss}, ...) with the loss and metrics of {saved}'s compile: "
-                            f"the file saved {saved} there itself ({saved}.save(path), the whole module), and "
-                            "Keras's file holds that compile, which load_model restores", original_node)
+                            f"{how}, and Keras's file holds that compile, which load_model restores", original_node)
         fit_head = [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics]
         head = {"fit": fit_head, "train_on_batch": fit_head, "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
@@ -1740,10 +1783,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return x
         # a dict: its values in the order of the inputs' names
         keys = [literal_value(e.key, None) if isinstance(e, cst.DictElement) else None for e in x.elements]
-        names = {tuple(self._input_name(e.value) for e in b.elements) for b in inputs}
+        names = {tuple(_output_layer_name(self.plan, e.value, b, inputs=True) for e in b[2].elements)
+                 for b in self._model_bindings(model, call)}
         if len(names) != 1 or None in next(iter(names)) or not all(isinstance(k, str) for k in keys):
             return (f"{what}, and fwport does not know the names of {model}'s inputs (the name= of each "
-                    "keras.Input, bound once to a name) by which Keras matches the keys: give the arrays as a list in "
+                    "keras.Input, bound to a name last before the model) by which Keras matches the keys: give the arrays as a list in "
                     "the order of the model's inputs")
         order = next(iter(names))
         if sorted(keys) != sorted(order):
@@ -1755,12 +1799,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """The inputs (``part`` 3: the outputs; or None) of the bindings of ``model`` a fit / evaluate / predict call
         may see: the last one before it in its scope, else every binding of the module's
         (:attr:`_Plan.model_inputs`)."""
+        return [b[part] for b in self._model_bindings(model, call)]
+
+    def _model_bindings(self, model: str, call: cst.Call) -> list:
+        """Those bindings of ``model`` themselves: (statement, scope, inputs, outputs)."""
         bindings = self.plan.model_inputs.get(model, [])
         at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
         before = [b for b in bindings if b[1] == scope and b[0] < at]
         if before:
-            return [before[-1][part]]
-        return [b[part] for b in bindings if b[1] == 0] if scope != 0 else []
+            return [before[-1]]
+        return [b for b in bindings if b[1] == 0] if scope != 0 else []
 
     def _several_outputs(self, model: str, call: cst.Call) -> bool:
         """Whether a binding of ``model`` the call may see is a functional model of several outputs (a list, tuple or
@@ -1811,13 +1859,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         counts = {len(b.elements) if isinstance(b, (cst.List, cst.Tuple))
                   and not any(isinstance(e, cst.StarredElement) for e in b.elements) else 0 for b in bindings}
         return counts.pop() if len(counts) == 1 and min(counts) >= 2 else None
-
-    def _input_name(self, node: cst.BaseExpression) -> str | None:
-        """The name= of the keras.Input a name is bound to (once), else None."""
-        if not isinstance(node, cst.Name):
-            return None
-        names = self.plan.input_names.get(node.value, [])
-        return names[0] if len(names) == 1 and isinstance(names[0], str) else None
 
     @staticmethod
     def _weighs_classes(c: fitloop.Compiled) -> bool:
@@ -4032,7 +4073,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if plan.compiles or plan.model_calls:
         plan.left_keras = _functional_left(module, ctx, plan)
     compiled = _plan_compiles(plan, ctx, models)
-    _refused_compiles_said(plan, ctx, compiled)
+    _refused_compiles_said(plan, ctx, compiled, module)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -4185,7 +4226,9 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
     itself: ``M.save("path")`` (the translation: torch.save(M, path), the whole module; load_model: torch.load) the one
     call of the file naming that path literal but the loads, a statement of the module before the evaluate (or of its
     function), M bound once at the module's top, compiled once there before the save by a compile fwport writes out
-    (not a factory's). Keras's saved file holds that compile (loss, metrics), which load_model restores: the
+    (not a factory's), or bound there by a call of a model factory whose compile fwport writes out (the binding the
+    save sees, where M is bound again elsewhere; M not compiled at the module's top in between, and after the save no
+    compile nor another factory's call before the evaluate, a module statement, binds the loss's name again). Keras's saved file holds that compile (loss, metrics), which load_model restores: the
     evaluate of the loaded model computes them, as the written evaluate does with that compile's loss and metrics.
     None otherwise (another saving, a path that is not a literal, a model compiled again or left Keras)."""
     if not load.args or not isinstance(load.args[0].value, cst.SimpleString) or load.args[0].keyword is not None:
@@ -4199,6 +4242,21 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
         return None
     bound = plan.values.get(model, [])
     mine = [k for m, k, _ in plan.compiles if m == model]
+    seen = [b for b in bound if b[1] == 0 and b[0] < order]
+    if len(bound) != 1 and seen and isinstance(seen[-1][2], cst.Call) and isinstance(seen[-1][2].func, cst.Name):
+        # `M = build_and_compile()` bound again elsewhere (a notebook makes a fresh model per cell): the binding the
+        # save sees, a factory call whose compile fwport writes out, M compiled nowhere at the module's top between
+        value = seen[-1][2]
+        c = next((c for c in compiled if c.factory and c.factory == value.func.value), None)
+        between = [k for m, k, s in plan.compiles if m == model and s == 0
+                   and seen[-1][0] <= plan.call_order.get(id(k), 0) < order]
+        # after the save, before the evaluate: no compile, nor another factory's call, binds M's loss names again
+        later = [k for _, k, _ in plan.compiles if order < plan.call_order.get(id(k), 0) < at] + [
+            k for o in compiled if o.factory and o.factory != value.func.value
+            for k in plan.calls_of.get(o.factory, []) if order < plan.call_order.get(id(k), 0) < at]
+        if c is None or between or later or scope != 0 or plan.assigned_call.get(id(value)) != model:
+            return None
+        return c, model
     if len(bound) != 1 or bound[0][1] != 0 or not bound[0][0] < order:
         return None
     value = bound[0][2]
@@ -4213,7 +4271,28 @@ def _saved_compile(plan: _Plan, load: cst.Call, at: int, scope: int,
     return c, model
 
 
-def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None = None) -> None:
+def _checkpoint_fit(plan: _Plan, load: cst.Call, scope: int, ctx: FileContext,
+                    module: cst.Module | None) -> tuple[cst.Call, str] | None:
+    """(the fit call, its model M) where ``load`` is ``keras.models.load_model(path)`` of the file a
+    ``keras.callbacks.ModelCheckpoint`` of M.fit(...) writes (saving.checkpointed: the pairing that makes the load
+    ``load_checkpointed(M, path)``, a copy of M holding the file's weights), bound in the scope of the evaluate that
+    reads it, M a name that fit's statement does not bind again. Keras's checkpoint saves the whole model with its
+    compile (loss, metrics), which load_model restores: the loaded model's evaluate is the written evaluate with the
+    compile that fit trains with. None otherwise."""
+    from fwport.packs.tf2torch import saving
+    if module is None:
+        return None
+    where = next((b for bs in plan.values.values() for b in bs if b[2] is load), None)
+    found = saving.checkpointed(load, ctx, module)
+    if where is None or where[1] != scope or found is None or found[0] is None or found[2] is None:
+        return None
+    if _loop_method(found[2]) != "fit" or id(found[2]) not in plan.call_order:
+        return None
+    return found[2], found[0]
+
+
+def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None = None,
+                           module: cst.Module | None = None) -> None:
     """Each fit / evaluate / predict of a model whose last compile before it (in its scope, else the module's) is
     left as written says so, with that compile's reason, in model_api's error on it."""
     refusals = ctx.analyses.setdefault("compile_refusals", {})
@@ -4236,6 +4315,26 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None 
             saved = _saved_compile(plan, seen, at, scope, compiled or [])
             if saved is not None and _loop_method(call) == "evaluate":
                 plan.loaded[id(call)] = saved
+                continue
+            found = _checkpoint_fit(plan, seen, scope, ctx, module) if _loop_method(call) == "evaluate" else None
+            if found is not None:
+                fit, model = found
+                if id(fit) in refusals:
+                    refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...) of the file the ModelCheckpoint "
+                                          f"of {model}.fit(...) wrote, whose compile is left as written "
+                                          f"({refusals[id(fit)]})")
+                    continue
+                fit_at = plan.call_order.get(id(fit), 0)
+                between = [k for _, k, _ in plan.compiles if fit_at < plan.call_order.get(id(k), 0) < at] + [
+                    k for c in compiled or [] if c.factory for k in plan.calls_of.get(c.factory, [])
+                    if fit_at < plan.call_order.get(id(k), 0) < at]
+                if between:  # (the names of that fit's optimizer, loss and metrics may be bound again there)
+                    refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...) of the file the ModelCheckpoint "
+                                          f"of {model}.fit(...) wrote, and a compile after that fit, before this "
+                                          "evaluate, may bind its loss and metrics' names again: evaluate before "
+                                          f"compiling again, or compile {name} itself (model.compile(...))")
+                    continue
+                plan.checkpointed[id(call)] = found
                 continue
             refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...), which gives back the model compiled "
                                   "with the optimizer and loss it was saved with; fwport does not know them: compile "
@@ -5034,6 +5133,29 @@ def _subclass_outputs(plan: _Plan, model: str, call: cst.Call, scope: int, ctx) 
     return None
 
 
+def _output_layer_name(plan: _Plan, value: cst.BaseExpression, model_binding: tuple, inputs: bool = False) -> str | None:
+    """The literal name= of the layer whose call gives the output ``value`` (a name) of the keras.Model(...) bound by
+    ``model_binding`` ((statement, scope, inputs, outputs) of :attr:`_Plan.model_inputs`): the name's one binding in
+    the file, or the last binding of it in that statement's scope before it (its module's, for a model built in a
+    function that does not bind it), a `name = Layer(..., name="...")(h)` (a notebook binds `priority` again in a later
+    cell, or inside a subclass's call); None where fwport cannot tell. ``inputs``: the name= of the keras.Input an
+    input of the model is bound to, alike."""
+    if not isinstance(value, cst.Name):
+        return None
+    bound = (plan.input_names if inputs else plan.layer_names).get(value.value, [])
+    if len(bound) == 1:
+        return bound[0] if isinstance(bound[0], str) else None
+    at, scope = model_binding[0], model_binding[1]
+    events = [(o, 0, s, v) for o, s, v in (plan.input_bindings if inputs else plan.layer_bindings).get(value.value, [])] + \
+             [(o, 1, s, None) for o, s in plan.other_bindings.get(value.value, [])]
+    local = sorted(e for e in events if e[2] == scope and e[0] < at)
+    if not local and scope != 0:
+        return None  # (the module's binding it reads depends on when the function runs)
+    if not local or local[-1][1] != 0:
+        return None
+    return local[-1][3] if isinstance(local[-1][3], str) else None
+
+
 def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
                       keras2: bool = False) -> list[str] | tuple | str | None:
     """The names of the outputs of the model a compile compiles, where it is a functional ``keras.Model(inputs,
@@ -5046,7 +5168,8 @@ def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
     bindings = plan.model_inputs.get(model, [])
     at = plan.call_order.get(id(call), 0)
     before = [b for b in bindings if b[1] == scope and b[0] < at]
-    seen = [before[-1][3]] if before else [b[3] for b in bindings if b[1] == 0] if scope != 0 else []
+    seen_at = [before[-1]] if before else [b for b in bindings if b[1] == 0] if scope != 0 else []
+    seen = [b[3] for b in seen_at]
     several = [o for o in seen if isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple))
                                                               and len(o.elements) != 1)]
     if not several:
@@ -5065,25 +5188,20 @@ def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int,
             return order, order
         layers = []
         for k in order:
-            v = by_key[k]
-            bound = plan.layer_names.get(v.value, []) if isinstance(v, cst.Name) else []
-            layers.append(bound[0] if len(bound) == 1 and isinstance(bound[0], str) else None)
+            layers.append(_output_layer_name(plan, by_key[k], seen_at[0]))
         if None in layers:
             return (f"{model} gives a dict of outputs, and fwport does not know the name of each output's layer, by "
                     "which Keras 2 writes its loss into the History (\"out_loss\"): name the output layers")
         return order, layers
-    for o in seen:
+    for binding, o in zip(seen_at, seen):
         if not isinstance(o, (cst.List, cst.Tuple)) or any(not isinstance(e, cst.Element) for e in o.elements):
             return (f"{model} gives several outputs, not as a list of names (a dict of outputs, a model fwport does not "
                     "follow): write the loop by hand, its loss the sum of each output's loss times its loss_weights= "
                     "factor")
-        found = []
-        for e in o.elements:
-            bound = plan.layer_names.get(e.value.value, []) if isinstance(e.value, cst.Name) else []
-            found.append(bound[0] if len(bound) == 1 and isinstance(bound[0], str) else None)
+        found = [_output_layer_name(plan, e.value, binding) for e in o.elements]
         if None in found:
-            return (f"{model} gives several outputs, and fwport does not know the name of each (a name bound once to "
-                    "a layer's call given a literal name=, `out = layers.Dense(1, name=\"out\")(h)`), by which Keras "
+            return (f"{model} gives several outputs, and fwport does not know the name of each (a name bound, last "
+                    "before the model, to a layer's call given a literal name=, `out = layers.Dense(1, name=\"out\")(h)`), by which Keras "
                     "matches a dict of losses and writes each output's loss into the History (\"out_loss\"): name "
                     "the output layers")
         names.add(tuple(found))
