@@ -99,3 +99,36 @@ def build():
                for m in messages), messages
     assert any(m.startswith("this functional model is left as written") for m in messages), messages
     assert "    preprocess_input = keras.applications.resnet50.preprocess_input\n" in r.output  # as written
+
+
+# a Keras activation held by a name (tf.keras makes its call a TFOpLambda layer of model.layers, Keras 3 no layer:
+# the records of the Dense after it differ by Keras version, as for the function called by its own name)
+ACTIVATION = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build():
+    act = keras.activations.relu
+    inputs = keras.Input(shape=(4,))
+    h = layers.Dense(3)(inputs)
+    x = act(h)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+
+
+@pytest.mark.parametrize("keras", [2, 3])
+def test_an_activation_held_by_a_name_is_its_call_and_verifies_in_both_kerases(tmp_path, keras):
+    r = translate_source(textwrap.dedent(ACTIVATION).lstrip("\n"), "m.py", PACK, {"keras": keras})
+    assert not error_messages(r), error_messages(r)
+    assert "x = F.relu(h)" in r.output and "act" not in r.output.split("class Build", 1)[1]
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(textwrap.dedent(ACTIVATION).lstrip("\n"))
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build", inputs=["float32[3,4]"],
+                          checks=("forward", "grad"), device="cpu", keras=keras))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
+    assert grads["fc2.weight"] == ("layers[3].kernel" if keras == 2 else "layers[2].kernel"), grads

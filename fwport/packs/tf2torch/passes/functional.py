@@ -4827,9 +4827,10 @@ class _Builder:
         if isinstance(value, (cst.Name, cst.Attribute)) \
                 and (self.ctx.imports.resolve(value) or "").startswith("keras.applications."):
             return (f"{name}(...): {name} is {self.ctx.imports.resolve(value)}, a pretrained model's "
-                    "preprocessing, which fwport does not translate: write what it computes on the channels-last input (the model's "
-                    "documented scaling, e.g. x / 127.5 - 1) or use its torchvision.models / timm counterpart's "
-                    "transforms, or translate this model by hand")
+                    "preprocessing bound to a name at module level, which fwport does not follow in a model (it "
+                    "translates a call of the function by its own name, and a builder's name bound to it): call "
+                    f"{code(value)}(...) here, write what it computes on the channels-last input (the model's "
+                    "documented scaling, e.g. x / 127.5 - 1), or translate this model by hand")
         if not isinstance(value, cst.Call):
             return None
         q = self.ctx.imports.resolve(value.func)
