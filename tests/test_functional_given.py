@@ -167,11 +167,12 @@ def build(encoder, depth):
 
 
 def test_a_function_held_by_a_builder_name_and_called_on_tensors_is_an_error_on_its_line():
-    # in Keras it adds no layer (Keras 3) or one per operation (tf.keras): model.layers' indices are not known
+    # in Keras it adds no layer (Keras 3) or one per operation (tf.keras): model.layers' indices are not known (a
+    # name bound to a Keras function itself is that function's call: test_functional_source_aliases.py)
     src = HEAD + '''
 
 def build():
-    act = keras.activations.relu
+    act = lambda t: t * 2.0
     inputs = keras.Input(shape=(4,))
     x = act(inputs)
     return keras.Model(inputs, layers.Dense(2)(x))

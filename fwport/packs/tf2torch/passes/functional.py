@@ -832,6 +832,25 @@ class _ItemReads(cst.CSTVisitor):
             self.reads += 1
 
 
+class _ItemOrCompReads(_ItemReads):
+    """:class:`_ItemReads`, a comprehension's ``for v in n`` read too."""
+
+    def visit_CompFor(self, node):
+        if self._is(node.iter):
+            self.reads += 1
+
+
+def _only_iterated(name: str, stmts: list) -> bool:
+    """``name`` is neither bound again nor mutated nor passed on in ``stmts``: each use reads its items (a
+    comprehension's ``for`` included)."""
+    v = _ItemOrCompReads(name)
+    for st in stmts:
+        if name in _names_bound_in(st):
+            return False
+        scan(st, v)
+    return not v.stored and v.uses == v.reads
+
+
 def _until_rebound(name: str, stmts: list) -> int | None:
     """How many of ``stmts`` see the value ``name`` holds before them: all of them, or those up to and including
     the first that binds it again when that is a plain ``name = ...`` (its value reads the old one); None where a
@@ -1234,6 +1253,37 @@ class _MethodsOnly(ValueVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value == self.name:
             self.other = True
+
+
+class _CalledOnly(ValueVisitor):
+    """How often ``name`` is called (``name(...)``, ``calls``) and whether it is read any other way (``other``:
+    passed on, an attribute read, bound anew, read inside a nested function or lambda, which a copy's
+    substitution does not enter)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.calls = 0
+        self.other = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        if isinstance(node.func, cst.Name) and node.func.value == self.name:
+            self.calls += 1
+            for a in node.args:
+                scan(a.value, self)
+            return False
+        return True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.other = True
+
+    def visit_FunctionDef(self, node) -> bool:
+        self.other = self.other or self.name in _names_in(node)
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        self.other = self.other or self.name in _names_in(node)
+        return False
 
 
 class _NamesIn(ValueVisitor):
@@ -2128,6 +2178,42 @@ class _Builder:
                         return None
         return out or None
 
+    def _known_names(self, node: cst.BaseExpression) -> list[str] | None:
+        """The strings ``node`` holds where the model is built: a literal list or tuple of them, a module constant
+        (or an expression of those :meth:`_module_value` reads), or a name the builder binds once, to such a literal
+        (multimodal_entailment's ``bert_input_features = ["input_type_ids", ...]``); None otherwise."""
+        v = self._module_value(node)
+        if v is NOT_LITERAL and isinstance(node, cst.Name) and self.fn is not None:
+            params = self.fn.params
+            if node.value in {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}:
+                return None
+            body = list(self.fn.body.body)
+            binding = [k for k, st in enumerate(body) if node.value in _names_bound_in(st)]
+            first = body[binding[0]] if len(binding) == 1 else None
+            small = first.body[0] if isinstance(first, cst.SimpleStatementLine) and len(first.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                    and isinstance(small.targets[0].target, cst.Name) and small.targets[0].target.value == node.value \
+                    and _only_iterated(node.value, body[binding[0] + 1:]):  # (not mutated: names.append(...))
+                v = literal_value(small.value, NOT_LITERAL)
+        if isinstance(v, (list, tuple)) and v and all(isinstance(x, str) for x in v) and len(set(v)) == len(v):
+            return list(v)
+        return None
+
+    def _input_dict_comp(self, value: cst.DictComp) -> list[tuple[str, cst.Call]] | None:
+        """``{f: keras.Input(shape=(1,), name=f) for f in FEATURES}`` over names known where the model is built
+        (:meth:`_known_names`): each key with a copy of its Input call, the name written in place (as the dict
+        literal it builds); None for any other comprehension."""
+        f = value.for_in
+        if f.inner_for_in or f.ifs or f.asynchronous or not isinstance(f.target, cst.Name) \
+                or not isinstance(value.key, cst.Name) or value.key.value != f.target.value \
+                or not isinstance(value.value, cst.Call) or self.ctx.imports.resolve(value.value.func) != INPUT:
+            return None
+        keys = self._known_names(f.iter)
+        if keys is None:
+            return None
+        var = f.target.value
+        return [(k, self._copy(value.value, _Substitute({var: cst.SimpleString(_key_code(k))}))) for k in keys]
+
     def _dict_values(self, value: cst.BaseExpression) -> cst.List | None:
         """``[v for _, v in sorted(inputs.items())]``, ``list(inputs.values())`` of a dict of inputs:
         its tensors as a list of ``inputs["a"]`` (in that order), or None."""
@@ -2155,6 +2241,14 @@ class _Builder:
             elif got is not None and got[2] == "values" and isinstance(target, cst.Name) \
                     and isinstance(elt, cst.Name) and elt.value == target.value:
                 found = got
+            elif got is None and isinstance(target, cst.Name) and isinstance(elt, cst.Subscript) \
+                    and isinstance(elt.value, cst.Name) and elt.value.value in self.input_dicts \
+                    and len(elt.slice) == 1 and isinstance(elt.slice[0].slice, cst.Index) \
+                    and code(elt.slice[0].slice.value) == target.value:
+                # `[inputs[f] for f in FEATURES]`: the dict's tensors in the order of names known here
+                keys = self._known_names(value.for_in.iter)
+                if keys is not None and all(k in self.input_dicts[elt.value.value] for k in keys):
+                    found = (elt.value.value, keys, "items")
         elif isinstance(value, cst.Call) and dotted_text(value.func) == "list" and "list" not in self.local \
                 and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star:
             got = items_of(value.args[0].value, False)
@@ -2629,6 +2723,7 @@ class _Builder:
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self.local.add(star.name.value)
+        stmts = self._source_aliases(stmts)
         bound = set().union(*(_names_bound_in(st) | set(_assigned(st)) for st in stmts)) if stmts else set()
         stmts = [self._chosen_layer(st, bound) for st in stmts]
         stmts = self._static_ifs(stmts, bound)
@@ -2646,6 +2741,35 @@ class _Builder:
         self.ctx.analyses.setdefault("functional", []).append(plan)
         self._record_penalties(plan.class_name)
         return fn.with_changes(body=fn.body.with_changes(body=new_body))
+
+    def _source_aliases(self, stmts: list) -> list:
+        """The builder's statements with each name bound once, by a plain statement of its own, to a Keras /
+        TensorFlow function (a reference, not a call: keras-io's video_classification ``preprocess_input =
+        keras.applications.inception_v3.preprocess_input``) and only called below (``preprocess_input(inputs)``)
+        written as that function in the calls, the statement binding it dropped: the call is the function's call,
+        which its rule translates (a reference has none), as if the source had called it by its own name."""
+        out = list(stmts)
+        for k, st in enumerate(stmts):
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, (cst.Name, cst.Attribute))):
+                continue
+            name = small.targets[0].target.value
+            q = self.ctx.imports.resolve(small.value)
+            if q is None or not self.ctx.imports.is_source(q) or name in self.local \
+                    or any(name in _names_bound_in(other) for j, other in enumerate(stmts) if j != k):
+                continue
+            uses = _CalledOnly(name)
+            for later in stmts[k + 1:]:
+                scan(later, uses)
+            if uses.other or not uses.calls:
+                continue
+            subst = _Substitute({name: small.value})
+            out[k] = None
+            out[k + 1:] = [None if s_ is None else self._copy(s_, subst) if name in _names_in(s_) else s_
+                           for s_ in out[k + 1:]]
+        return [st for st in out if st is not None]
 
     def _idle_layers(self, stmts: list, lo: int, model: int, outside: set[int]) -> set[int]:
         """Indices of the module-level statements ``name = SomeLayer(...)`` in the model's statements whose layer
@@ -4013,15 +4137,18 @@ class _Builder:
                 self.env[target] = _Layer(value, None, "list", var=target)
                 self.env[target].op = _Op("list", False)
                 return "layer"
-            if isinstance(value, cst.Dict) and value.elements and all(
+            made = self._input_dict_comp(value) if isinstance(value, cst.DictComp) else None
+            if made is None and isinstance(value, cst.Dict) and value.elements and all(
                     isinstance(e, cst.DictElement) and _string_key(e.key) is not None and isinstance(e.value, cst.Call)
                     and self.ctx.imports.resolve(e.value.func) == INPUT for e in value.elements):
-                # `inputs = {"a": keras.Input(...), ...}`: the model is called with a dict, read as inputs["a"]
+                made = [(_string_key(e.key), e.value) for e in value.elements]
+            if made is not None:
+                # `inputs = {"a": keras.Input(...), ...}` (or a dict comprehension of keras.Input over a list of
+                # names known where the model is built): the model is called with a dict, read as inputs["a"]
                 keys = {}
-                for e in value.elements:
-                    key = _string_key(e.key)
+                for key, call in made:
                     keys[key] = f"{target}[{_key_code(key)}]"  # no name of the code: read by subscript
-                    self._input(keys[key], e.value)
+                    self._input(keys[key], call)
                 self.input_dicts[target] = keys
                 self.env[target] = _Layer(value, None, "dict", var=target)  # not a tensor: refused elsewhere
                 self.env[target].op = _Op("dict", False)
@@ -4066,7 +4193,13 @@ class _Builder:
             except _Refused as r:
                 self._refused(r)
                 t = None
-            if t is None and not self.errors:
+            if t is None and not self.errors and isinstance(value, cst.DictComp) and isinstance(
+                    value.value, cst.Call) and self.ctx.imports.resolve(value.value.func) == INPUT:
+                self.error(value, f"{code(value.value.func)}(...) in a dict comprehension: fwport follows one whose "
+                                  "key is its only for's name, over a list of names known where the model is built (a "
+                                  "literal, a module constant, or a name the builder binds once to a literal and "
+                                  "only iterates); write the dict out, or translate this model by hand")
+            elif t is None and not self.errors:
                 self.error(value, f"{code(value)} is not a tensor of the functional model fwport can follow")
             self.env[target] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
             return "forward"
@@ -4694,9 +4827,10 @@ class _Builder:
         if isinstance(value, (cst.Name, cst.Attribute)) \
                 and (self.ctx.imports.resolve(value) or "").startswith("keras.applications."):
             return (f"{name}(...): {name} is {self.ctx.imports.resolve(value)}, a pretrained model's "
-                    "preprocessing, which fwport does not translate: write what it computes on the channels-last input (the model's "
-                    "documented scaling, e.g. x / 127.5 - 1) or use its torchvision.models / timm counterpart's "
-                    "transforms, or translate this model by hand")
+                    "preprocessing bound to a name at module level, which fwport does not follow in a model (it "
+                    "translates a call of the function by its own name, and a builder's name bound to it): call "
+                    f"{code(value)}(...) here, write what it computes on the channels-last input (the model's "
+                    "documented scaling, e.g. x / 127.5 - 1), or translate this model by hand")
         if not isinstance(value, cst.Call):
             return None
         q = self.ctx.imports.resolve(value.func)
