@@ -460,7 +460,7 @@ class _Edits(_Paths):
         self._bindings: dict[int, _Scope] = {}  # per scope: its bindings (made when asked)
         self._tested: set[tuple[str, str]] | None = None  # (value, attribute) of each hasattr(value, "attr") (when asked)
         self.classes = 0  # the depth of classes around the node visited
-        self._params: dict[tuple[int, str], list | None] = {}  # (id(function), parameter) → _param_infos'
+        self._params: dict[tuple[int, str], list | None] = {}  # (id(function), parameter) → _param_infos's answer
 
     def _outputs(self, depth: int) -> set[str]:
         node = self.scopes[depth]
