@@ -46,11 +46,12 @@ import libcst as cst
 
 from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
-from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
+from fwport.core.bind import NOT_LITERAL, bind_def, call_argument, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, ValueVisitor, bound_names, dotted, dotted_text, find_all, marked, scan, skip_unmarked
+from fwport.core.names import (ScopedResolver, ValueVisitor, bound_names, dotted, dotted_text, find_all, marked,
+                               param_names, scan, skip_unmarked)
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
@@ -265,6 +266,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         """Decides which classes are translated, and ``relevant``: the indices of the top-level
         statements this pass may change (those holding a translated class, or a call that may be
         ``keras.Model(...)`` / ``keras.Input(...)``, shadowing ignored)."""
+        self.module = node
+        self._given_values: set[int] = set()  # (_given_sequential: values known to be channels-first Sequentials)
         self.module_sizes = module_scope(node, self.ctx)
         self.module_values = _module_values(node)
         classes: list[cst.ClassDef] = []
@@ -403,6 +406,25 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return new
         func = original_node.func
         parts = dotted(func)
+        # (a positional True / False is the mode of a Keras layer's call only: a layer of the file takes what it says)
+        fixed = _fixed_training(original_node, positional=bool(parts) and len(parts) == 2 and parts[0] == "self" and (
+            plan.attrs.get(parts[1]) is not None and plan.attrs[parts[1]].kind == "layer"
+            and plan.attrs[parts[1]].rule is not None))
+        # (a train_step runs in training mode, fit's loop sets it; a test_step / predict_step in inference mode)
+        step = {"train_step": "True", "test_step": "False", "predict_step": "False"}.get(self._in_method().name.value)
+        if fixed is not None and fixed != step and (isinstance(func, cst.Subscript) or parts and (
+                parts[0] in plan.loop_vars or parts[0] in plan.loop_seq or parts[0] == "self" and len(parts) == 2
+                and parts[1] != "call" and plan.training.get(parts[1], "drop") == "drop")):
+            # a sub-layer run in one mode whatever the model's (Monte Carlo dropout, a frozen BatchNormalization):
+            # a torch module takes its mode from .train() / .eval() (self.training) only
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(func)}(..., training={fixed}) runs the "
+                            f"layer in {'training' if fixed == 'True' else 'inference'} mode whatever the model's; a "
+                            "torch module takes no training argument and follows the model's mode (.train() / "
+                            ".eval()), so dropping it changes the result: call the functional form in that mode "
+                            "(F.dropout(x, p, training=True) for a Dropout), or set the sub-module's mode by hand "
+                            f"({code(func)}.{'train' if fixed == 'True' else 'eval'}() after each model.train() / "
+                            "model.eval())", original_node)
+            return updated_node
         if (parts and len(parts) == 3 and parts[0] == "self" and parts[1] in plan.weight_attrs
                 and parts[2] in _ASSIGNS and len(updated_node.args) == 1 and updated_node.args[0].keyword is None
                 and not updated_node.args[0].star):
@@ -909,7 +931,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         assigned = self._assigned(plan.node)
         for a in bound:
             for v, fn in assigned.get(a.name, ()):
-                if self._value_kind(v, fn) == "module" or v is a.call:
+                if self._value_kind(v, fn) == "module" or v is a.call or id(v) in self._given_values:
                     continue
                 new = plan.replace.get(id(v))
                 if isinstance(new, cst.Call) and code(new.func).endswith("Identity"):
@@ -993,6 +1015,17 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     value.args) and self._modules_only(plan, cst.Attribute(cst.Name("self"), cst.Name(attr))):
                 # self.blocks = list(), then appends of layers: as `= []`, torch registers them only in an nn.ModuleList
                 plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [])
+            elif self._layer_dict(value, fn):
+                # self.heads = {"out": layers.Dense(2)} (or dict(out=...)): Keras tracks the layers of a dict; torch
+                # registers a module's parameters (model.parameters(), state_dict, .to) only in an nn.ModuleDict
+                plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleDict"), [cst.Arg(value)])
+            elif isinstance(value, cst.Dict) and any(isinstance(e, cst.DictElement) and isinstance(e.value, cst.Call)
+                                                     and self._layer_rule(e.value, fn) is not None
+                                                     for e in value.elements):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} holds Keras layers in a dict "
+                                "with other values or keys that are no names: Keras tracks their weights, torch "
+                                "registers a module's parameters (model.parameters(), state_dict) only in an "
+                                "nn.ModuleDict of name keys; hold the layers in a dict of their own", value)
             elif isinstance(value, cst.Call):
                 if isinstance(value.func, cst.Name) and value.func.value in self.translated:
                     plan.nested[attr] = value.func.value
@@ -1005,6 +1038,13 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     self._stmt_of[id(value)] = stmt
                 elif self._seq_model(plan, attr) is not None:
                     plan.attrs[attr] = _Attr(attr, kind="sequential", done=True, seq=self._seq_model(plan, attr))
+                elif isinstance(value.func, cst.Name) and "." not in value.func.value:
+                    # self.features = build_features(): a builder of the file whose Sequential is channels-first
+                    self._given_sequential(plan, attr, [self.ctx.models.get(value.func.value)], value)
+            elif isinstance(value, cst.Name) and value.value in param_names(fn) and fn.name.value == "__init__" \
+                    and attr not in plan.attrs:
+                # self.backbone = backbone: what the file's constructions of the class give the parameter
+                self._given_sequential(plan, attr, self._constructed_with(plan, fn, value.value), value)
             elif isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
                 self._plan_list(plan, attr, value, fn)
             elif isinstance(value, cst.Name):
@@ -1013,6 +1053,22 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 elts = _local_list_elements(fn, value.value)
                 if elts and all(self._value_kind(e, fn) == "module" for e in elts):
                     plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
+
+    def _layer_dict(self, value: cst.BaseExpression, fn: cst.FunctionDef) -> bool:
+        """``{"out": layers.Dense(2), ...}`` / ``dict(out=layers.Dense(2), ...)``: a dict written out whose keys are
+        names and whose values are all Keras layers (or blocks of this file's translated classes)."""
+        if isinstance(value, cst.Dict):
+            items = [(e.key.evaluated_value if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                      else None, e.value) for e in value.elements]
+        elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict" \
+                and "dict" not in bound_names(fn) and not self.shadowed("dict"):
+            items = [(a.keyword.value if a.keyword is not None and not a.star else None, a.value) for a in value.args]
+        else:
+            return False
+        return bool(items) and all(
+            isinstance(k, str) and k.isidentifier() and isinstance(v, cst.Call) and (
+                self._layer_rule(v, fn) is not None
+                or isinstance(v.func, cst.Name) and v.func.value in self.translated) for k, v in items)
 
     def _unfollowed_sequentials(self, plan: _Plan) -> None:
         """The channels-first Sequentials bound to local names in this class's methods (LOCAL_NCHW) whose
@@ -1079,6 +1135,51 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         a_ranks = next(iter(ranks))
         plan.loop_seq.update({v: attr for v in uses.loop_vars})
         return a_ranks
+
+    def _given_sequential(self, plan: _Plan, attr: str, infos: list, value: cst.BaseExpression) -> None:
+        """``self.<attr>`` holds one of the models ``infos`` (ctx.models' infos; None: not known): where one is a
+        Sequential the passes made channels-first, its calls in this channels-last body are permuted as an
+        inline Sequential's (_seq_model's ranks) where every one is known and alike; else an error."""
+        nchw = [i for i in infos if i is not None and "nchw" in (i.layout, i.output_layout)]
+        if not nchw:
+            return
+        ranks = {self.ctx.analyses.get(RANKS, {}).get(i.scope, (None, None)) if i.kind == "sequential" else None
+                 for i in infos if i is not None}
+        layouts = {(i.layout, i.output_layout) for i in infos if i is not None}
+        if None in infos or None in ranks or len(ranks) != 1 or len(layouts) != 1:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} is given a Sequential model fwport "
+                            "made channels-first (NCHW) and, elsewhere, a model of another layout or a value not "
+                            "known here; this class's body keeps Keras's channels-last layout, so its calls cannot be "
+                            "permuted for one and kept for the other: give it models the file builds alike, or permute "
+                            "by hand (x.movedim(-1, 1); the output back with y.movedim(1, -1))", value)
+            return
+        (layout, out_layout), (in_rank, out_rank) = layouts.pop(), ranks.pop()
+        self._given_values.add(id(value))
+        plan.attrs[attr] = _Attr(attr, kind="sequential", done=True, seq=(
+            in_rank if layout == "nchw" else 0, out_rank if out_layout == "nchw" else 0))
+
+    def _constructed_with(self, plan: _Plan, init: cst.FunctionDef, param: str) -> list:
+        """The models (ctx.models' infos, None where not known) the file's calls ``ClassName(...)`` give the
+        parameter ``param`` of its ``__init__``: a name bound to a Sequential or a builder's call, or a builder's
+        call; [None] where the class is made nowhere (or not only by calls)."""
+        out: list = []
+        models = self.ctx.models
+        for call, fns in _constructions(self.module, plan.name):
+            args = bind_def(call, init, skip=1) if call is not None else None
+            v = args.get(param) if args is not None else None
+            info = None
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Name):
+                info = models.get(v.func.value)
+            elif isinstance(v, cst.Name):
+                key = next((k for k in ([f"{fns[-1]}.{v.value}"] if fns else []) + [v.value] if k in models), None)
+                if key is not None:
+                    info = models[key]
+                else:  # a module-level name bound once to a builder's call
+                    bound = self.module_values.get(v.value) if not fns else None
+                    if isinstance(bound, cst.Call) and isinstance(bound.func, cst.Name):
+                        info = models.get(bound.func.value)
+            out.append(info)
+        return out or [None]
 
     def _seq_model(self, plan: _Plan, attr: str) -> tuple | None:
         """Permutes around an nn.Sequential that the Sequential pass made channels-first: (rank of the
@@ -1818,6 +1919,47 @@ class _BindingCounts(cst.CSTVisitor):
             self.counts[n.target.value] = self.counts.get(n.target.value, 0) + 2
 
 
+class _Constructions(cst.CSTVisitor):
+    """The calls ``name(...)`` of a module (with the names of the functions around each), and (None, []) for each
+    other read of the name (a base class, a value passed on)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name, self.found, self.fns = name, [], []
+        self._calls: set[int] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.fns.append(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.fns.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._calls.add(id(node.name))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._calls.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._calls.add(id(node.keyword))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == self.name:
+            self._calls.add(id(node.func))
+            self.found.append((node, list(self.fns)))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name and id(node) not in self._calls:
+            self.found.append((None, []))
+
+
+def _constructions(module: cst.Module, name: str) -> list:
+    v = _Constructions(name)
+    scan(module, v)
+    return v.found
+
+
 def _module_values(module: cst.Module) -> dict[str, cst.BaseExpression]:
     """``NAME = value`` statements at the top of the module whose name is bound nowhere else in the file
     (no other assignment, parameter, loop or import): the value every use of the name reads."""
@@ -2234,6 +2376,19 @@ def _has_functional(body, p: _SubclassPass) -> bool:
     for s in body:
         scan(s, v)
     return v.hit
+
+
+def _fixed_training(call: cst.Call, positional: bool) -> str | None:
+    """"True" / "False" where ``call`` passes a constant mode (``training=True``, or, ``positional``, True / False
+    as its second positional argument), else None."""
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        named = a.keyword is not None and a.keyword.value == "training"
+        if (named or positional and a.keyword is None and i == 1) and isinstance(a.value, cst.Name) \
+                and a.value.value in ("True", "False"):
+            return a.value.value
+    return None
 
 
 def _drop_training(original: cst.Call, updated: cst.Call) -> cst.Call:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fwport.core.bind import bind_def
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
 from fwport.core.direction import fast
@@ -459,6 +460,7 @@ class _Edits(_Paths):
         self._bindings: dict[int, _Scope] = {}  # per scope: its bindings (made when asked)
         self._tested: set[tuple[str, str]] | None = None  # (value, attribute) of each hasattr(value, "attr") (when asked)
         self.classes = 0  # the depth of classes around the node visited
+        self._params: dict[tuple[int, str], list | None] = {}  # (id(function), parameter) → _param_infos's answer
 
     def _outputs(self, depth: int) -> set[str]:
         node = self.scopes[depth]
@@ -505,6 +507,9 @@ class _Edits(_Paths):
             elif not self.classes:  # (a class's body: the subclass pass permutes around its Sequentials)
                 self._layout(node, path)
             return
+        if self.checks and not self.classes and isinstance(node.func, cst.Subscript) \
+                and isinstance(node.func.value, cst.Name):
+            self._layout(node, path)  # (models["cnn"](x), nets[0](x))
         if self.checks:
             return
         q = self.qualname(node.func)
@@ -672,58 +677,211 @@ class _Edits(_Paths):
         planned = self.ctx.plans.get(node) is not None or (item is not None and self.ctx.plans.get(item) is not None)
         return kind if planned else None
 
-    def _scope_bindings(self, depth: int) -> _Scope:
-        node = self.scopes[depth]
+    def _scope_bindings(self, depth: int, node=None) -> _Scope:
+        node = self.scopes[depth] if node is None else node
         s = self._bindings.get(id(node))
         if s is None:
             s = self._bindings[id(node)] = _Scope(self.a.walrus)
             scan(node if isinstance(node, cst.Module) else node.body, s)
         return s
 
-    def _infos(self, name: str) -> list | None:
-        """The models (ctx.models' infos) ``name`` may be where it is called: those of every value of its innermost
-        binding (``model = nn.Sequential(...)``, ``model = build_model()``); None where one is not known (a
-        parameter, another value)."""
+    def _infos(self, name: str, scopes: list | None = None, path: list | None = None,
+               seen: frozenset = frozenset()) -> list | None:
+        """The models (ctx.models' infos) ``name`` may be where it is called (in the scopes ``scopes``, the
+        functions ``path``: the walk's where not given): those of every value of its innermost binding (``model =
+        nn.Sequential(...)``, ``model = build_model()``), of a parameter those every call of its function gives it
+        (``def run(m, x): return m(x)`` ... ``run(model, images)``: _param_infos; an element None where one call's is
+        not known); None where one is not known (another value, a parameter of a function not only called)."""
         models = self.ctx.models
+        scopes = self.scopes if scopes is None else scopes
+        path = self.path if path is None else path
+        for depth in range(len(scopes) - 1, -1, -1):
+            node = scopes[depth]
+            if isinstance(node, cst.FunctionDef) and name in param_names(node):
+                return self._param_infos(scopes[:depth + 1], path[:depth], name, seen)
+            values = self._scope_bindings(depth, node).values.get(name)
+            if not values:
+                continue
+            fn = path[depth - 1] if depth else None
+            out = []
+            for how, v in values:
+                if how == "value" and isinstance(v, cst.Call):
+                    if render(v.func) in ("nn.Sequential", "torch.nn.Sequential",
+                                          render(self.ctx.spell("torch.nn.Sequential"))):
+                        keys = [f"{fn}.{name}", fn] if fn else [name]
+                        info = next((models[k] for k in keys if k in models and models[k].kind == "sequential"), None)
+                    elif isinstance(v.func, cst.Name):
+                        info = models.get(v.func.value)
+                    else:
+                        info = None
+                    if info is None:
+                        return None
+                    out.append(info)
+                    continue
+                # an element of a list / tuple / dict the scope writes out (for m in [cnn, mlp]; m = models["cnn"]):
+                # each element's
+                if how == "for" and isinstance(v, (cst.List, cst.Tuple)):
+                    infos = self._elements(v, scopes[:depth + 1], path[:depth], seen)
+                elif how == "for" and isinstance(v, cst.Name):  # for m in nets
+                    infos = self._container(v, scopes[:depth + 1], path[:depth], seen)
+                elif how == "value" and isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name):  # nets[0]
+                    infos = self._container(v.value, scopes[:depth + 1], path[:depth], seen)
+                else:
+                    infos = None
+                if infos is None:
+                    return None
+                out.extend(infos)
+            return out
+        return None
+
+    def _container(self, name: cst.Name | None, scopes: list, path: list, seen: frozenset) -> list | None:
+        """The models (ctx.models' infos) the elements of the list / tuple / dict ``name`` is bound to (every binding
+        of it in its innermost scope a literal one) may be; None where one is not known."""
+        if name is None:
+            return None
+        for depth in range(len(scopes) - 1, -1, -1):
+            node = scopes[depth]
+            if isinstance(node, cst.FunctionDef) and name.value in param_names(node):
+                return None
+            values = self._scope_bindings(depth, node).values.get(name.value)
+            if not values:
+                continue
+            out: list = []
+            for how, v in values:
+                infos = self._elements(v, scopes[:depth + 1], path[:depth], seen) if how == "value" else None
+                if infos is None:
+                    return None
+                out.extend(infos)
+            return out
+        return None
+
+    def _elements(self, value, scopes: list, path: list, seen: frozenset) -> list | None:
+        """The models (ctx.models' infos) of the elements of a list / tuple / dict written out (names the scopes
+        bind, calls of builders); None where one is not known, or ``value`` is no such literal."""
+        if isinstance(value, cst.Dict):
+            items = [e.value if isinstance(e, cst.DictElement) else None for e in value.elements]
+        elif isinstance(value, (cst.List, cst.Tuple)):
+            items = [e.value if isinstance(e, cst.Element) else None for e in value.elements]
+        else:
+            return None
+        out = []
+        for item in items:
+            if isinstance(item, cst.Name):
+                infos = self._infos(item.value, scopes, path, seen)
+            elif isinstance(item, cst.Call) and isinstance(item.func, cst.Name):
+                info = self.ctx.models.get(item.func.value)
+                infos = [info] if info is not None else None
+            else:
+                infos = None
+            if infos is None:
+                return None
+            out.extend(infos)
+        return out
+
+    def _nchw_layer(self, name: str, node: cst.Call) -> bool:
+        """``layer(x)`` where ``layer`` is bound only to ``model.layers[k]`` of a Sequential made channels-first
+        (``first = model.layers[0]``): the module it became is called on Keras's channels-last data: an error (as
+        ``model.layers[0](x)`` is, model_api); True where said."""
+        from fwport.packs.tf2torch.passes.sequential import SPANS
+        values = self._innermost(name)
+        models = {v.value.value.value for how, v in values if how == "value" and isinstance(v, cst.Subscript)
+                  and isinstance(v.value, cst.Attribute) and v.value.attr.value == "layers"
+                  and isinstance(v.value.value, cst.Name)}
+        if not values or len(models) != 1 or len(values) != sum(1 for how, _ in values if how == "value"):
+            return False
+        model = models.pop()
+        if not (self.ctx.analyses.get(SPANS, {}).get(model) or (None, False))[1]:
+            return False
+        self._refuse(node, f"{name} is a layer taken out of {model}.layers, and {model} is translated channels-first "
+                     "(NCHW): the module it became would see its channels-last input's axes in another order than "
+                     f"Keras's; call the model, or move the axes by hand ({name}(x.movedim(-1, 1)).movedim(1, -1))")
+        return True
+
+    def _innermost(self, name: str) -> list:
+        """The bindings of ``name`` in the innermost scope of the walk binding it ([] for a parameter, none)."""
         for depth in range(len(self.scopes) - 1, -1, -1):
             node = self.scopes[depth]
             if isinstance(node, cst.FunctionDef) and name in param_names(node):
-                return None
+                return []
             values = self._scope_bindings(depth).values.get(name)
-            if not values:
+            if values:
+                return values
+        return []
+
+    def _param_infos(self, scopes: list, path: list, name: str, seen: frozenset) -> list | None:
+        """The models the parameter ``name`` of the function ``scopes[-1]`` is given by each call of it (a function
+        defined once in the body of the module or of a function, whose name is read only to call it there): a
+        name the call site binds (_infos there), a builder's call; an element None for a call whose argument is not
+        known (a default, another expression, a starred argument) or for the function's name read otherwise (passed
+        on as a value); the whole None where no call is known (a function called nowhere, a method, one defined under
+        an if or twice)."""
+        fn, parent = scopes[-1], scopes[-2] if len(scopes) > 1 else None
+        if parent is None or id(fn) in seen:
+            return None
+        key = (id(fn), name)
+        if key not in self._params:
+            self._params[key] = self._given(scopes, path, name, seen)
+        return self._params[key]
+
+    def _given(self, scopes: list, path: list, name: str, seen: frozenset) -> list | None:
+        fn, parent = scopes[-1], scopes[-2]
+        body = parent.body if isinstance(parent, cst.Module) else parent.body.body
+        if not any(stmt is fn for stmt in body) or len(self._scope_bindings(0, parent).values.get(
+                fn.name.value) or ()) != 1:
+            return None  # (a method, a function defined under an if or twice)
+        called = fn.name.value
+        sites = _Sites(fn, lambda f: called in param_names(f) or called in self._scope_bindings(0, f).values)
+        scan(parent if isinstance(parent, cst.Module) else parent.body, sites)
+        if not sites.calls:
+            return None
+        out: list = [None] if sites.other else []
+        for call, stack in sites.calls:
+            args = bind_def(call, fn)
+            value = args.get(name) if args is not None else None
+            if value is None:
+                out.append(None)
                 continue
-            fn = self.path[depth - 1] if depth else None
-            out = []
-            for how, v in values:
-                if how != "value" or not isinstance(v, cst.Call):
-                    return None
-                if render(v.func) in ("nn.Sequential", "torch.nn.Sequential", render(self.ctx.spell("torch.nn.Sequential"))):
-                    keys = [f"{fn}.{name}", fn] if fn else [name]
-                    info = next((models[k] for k in keys if k in models and models[k].kind == "sequential"), None)
-                elif isinstance(v.func, cst.Name):
-                    info = models.get(v.func.value)
-                else:
-                    info = None
-                if info is None:
-                    return None
-                out.append(info)
-            return out
-        return None
+            if isinstance(value, cst.Name):
+                infos = self._infos(value.value, [*scopes[:-1], *stack], [*path[:-1], *(f.name.value for f in stack)],
+                                    seen | {id(fn)})
+                out.extend(infos if infos is not None else [None])
+            elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                out.append(self.ctx.models.get(value.func.value))
+            else:
+                out.append(None)
+        return out
 
     def _layout(self, node: cst.Call, path: str) -> None:
         """``model(x)`` of a Sequential the passes made channels-first (NCHW), called on Keras's channels-last
         data: ``model(x.movedim(-1, 1))`` (images of a known rank), its feature-map output moved back
         (``.movedim(1, -1)``) as the fit / predict functions written for it do; an error where the rank or the
-        model is not known."""
-        if not self.ctx.models or not any("nchw" in (m.layout, m.output_layout) for m in self.ctx.models.values()) \
-                or node.func.value not in self.a.models(path):
+        model is not known. So too ``models["cnn"](x)`` / ``nets[0](x)`` of a list / tuple / dict the file writes
+        out (each of its elements')."""
+        if not self.ctx.models or not any("nchw" in (m.layout, m.output_layout) for m in self.ctx.models.values()):
             return
         from fwport.packs.tf2torch.passes.sequential import RANKS
-        infos = self._infos(node.func.value)
-        nchw = infos is not None and any("nchw" in (i.layout, i.output_layout) for i in infos)
-        if infos is not None and not nchw:
+        if isinstance(node.func, cst.Subscript):
+            model, infos = False, self._container(node.func.value, self.scopes, self.path, frozenset())
+            name = render(node.func)
+        else:
+            name = node.func.value
+            if self._nchw_layer(name, node):
+                return
+            model = name in self.a.models(path)
+            if not model and not any(name in param_names(f) for f in self.scopes[1:]) and not any(
+                    how == "for" and isinstance(v, (cst.List, cst.Tuple, cst.Name))
+                    or how == "value" and isinstance(v, cst.Subscript) for how, v in self._innermost(name)):
+                return
+            infos = self._infos(name)
+        nchw = infos is not None and any(i is not None and "nchw" in (i.layout, i.output_layout) for i in infos)
+        if infos is not None and not nchw or infos is None and not model:
+            return  # (a parameter no call gives a channels-first model: whatever it is, not one of those)
+        if infos is not None and None in infos:  # a parameter given a channels-first model, and what is not known
+            self._refuse(node, f"{name} is given a Sequential model fwport made channels-first (NCHW) by a call of "
+                         "this function, and by another call a value not known here; its channels-last inputs cannot "
+                         "be moved for one and kept for the other: give it models the file builds, or permute by "
+                         "hand (x.movedim(-1, 1); the output back with y.movedim(1, -1))")
             return
-        name = node.func.value
         arg = next((a for a in node.args if not a.star and (a.keyword is None or a.keyword.value in ("x", "inputs"))),
                    None)
         if infos is None:
@@ -820,6 +978,60 @@ _WEIGHT_ONLY = frozenset({"name", "path"})
 _LAYER_ONLY = frozenset({"name", "weights", "variables", "kernel", "non_trainable_weights", "non_trainable_variables",
                          "get_weights", "set_weights", "output", "input", "output_shape", "input_shape", "units",
                          "filters", "kernel_size", "get_config", "count_params", "built"})
+
+
+class _Sites(cst.CSTVisitor):
+    """The calls of the function ``fn`` in the body of the scope that defines it (``parent``), each with the
+    functions around it (``calls``: (call, [FunctionDef...])), and whether its name is read otherwise (``other``:
+    passed on, stored, rebound). A nested function (``rebinds(function)``) or lambda that binds the name again is
+    not entered."""
+
+    def __init__(self, fn: cst.FunctionDef, rebinds) -> None:
+        super().__init__()
+        self.fn, self.name, self.rebinds = fn, fn.name.value, rebinds
+        self.calls: list[tuple[cst.Call, list]] = []
+        self.other = False
+        self.stack: list[cst.FunctionDef] = []
+        self._skip: set[int] = set()  # Name nodes that are no read of it (an attribute, a keyword, the def)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.fn:
+            self._skip.add(id(node.name))
+            self.stack.append(node)
+            return True
+        if self.rebinds(node):
+            return False
+        self.stack.append(node)
+        return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self.stack and self.stack[-1] is original_node:
+            self.stack.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return self.name not in {p.name.value for p in (*node.params.params, *node.params.posonly_params,
+                                                         *node.params.kwonly_params)}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._skip.add(id(node.name))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._skip.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._skip.add(id(node.keyword))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == self.name:
+            self._skip.add(id(node.func))
+            # (a call in the function itself, its recursion, gives what it was given)
+            if not any(f is self.fn for f in self.stack):
+                self.calls.append((node, [f for f in self.stack]))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name and id(node) not in self._skip:
+            self.other = True
 
 
 def _moved(node: cst.BaseExpression, source: int, destination: int) -> cst.Call:
