@@ -293,6 +293,108 @@ def test_generator_uses_fwport_does_not_follow_are_errors():
     assert "torch" not in code_lines and "h.uniform([1])" in code_lines
 
 
+_OTHER_GENERATORS = '''
+import tensorflow as tf
+
+tf.random.set_seed(7)
+glob = tf.random.get_global_generator()
+a = glob.normal(shape=(400, 3))
+fresh = tf.random.Generator.from_non_deterministic_state()
+b = fresh.uniform((500,), minval=2.0, maxval=4.0)
+c = fresh.normal([300], dtype=tf.float64)
+'''
+
+
+def test_global_and_non_deterministic_generators_are_torch_generators():
+    """tf.random.get_global_generator() → a helper's torch.Generator, one for the file, seeded from the operating
+    system the first time it is asked for (as TensorFlow's, which tf.random.set_seed does not seed);
+    Generator.from_non_deterministic_state() → a torch.Generator seeded from the operating system. Both give other
+    numbers on each run, as in TensorFlow, with TensorFlow's shapes, dtypes and ranges."""
+    r = tr(_OTHER_GENERATORS + "same = tf.random.get_global_generator()\n")
+    assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
+    assert not codes(r, Severity.WARNING), messages(r, Severity.WARNING)
+    out = r.output
+    assert "tensorflow" not in out and "glob = global_generator()" in out and "same = global_generator()" in out
+    assert out.count("def global_generator():") == 1
+    assert "fresh = torch.Generator().manual_seed(secrets.randbits(63))" in out and "import secrets" in out
+    tail = '''
+import json
+import numpy as np
+vals = {k: np.asarray(v) for k, v in dict(a=a, b=b, c=c).items()}
+print(json.dumps({k: [list(v.shape), str(v.dtype), float(v.min()), float(v.max()), float(v.mean()), float(v.std())]
+                  for k, v in vals.items()} | {"same": same is glob}))
+'''
+    source = textwrap.dedent(_OTHER_GENERATORS) + "same = tf.random.get_global_generator()\n"
+    k1, k2 = _run("tf", source, tail), _run("tf", source, tail)
+    t1, t2 = _run("torch", out, tail), _run("torch", out, tail)
+    for name in "ab":  # seeded from the operating system: other numbers on each run, in both
+        assert t1[name] != t2[name] and k1[name] != k2[name], name
+    assert t1["same"] is True and k1["same"] is True  # one global generator
+    for name in "abc":
+        assert t1[name][:2] == k1[name][:2], name  # shape and dtype
+    for v in (k1, t1):
+        assert abs(v["a"][4]) < 0.15 and abs(v["a"][5] - 1.0) < 0.1
+        assert 2.0 <= v["b"][2] and v["b"][3] < 4.0 and abs(v["b"][4] - 3.0) < 0.15
+        assert abs(v["c"][4]) < 0.2 and abs(v["c"][5] - 1.0) < 0.15
+
+
+_CELLS = '''
+import tensorflow as tf
+
+g = tf.random.Generator.from_seed(1)
+a = g.normal(shape=(300, 2))
+g.reset_from_seed(1)
+a2 = g.normal(shape=(300, 2))
+g = tf.random.Generator.from_seed(2)
+children = g.split(2)
+b = children[0].uniform((200,))
+g = tf.random.Generator.from_seed(3, alg="philox")
+c = [g.uniform((100,), minval=5.0, maxval=6.0) for _ in range(2)]
+'''
+
+
+def test_a_generator_name_bound_again_is_decided_per_binding():
+    """A notebook binds one name to several generators, one after another at the top level: each binding and the
+    reads up to the next is decided alone, so the one used otherwise (g.split) is an error and stays TensorFlow's
+    while the others are torch generators; the translated draws have TensorFlow's shapes, ranges and reset."""
+    r = tr(_CELLS)
+    errors = [f for f in r.findings if f.severity == Severity.ERROR]
+    assert sorted((f.line, f.code) for f in errors) == [(7, "no-rule"), (8, "unsupported-construct")], \
+        messages(r, Severity.ERROR)
+    out = r.output
+    assert out.count("g = torch.Generator().manual_seed(") == 2 and "g = tf.random.Generator.from_seed(2)" in out
+    assert "children = g.split(2)" in out and "a2 = torch.randn((300, 2), generator=g)" in out
+    assert "c = [(5.0 + (6.0 - 5.0) * torch.rand((100,), generator=g)) for _ in range(2)]" in out
+    tail = '''
+import json
+import numpy as np
+vals = {k: np.asarray(v) for k, v in dict(a=a, a2=a2, c=np.stack([np.asarray(x) for x in c])).items()}
+print(json.dumps({k: [list(v.shape), str(v.dtype), float(v.min()), float(v.max()), float(v.mean())]
+                  for k, v in vals.items()}))
+'''
+    k, t = _run("tf", textwrap.dedent(_CELLS), tail), _run("torch", out, tail)
+    for v in (k, t):
+        assert v["a"] == v["a2"]  # reset_from_seed restarts the stream
+        assert v["c"][0] == [2, 100] and 5.0 <= v["c"][2] and v["c"][3] < 6.0
+    assert [v[:2] for v in t.values()] == [v[:2] for v in k.values()]
+
+
+def test_a_generator_bound_under_a_condition_is_decided_as_a_whole():
+    """Where the text order may not be the run order (a binding under if, a read in a function), the bindings of
+    the name are decided together: one used otherwise leaves them all TensorFlow's, with their errors."""
+    r = tr('''
+        import tensorflow as tf
+
+        g = tf.random.Generator.from_seed(1)
+        a = g.normal([3])
+        if a[0] > 0:
+            g = tf.random.Generator.from_seed(2)
+        children = g.split(2)
+    ''')
+    assert sorted(f.line for f in r.findings if f.severity == Severity.ERROR) == [3, 6, 7]
+    assert "torch" not in "\n".join(line for line in r.output.splitlines() if not line.lstrip().startswith("#"))
+
+
 # --- go_backwards=True on the recurrent layers ----------------------------------------------------------
 
 _BACKWARDS = '''

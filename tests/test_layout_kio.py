@@ -319,6 +319,73 @@ def test_a_mask_in_a_file_that_attaches_keras_masks_stays_refused(source):
     assert errors(r)[("unsupported-construct", line)] == 1, r.findings
 
 
+# --- dragen1860's BERT layers: a library of layers whose compute_mask the file never runs -----------------------
+
+LIBRARY = '''
+from tensorflow import keras
+import tensorflow.keras.backend as K
+
+
+class MaskedGlobalMaxPool1D(keras.layers.Layer):
+
+    def __init__(self, **kwargs):
+        super(MaskedGlobalMaxPool1D, self).__init__(**kwargs)
+        self.supports_masking = True
+
+    def compute_mask(self, inputs, mask=None):
+        return None
+
+    def call(self, inputs, mask=None):
+        if mask is not None:
+            mask = K.cast(mask, K.floatx())
+            inputs -= K.expand_dims((1.0 - mask) * 1e6, axis=-1)
+        return K.max(inputs, axis=-2)
+'''
+
+_LIBRARY_DRIVER = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import model as m
+
+x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) * np.array([1.0, -1.0, 0.5, 2.0], dtype=np.float32)
+keep = np.array([[True, False, True], [False, True, True]])
+layer = m.MaskedGlobalMaxPool1D()
+if sys.argv[2] == "keras":
+    import tensorflow as tf
+    masked, plain = layer(tf.constant(x), mask=tf.constant(keep)), layer(tf.constant(x))
+else:
+    import torch
+    masked, plain = layer(torch.tensor(x), mask=torch.tensor(keep)), layer(torch.tensor(x))
+print("RESULT " + json.dumps({"masked": np.asarray(masked).tolist(), "plain": np.asarray(plain).tolist()}))
+'''
+
+
+def test_mask_of_a_layer_library_whose_compute_mask_the_file_never_runs_is_a_parameter(tmp_path):
+    """The file's only mask source is a compute_mask of its own layer classes, none of which the file uses (a
+    library that other files call): no tensor here carries a Keras mask, so call()'s mask is what the callers
+    pass, kept as forward's parameter with a warning; the values are Keras's, with the mask given and without."""
+    r = tx(LIBRARY)
+    assert not errors(r), r.findings
+    assert [f.code for f in r.findings if f.severity.value == "warning"] == ["mask-kept"]
+    assert "def forward(self, inputs, mask=None):" in r.output
+    import numpy as np
+    from runners import keras_and_torch
+    k, t = keras_and_torch(tmp_path, textwrap.dedent(LIBRARY), r.output, _LIBRARY_DRIVER)
+    for key in ("masked", "plain"):
+        np.testing.assert_allclose(t[key], k[key], rtol=1e-6, err_msg=key)
+    assert k["masked"] != k["plain"]  # the mask did change the result
+
+
+def test_mask_of_a_layer_whose_compute_mask_the_file_runs_stays_refused():
+    """The same layers, one of them used in the file (its compute_mask may attach a mask to what it returns): a
+    mask-using call() stays an error."""
+    src = LIBRARY + "\n\ndef build():\n    return MaskedGlobalMaxPool1D()\n"
+    r = tx(src)
+    line = src.lstrip("\n").splitlines().index("        if mask is not None:") + 1
+    assert errors(r)[("unsupported-construct", line)] == 1, r.findings
+
+
 # --- keras-io simsiam: a Sequential of features whose first Dense is refused (an activity regularizer) -------------------
 
 PREDICTOR = '''

@@ -115,8 +115,42 @@ def test_tensor_shape_uses_torch_size_differs_on_are_errors():
     assert sum(e.startswith("unsupported-construct: w == [1, 2]: the TensorShape w is compared") for e in errs) == 1
     assert sum("the TensorShape v is tested for truth" in e for e in errs) == 1
     assert sum("the TensorShape x is read by a TensorShape attribute" in e for e in errs) == 1
-    assert sum(e.startswith("no-rule: tensorflow.TensorShape") for e in errs) == 8
-    assert "torch.Size" not in code_lines(r)
+    assert sum(e.startswith("no-rule: tensorflow.TensorShape") for e in errs) == 7  # bool(tf.TensorShape([])): True
+    assert "torch.Size" not in code_lines(r) and "print(True, tf.TensorShape([2]) == [2])" in code_lines(r)
+
+
+_TRUTHS = '''
+import tensorflow as tf
+
+scalar = bool(tf.TensorShape([]))
+empty = bool(tf.TensorShape([0]))
+unknown_dim = bool(tf.TensorShape([None]))
+unknown_dims = bool(tf.TensorShape((None, None, None)))
+known = bool(tf.TensorShape([1, 10, 100]))
+one = bool(tf.TensorShape(4))
+unknown_rank = bool(tf.TensorShape(None))
+'''
+
+_TRUTHS_DRIVER = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import model as m
+
+names = ["scalar", "empty", "unknown_dim", "unknown_dims", "known", "one", "unknown_rank"]
+print("RESULT " + json.dumps({k: getattr(m, k) for k in names}))
+'''
+
+
+@needs("tensorflow", "torch")
+def test_truth_of_a_tensor_shape_call_is_whether_its_rank_is_known(tmp_path):
+    """bool(tf.TensorShape(dims)) is True wherever the rank is known, whatever the dimensions (none, 0, None),
+    False for TensorShape(None): a constant where the dims are written, TensorFlow's values."""
+    r = tr(_TRUTHS)
+    assert not errors(r), errors(r)
+    assert "tensorflow" not in r.output and "torch.Size" not in r.output
+    assert "scalar = True" in r.output and "unknown_rank = False" in r.output
+    k, t = keras_and_torch(tmp_path, textwrap.dedent(_TRUTHS), r.output, _TRUTHS_DRIVER)
+    assert t == k and k["unknown_rank"] is False and k["scalar"] is True
 
 
 _SIGNATURES = '''

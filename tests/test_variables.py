@@ -435,3 +435,66 @@ def test_a_file_s_own_trainable_variables_attribute_is_left_alone():
         ''')
     assert "agent.trainable_variables" in out and "actor.trainable_variables" in out
     assert [e.line for e in errs] == [10] and "other.non_trainable_weights" in errs[0].message
+
+
+LATER_FUNCTIONS = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+W = tf.Variable(np.array([[1.0, -2.0], [0.5, 3.0]], dtype=np.float32))
+b = tf.Variable(np.array([0.25, -1.0], dtype=np.float32))
+x = tf.constant(np.array([[1.0, 2.0], [-3.0, 0.5]], dtype=np.float32))
+with tf.GradientTape() as tape:
+    y = tf.matmul(x, W) + b
+gw, gb = tape.gradient(y, [W, b])
+
+
+def cube_grad():
+    with tf.GradientTape() as tape:
+        s = tf.reduce_sum(W * W * W)
+    d = tape.gradient(s, W)
+    return d
+
+
+opt = tf.keras.optimizers.SGD(0.1)
+
+
+def apply(grads, weights):
+    opt.apply_gradients(zip(grads, weights))
+
+
+def update(grads, weights):
+    for g, w in zip(grads, weights):
+        w.assign_sub(0.1 * g)
+
+
+dw = cube_grad()
+update([gw, gb], [W, b])
+print(json.dumps({"gw": gw.numpy().tolist(), "gb": gb.numpy().tolist(), "dw": dw.numpy().tolist(),
+                  "W": W.numpy().tolist(), "b": b.numpy().tolist()}))
+'''
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("torch") is None,
+                    reason="needs TensorFlow and PyTorch")
+def test_plain_tape_followed_by_functions_with_their_own_tapes_runs_like_tensorflow(tmp_path):
+    """A notebook's module-level tape whose gradients no optimizer applies, followed by functions defined later
+    that bind a tape of their own or apply gradients they are given (chapter 2 of Deep Learning with Python):
+    those functions neither run there nor read this tape's gradients, so the tape is translated (it was refused
+    for the later apply_gradients); the values are TensorFlow's. The optimizer over unknown variables keeps its
+    own error (the torch program runs with it left as written)."""
+    r = translate_source(LATER_FUNCTIONS.lstrip(), "later.py")
+    errors = [f.message for f in r.findings if f.severity is Severity.ERROR]
+    assert len(errors) == 1 and errors[0].startswith("opt = tf.keras.optimizers.SGD(0.1): a torch optimizer"), errors
+    assert "gw, gb = torch.autograd.grad(y.sum(), [W, b])" in r.output
+    assert "d = torch.autograd.grad(s.sum(), W)[0]" in r.output and "GradientTape" not in r.output
+    src, out = tmp_path / "tf_program.py", tmp_path / "torch_program.py"
+    src.write_text(LATER_FUNCTIONS)
+    out.write_text(r.output)
+    tf_result, torch_result = _run(src, block=False), _run(out, block=False)
+    for key in ("gw", "gb", "dw", "W", "b"):
+        np.testing.assert_allclose(torch_result[key], tf_result[key], rtol=1e-6, err_msg=key)
+    assert tf_result["dw"] == [[3.0, 12.0], [0.75, 27.0]]
+

@@ -113,8 +113,14 @@ GUIDANCE: dict[str, str] = {
         "generator=g) (torch.randn(shape, generator=g) for 0, 1), g.uniform(shape, minval, maxval) → minval + "
         "(maxval - minval) * torch.rand(shape, generator=g), g.uniform(..., dtype=tf.int32) → torch.randint(minval, "
         "maxval, shape, generator=g, dtype=torch.int32); the values differ from TensorFlow's (another algorithm). "
-        "fwport writes this where a name bound to Generator.from_seed(seed) is used only by its normal / uniform "
-        "draws, make_seeds and reset_from_seed in the scope that binds it; not here",
+        "fwport writes this where a name bound to Generator.from_seed(seed) (from_non_deterministic_state(), "
+        "tf.random.get_global_generator()) is used only by its normal / uniform draws, make_seeds and "
+        "reset_from_seed in the scope that binds it; not here",
+    "tensorflow.random.get_global_generator":
+        "TensorFlow's global tf.random.Generator, seeded from the operating system on first use (tf.random.set_seed "
+        "does not seed it): in torch one torch.Generator().manual_seed(secrets.randbits(63)) kept for the program, "
+        "given to each draw as generator=; fwport writes this (a global_generator helper) where a name bound to "
+        "the call is used only by its normal / uniform draws in the scope that binds it; not here",
     "tensorflow.lite":
         "TensorFlow Lite (LiteRT) converts a model to a .tflite file and runs it on mobile and edge devices: a "
         "torch model is exported with torch.export.export(model, (example_input,)) and lowered for ExecuTorch "

@@ -1003,6 +1003,18 @@ def as_float32(a):
     a = {torch}as_tensor(a)
     return a.float() if a.is_floating_point() else a
 '''
+HELPERS["global_generator"] = '''
+
+_global_generators = []
+
+
+def global_generator():
+    """TensorFlow's tf.random.get_global_generator(): one generator for this file, created the first time it is
+    asked for and seeded then from the operating system's randomness (tf.random.set_seed does not seed it)."""
+    if not _global_generators:
+        _global_generators.append({torch}Generator().manual_seed({secrets}randbits(63)))
+    return _global_generators[0]
+'''
 HELPERS["get_uid"] = '''
 
 _uids = {}
@@ -1567,6 +1579,7 @@ def _spelled(template: str, ctx: FileContext) -> str:
 #: other modules a helper uses: placeholder → (its spelling, the import line)
 _MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"), "math": ("math.", "import math"),
             "copy": ("copy.", "import copy"), "time": ("time.", "import time"), "re": ("re.", "import re"),
+            "secrets": ("secrets.", "import secrets"),
             "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
 
 

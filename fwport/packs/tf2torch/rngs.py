@@ -9,6 +9,10 @@
     g.make_seeds(count)                          →  torch.randint(-2 ** 63, 2 ** 63 - 1, (2, count), generator=g,
                                                                   dtype=torch.int64)
     g.reset_from_seed(s)                         →  g.manual_seed(s)
+    g = tf.random.get_global_generator()         →  g = global_generator()   (a helper: one torch.Generator for
+                                                     the file, seeded from the OS on first use, as TensorFlow's)
+    g = tf.random.Generator.from_non_deterministic_state()
+                                                 →  g = torch.Generator().manual_seed(secrets.randbits(63))
 
 A generator is a name every binding of which in its scope (the module or a function) is such a call; its draws
 are found wherever the name is read from that scope or a function inside it that does not bind it. The streams
@@ -29,6 +33,10 @@ from fwport.core.finding import Severity
 from fwport.core.names import scan
 
 FROM_SEED = "tensorflow.random.Generator.from_seed"
+GLOBAL = "tensorflow.random.get_global_generator"
+NON_DETERMINISTIC = "tensorflow.random.Generator.from_non_deterministic_state"
+#: the calls that make a generator this planner follows
+MAKERS = (FROM_SEED, GLOBAL, NON_DETERMINISTIC)
 TRIGGER_WORD = "from_seed"
 
 #: TensorFlow dtypes a draw may ask for → torch's, and whether it is an integer type
@@ -55,10 +63,12 @@ class _Scope:
         self.is_class = is_class
         self.values: dict[str, list] = {}  # name → the value of each binding (None: not `name = value`)
 
-    def generators(self, resolve, qualname: str = FROM_SEED) -> set[str]:
-        """The names every binding of which here is a call of ``qualname`` (shapes.py asks for tf.TensorShape)."""
+    def generators(self, resolve, qualname: str | tuple = MAKERS) -> set[str]:
+        """The names every binding of which here is a call of ``qualname`` (or one of them; shapes.py asks for
+        tf.TensorShape)."""
+        names = (qualname,) if isinstance(qualname, str) else qualname
         return {n for n, vs in self.values.items()
-                if vs and all(isinstance(v, cst.Call) and resolve(v.func) == qualname for v in vs)}
+                if vs and all(isinstance(v, cst.Call) and resolve(v.func) in names for v in vs)}
 
 
 class _Generators(cst.CSTVisitor):
@@ -157,6 +167,8 @@ class _Generators(cst.CSTVisitor):
                 others = [n for kind, n in uses if kind == "other"]
                 draws = [(n, self._draw(name, n)) for kind, n in uses if kind == "draw"]
                 refused = [n for n, d in draws if d is None]
+                if (others or refused) and self._plan_segments(scope, name, uses):
+                    continue
                 if others or refused:
                     for n in others:
                         self.ctx.report(Severity.ERROR, "unsupported-construct",
@@ -174,7 +186,78 @@ class _Generators(cst.CSTVisitor):
                     self.ctx.plans.add(n, lambda orig, upd, t=text: cst.parse_expression(t), descend=False,
                                        by="rngs")
 
+    def _plan_segments(self, scope: _Scope, name: str, uses: list) -> bool:
+        """A name bound several times in straight-line code (a notebook's cells: ``g = ...from_seed(1)`` here,
+        ``g = ...from_seed(2)`` further down), some of whose bindings are used otherwise: each binding with the
+        reads that follow it up to the next binding is decided alone (its draws translated, or its other uses
+        errors and its call left). Only where the text order is the order they run in: every binding at the top
+        level of the scope's body (or in a ``with`` block there), no read before the first binding nor in a
+        function, class or generator expression, nor in a lambda but one passed straight to a call (``_Order``).
+        Returns False (the whole name decided together) else."""
+        calls = scope.values[name]
+        body = scope.node.body
+        body = body.body if isinstance(body, cst.IndentedBlock) else body
+        if len(calls) < 2 or not isinstance(body, (list, tuple)):
+            return False
+        walk = _Order({id(c) for c in calls}, {id(n) for _, n in uses})
+        for stmt in body:
+            scan(stmt, walk)
+        if walk.unsafe or len(walk.seq) != len(calls) + len(uses):
+            return False
+        segments: list[list] = []  # per binding, in text order: [call, [(kind, node)]]
+        kinds = {id(n): kind for kind, n in uses}
+        nodes = {id(n): n for _, n in uses} | {id(c): c for c in calls}
+        for key in walk.seq:
+            if key in kinds:
+                if not segments:
+                    return False  # read before the first binding
+                segments[-1][1].append((kinds[key], nodes[key]))
+            else:
+                segments.append([nodes[key], []])
+        for call, seg in segments:
+            others = [n for kind, n in seg if kind == "other"]
+            draws = [(n, self._draw(name, n)) for kind, n in seg if kind == "draw"]
+            refused = [n for n, d in draws if d is None]
+            if others or refused:
+                for n in others:
+                    self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                    f"{code(n)}: a use of tf.random.Generator fwport does not translate (it "
+                                    "translates the generator's normal and uniform draws, in the scope that binds "
+                                    f"it, onto torch.Generator): the generator {name} bound here is left as "
+                                    "written", n)
+                for n in refused:
+                    self.ctx.settle(n)
+                continue  # this binding's call keeps its no-rule error
+            self._plan_seed(name, call)
+            for n, (text, why) in draws:
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(n)} → {text}: {why}", n)
+                self.ctx.plans.add(n, lambda orig, upd, t=text: cst.parse_expression(t), descend=False, by="rngs")
+        return True
+
     def _plan_seed(self, name: str, call: cst.Call) -> None:
+        maker = self._resolve(call.func)
+        if maker == GLOBAL:
+            from fwport.packs.tf2torch import helpers
+            self.ctx.spell_text("torch.Generator")  # the draws' torch names
+            text = f"{helpers.use(self.ctx, 'global_generator')}()"
+            self.ctx.report(Severity.INFO, "random-stream",
+                            f"{name} = {code(call)} → {text}: one torch generator for the file, seeded from the "
+                            "operating system's randomness the first time it is asked for, as TensorFlow's global "
+                            "generator is (tf.random.set_seed does not seed it, nor torch.manual_seed this one): "
+                            "other numbers on each run", call)
+            self.ctx.plans.add(call, lambda orig, upd: cst.parse_expression(text), descend=False, by="rngs")
+            return
+        if maker == NON_DETERMINISTIC:
+            alg = call_argument(call, "alg", 0)
+            text = (f"{self.ctx.spell_text('torch.Generator')}()"
+                    f".manual_seed({self.ctx.spell_text('secrets.randbits')}(63))")
+            self.ctx.report(Severity.INFO, "random-stream",
+                            f"{name} = {code(call)} → {text}: a torch generator seeded from the operating system's "
+                            "randomness, other numbers on each run as in TensorFlow"
+                            + (f" (alg={code(alg)} is not carried over: torch's is Mersenne Twister)"
+                               if alg is not None else ""), call)
+            self.ctx.plans.add(call, lambda orig, upd: cst.parse_expression(text), descend=False, by="rngs")
+            return
         seed = call_argument(call, "seed", 0)
         alg = call_argument(call, "alg", 1)
         text = f"{self.ctx.spell_text('torch.Generator')}().manual_seed({code(seed) if seed is not None else ''})"
@@ -261,6 +344,46 @@ class _Generators(cst.CSTVisitor):
     def _refuse(self, call: cst.Call, why: str) -> None:
         self.ctx.report(Severity.ERROR, "unsupported-argument", f"{why}: not translated", call)
         return None
+
+
+class _Order(cst.CSTVisitor):
+    """The text order of a generator's bindings (``calls``) and reads (``reads``) in its scope's body; ``unsafe``
+    where that may not be the order they run in: a binding under if / for / while / try, or either inside a
+    function, lambda, class or generator expression (run later, or not at all; a lambda passed straight to a call,
+    ``strategy.run(lambda: g.normal([]))``, counts as run there: one kept and run after a later binding reads
+    that binding's generator, which fails loudly where one is a torch.Generator and the other TensorFlow's)."""
+
+    _LATER = (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.GeneratorExp)
+    _MAYBE = (cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
+
+    def __init__(self, calls: set[int], reads: set[int]):
+        super().__init__()
+        self.calls, self.reads = calls, reads
+        self.seq: list[int] = []
+        self.later = self.maybe = 0
+        self.unsafe = False
+        self.passed: set[int] = set()  # ids of lambdas passed straight to a call
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        key = id(node)
+        if key in self.calls or key in self.reads:
+            if self.later or (key in self.calls and self.maybe):
+                self.unsafe = True
+            if key not in self.seq:
+                self.seq.append(key)
+        if isinstance(node, cst.Arg) and isinstance(node.value, cst.Lambda):
+            self.passed.add(id(node.value))  # strategy.run(lambda: g.normal([])): called by the call it is given to
+        if isinstance(node, self._LATER) and id(node) not in self.passed:
+            self.later += 1
+        elif isinstance(node, self._MAYBE):
+            self.maybe += 1
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, self._LATER) and id(original_node) not in self.passed:
+            self.later -= 1
+        elif isinstance(original_node, self._MAYBE):
+            self.maybe -= 1
 
 
 def _atom(node: cst.BaseExpression) -> str:

@@ -86,6 +86,7 @@ class _Shapes(_Generators):
         self.calls: list[cst.Call] = []  # every tf.TensorShape(...) call, in the order met
         self.chained: dict[int, tuple[cst.CSTNode, str]] = {}  # id(call) → (the attribute / method call, name)
         self.refused: set[int] = set()  # ids of the calls read by another attribute where they are made
+        self.truths: dict[int, cst.Call] = {}  # id(call) → the bool(call) around it
 
     # --- the reads of a name --------------------------------------------------------------------------
     def _mark(self, node: cst.BaseExpression, kind: str, at: cst.CSTNode) -> None:
@@ -108,7 +109,10 @@ class _Shapes(_Generators):
             else:
                 self._mark(func.value, "method", node)
         elif isinstance(func, cst.Name) and func.value == "bool" and len(node.args) == 1:
-            self._mark(node.args[0].value, "truth", node)
+            arg = node.args[0].value
+            if isinstance(arg, cst.Call) and self._resolve(arg.func) == TENSOR_SHAPE:
+                self.truths[id(arg)] = node  # bool(tf.TensorShape(dims)): whether the rank is known
+            self._mark(arg, "truth", node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.seen.add(id(node.attr))
@@ -185,6 +189,9 @@ class _Shapes(_Generators):
                     if kind in ("method", "attribute"):
                         self._plan_use(n, name)
         for c in self.calls:
+            if id(c) in self.truths and id(c) not in done and id(c) not in bound:
+                self._plan_truth(c)
+                continue
             if id(c) in done or id(c) in self.refused or (id(c) in bound and id(c) not in self.chained):
                 continue  # bound to a name fwport does not follow: keeps its no-rule error
             dims, why = _dims(c)
@@ -202,6 +209,25 @@ class _Shapes(_Generators):
         self.ctx.plans.add(call, lambda orig, upd: cst.Call(cst.parse_expression(spelled),
                                                             [cst.Arg(_as_dims(upd.args[0].value))]),
                            by="tensor_shapes")
+
+    def _plan_truth(self, call: cst.Call) -> None:
+        """``bool(tf.TensorShape(dims))`` is whether the rank is known (TensorShape.__bool__), whatever the
+        dims: True for a literal list, tuple or int (``[]`` and ``[None]`` too), False for ``None``; other dims
+        (a name that may hold None) keep the call's error."""
+        args = list(call.args)
+        if len(args) != 1 or args[0].star or (args[0].keyword is not None and args[0].keyword.value != "dims"):
+            return
+        value = args[0].value
+        if isinstance(value, cst.Name) and value.value == "None":
+            text = "False"
+        elif isinstance(value, (cst.List, cst.Tuple, cst.Integer)):
+            text = "True"
+        else:
+            return
+        outer = self.truths[id(call)]
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(outer)} → {text}: a TensorShape is true where its "
+                        "rank is known, whatever its dimensions (a torch.Size, a tuple, is false when empty)", outer)
+        self.ctx.plans.add(outer, lambda orig, upd, t=text: cst.Name(t), descend=False, by="tensor_shapes")
 
     def _plan_use(self, node: cst.CSTNode, name: str) -> None:
         if isinstance(node, cst.Call):

@@ -103,7 +103,8 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("model_layouts", valuekinds.CHECKS_TRIGGER, valuekinds.run_checks),
     # (read-only) g = tf.random.Generator.from_seed(s) → torch.Generator().manual_seed(s), its g.normal / g.uniform
     # → torch.randn / torch.rand / torch.randint(..., generator=g) (rngs.py)
-    Planner("rng_generators", Trigger(r"\bfrom_seed\b", "from_seed"), rngs.run),
+    Planner("rng_generators", Trigger(r"\b(?:from_seed|get_global_generator|from_non_deterministic_state)\b",
+                                      "from_seed", "get_global_generator", "from_non_deterministic_state"), rngs.run),
     # (read-only) tnp.<function>(...).astype(dtype) → the rule's translation .to(torch.<dtype>) (ndarrays.py)
     Planner("tnp_astype", Trigger(r"\.\s*astype\s*\(", "astype", also=r"experimental\.numpy|\btnp\b"), ndarrays.run),
     # (read-only) Dataset.from_generator's output_signature of tf.TensorSpec objects → their dtypes (the rule's

@@ -2010,7 +2010,45 @@ def keras_masks(ctx: FileContext) -> bool:
     parameter with None where its caller passes none (Layer.__call__ reads the mask attached to the input),
     so ``mask`` is an ordinary parameter: the translated forward keeps it and takes what its callers pass."""
     parsed = ctx.analyses.get("parsed")
-    return parsed is None or bool(_MASK_SOURCES.search(parsed[1]))
+    if parsed is None or _OTHER_MASK_SOURCES.search(parsed[1]):
+        return True
+    if not _MASK_SOURCES.search(parsed[1]):
+        return False
+    return not _unused_mask_computers(parsed[0])
+
+
+# the mask sources but a compute_mask of the file's own layers
+_OTHER_MASK_SOURCES = re.compile(r"mask_zero|Masking|keras_mask|keras_hub|keras_nlp|tensorflow_hub|load_model")
+
+
+def _unused_mask_computers(module: cst.Module) -> bool:
+    """Every ``compute_mask`` the file writes is a method of a class the file never uses (its name read nowhere
+    but in its own definition, ``super(Cls, self)``: a library of layers, called by other files): no tensor of
+    this file passes through one, so none of them attaches a mask here."""
+    classes: set[str] = set()
+    reads: dict[str, int] = {}
+    inside: list[str] = []  # the classes being walked
+
+    class _Walk(cst.CSTVisitor):
+        def visit_ClassDef(self, n: cst.ClassDef) -> None:
+            body = n.body.body if isinstance(n.body, cst.IndentedBlock) else ()
+            if any(isinstance(f, cst.FunctionDef) and f.name.value == "compute_mask" for f in body):
+                classes.add(n.name.value)
+            inside.append(n.name.value)
+
+        def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+            inside.pop()
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value not in inside:
+                reads[n.value] = reads.get(n.value, 0) + 1
+
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if n.attr.value == "compute_mask" and not (isinstance(n.value, cst.Name) and n.value.value == "self"):
+                classes.add("")  # another object's compute_mask (a layer fwport does not see): a source
+
+    scan(module, _Walk())
+    return bool(classes) and "" not in classes and all(reads.get(c, 0) <= 0 for c in classes)
 
 
 def _snake(name: str) -> str:

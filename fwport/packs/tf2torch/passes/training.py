@@ -3851,15 +3851,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif name in _names_in([small]):
                 return None
         after = self._until_rebound(body, i + 1, name)
-        if "apply_gradients" in _attrs_in(after):
-            return None
         from fwport.packs.tf2torch.passes.variables import variable_bindings  # the sources' bindings
         if not hasattr(self, "_variable_bindings"):
             self._variable_bindings = variable_bindings(self.module, self.ctx)
         names, attrs = self._variable_bindings
         calls: list[tuple[int, cst.Call]] = []  # (statement index in body, the gradient call)
         deleted: list[int] = []  # `del tape` statements (their lines go)
+        defs: list[cst.FunctionDef] = []  # functions defined after the tape that bind their own `name`
         for at, small in enumerate(after, start=i + 1):
+            if isinstance(small, cst.FunctionDef) and (name not in _names_in([small])
+                                                       or name in bound_names(small)):
+                defs.append(small)  # not run here, and its tape is its own (a notebook's later training step)
+                continue
             if name not in _names_in([small]):
                 continue
             if _deletes(small, name):
@@ -3871,6 +3874,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 return None
             calls += [(at, c) for c in found.calls]
         if not calls or (len(calls) > 1 and not persistent):
+            return None
+        # the gradients an optimizer applies are the optimizer forms' (a function defined later applies its own
+        # unless it reads the names these gradients are bound to)
+        results = _names_in([body[at] for at, _ in calls]) - _names_in([c for _, c in calls])
+        if "apply_gradients" in _attrs_in([s for s in after if not any(s is d for d in defs)]
+                                          + [d for d in defs if (_names_in([d]) - bound_names(d)) & results]):
             return None
         for _, c in calls:
             if len(c.args) != 2 or any(a.keyword or a.star for a in c.args):
