@@ -1776,7 +1776,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     "keras.Model(inputs=[...], outputs) of two inputs or more bound to that name; a dict of inputs, "
                     "a subclass or a model made elsewhere: write the loop by hand, batching every array with the same "
                     "indices)")
-        inputs = self._model_inputs(model, call)
         if isinstance(x, (cst.List, cst.Tuple)):
             if any(isinstance(e, cst.StarredElement) for e in x.elements) or len(x.elements) != count:
                 return f"{what}, and {model} takes {count} inputs"
