@@ -998,6 +998,51 @@ class _Pass(cst.CSTTransformer):
                                 "from the module's root key as it is, so every such call draws the same dropout masks "
                                 "where PyTorch draws new ones: split the key before each call (key, subkey = "
                                 "jax.random.split(key)) and pass subkey's splits", original)
+        merged = None if whole else self.ctx.analyses.get(MERGED_OUT, {}).get(name)
+        return updated if merged is None else self.merge_batch(original, updated, merged, name)
+
+    def merge_batch(self, original: cst.Call, updated: cst.Call, merged: str, name: str) -> cst.BaseExpression:
+        """A vmapped call of a model whose forward merges the batch axis into an axis (a view's ``(L * N, V)``):
+        the output in PyTorch's layout, ``batch_merged(jax.vmap(model, ...)(x), axes)`` (layers' helper)."""
+        from fwport.packs.torch2jax import layers
+        self.ctx.report(Severity.INFO, "batch-axis", f"{name}(...): its forward's view merges the batch axis into an "
+                        f"axis (its examples the inner factor, as PyTorch's (L * N, V)): the vmapped output's axes are "
+                        f"merged in the same way, batch_merged(..., {merged})", original)
+        return cst.Call(cst.Name(layers.use(self.ctx, "batch_merged")), [  # (the call's own nodes: keys.py finds its split)
+            cst.Arg(updated, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(parsed_expression(merged))])
+
+    def built_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``Net(...)(x)`` outside the classes: a module of the file built and called at once, its call one of
+        a model (model_call's): ``jax.vmap(Net(key=...))(x)`` where it takes one example, a key where its forward
+        draws (a new module is in training mode: its dropout draws too). A class keeping a layer state (BatchNorm)
+        is an error: its call takes and returns the state. None: not such a call."""
+        f = original.func
+        if not (isinstance(f, cst.Call) and isinstance(f.func, cst.Name)) or not original.args:
+            return None
+        cls = f.func.value
+        plans = self.ctx.analyses.get(PLANS, {})
+        if cls not in plans or cls in self.module_names - {s.name.value for s in self.module.body
+                                                           if isinstance(s, cst.ClassDef)}:
+            return None
+        info = plans[cls]
+        if info.get("stateful"):
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{cls}(...)(...): {cls} keeps a layer state "
+                            "(BatchNorm) that its call takes and returns: build it on a statement of its own "
+                            f"(`m = {cls}(...)`) and call it there", original)
+            return updated
+        whole = bool(info.get("whole"))
+        if not whole:
+            axes = info.get("vmap_axes")
+            vmap = self.ctx.spell("jax.vmap")
+            updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
+                                           parsed_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
+        if info.get("key_required"):
+            updated = self.call_key(original, updated, whole, f"{cls}(...)", cls)
+        elif cls in self.keyed_classes:
+            updated = self.call_key(original, updated, whole, f"{cls}(...)", f"{cls}, in training mode here (a new "
+                                    "module): its dropout draws")
+        if not whole and info.get("merged_out") and info.get("vmap_axes"):
+            return self.merge_batch(original, updated, info["merged_out"], f"{cls}(...)")
         return updated
 
     def training_at_module_level(self, name: str, original: cst.Call) -> bool:
@@ -1101,6 +1146,9 @@ class _Pass(cst.CSTTransformer):
         if isinstance(original.func, cst.Name) and not self.in_class and (
                 original.func.value in self.models or self.model_classes(original.func.value)):
             return self.model_call(original, updated)
+        built = None if self.in_class else self.built_call(original, updated)
+        if built is not None:
+            return built
         f = original.func
         if not self.in_class and isinstance(f, cst.Subscript) and isinstance(f.value, cst.Name) \
                 and f.value.value in self.containers:  # `models[0](x)`: an instance of the module, one example
@@ -2039,6 +2087,9 @@ def _run(module: cst.Module, ctx) -> cst.Module:
     p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
     # models whose inputs or outputs hold the batch axis elsewhere than first (PyTorch's sequence layers): their axes
     ctx.analyses[VMAP_AXES] = {n: plans[c]["vmap_axes"] for n, c in instances.items() if plans.get(c, {}).get("vmap_axes")}
+    # ... and whose outputs hold it merged into an axis (a view's (L * N, V)): the axes their call merges
+    ctx.analyses[MERGED_OUT] = {n: plans[c]["merged_out"] for n, c in instances.items()
+                                if plans.get(c, {}).get("merged_out") and plans[c].get("vmap_axes")}
     p.given_models = _given_models(module, models)
     p.given_classes = _given_classes(module, p.given_models, instances)
     for name, info in p.threaded.items():
@@ -2326,6 +2377,7 @@ def _given_classes(module: cst.Module, given: dict[str, set[str]], instances: di
 
 OPT_MODELS = "torch2jax.optimizer_models"  # ctx.analyses: optimizer name → the model whose parameters it takes
 VMAP_AXES = "torch2jax.vmap-axes"  # ctx.analyses: model name → "in_axes=..., out_axes=..." where not all 0
+MERGED_OUT = "torch2jax.merged-out"  # ctx.analyses: model name → batch_merged's axes where an output is merged
 MODELS = "torch2jax.models"  # ctx.analyses: the names that hold a model (.parameters() read, or a module's instance)
 WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
 
