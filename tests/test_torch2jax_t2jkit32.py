@@ -205,3 +205,140 @@ def test_a_module_built_and_called_at_once_computes_pytorchs_output(tmp_path):
     torch_out, jax_out = torch_and_jax(tmp_path, textwrap.dedent(BUILT_CALL).lstrip("\n"), r.output, body)
     assert torch_out.shape == jax_out.shape == (4, 2)
     np.testing.assert_allclose(jax_out, torch_out, rtol=1e-6, atol=1e-6)
+
+
+PENALTY = '''
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.autograd as autograd
+
+cuda = True if torch.cuda.is_available() else False
+Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+
+
+class Critic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 3)
+        self.fc2 = nn.Linear(3, 1)
+        nn.init.constant_(self.fc1.weight, 0.3)
+        nn.init.constant_(self.fc1.bias, -0.1)
+        nn.init.constant_(self.fc2.weight, 0.7)
+        nn.init.constant_(self.fc2.bias, 0.05)
+
+    def forward(self, img):
+        return self.fc2(torch.tanh(self.fc1(img.view(img.shape[0], -1))))
+
+
+def compute_gradient_penalty(D, real_samples, fake_samples, alpha):
+    interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+    d_interpolates = D(interpolates)
+    fake = Tensor(real_samples.shape[0], 1).fill_(1.0)
+    gradients = autograd.grad(outputs=d_interpolates, inputs=interpolates, grad_outputs=fake, create_graph=True,
+                              retain_graph=True, only_inputs=True)[0]
+    gradients = gradients.view(gradients.size(0), -1)
+    return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+
+
+import types; cuda = False; Tensor = torch.FloatTensor
+real = torch.arange(24.0).reshape(4, 2, 3) / 7
+alpha = Tensor(np.linspace(0.1, 0.9, 4).reshape(4, 1, 1))
+critic = Critic()
+gp = compute_gradient_penalty(critic, real.data, (torch.ones(4, 2, 3) * 0.3).data, alpha)
+'''
+
+
+def test_an_alias_rebound_on_a_line_of_several_statements_and_data_of_tensors():
+    """``cuda = False; Tensor = torch.FloatTensor`` (the alias bound again among other statements of one line) is the
+    alias's dtype, as on a line of its own (it was left: a residue error); ``.data`` of a name bound only to
+    tensors, or of a tensor a torch function makes, is the array itself (a jax array has no .data)."""
+    r = t2j(PENALTY)
+    assert not error_findings(r), r.findings
+    assert "import types; cuda = False; Tensor = jnp.float32" in r.output, r.output
+    assert "gp = compute_gradient_penalty(critic, real, (jnp.ones((4, 2, 3)) * 0.3), alpha)" in r.output, r.output
+    assert ".data" not in r.output.split("import types")[1]
+
+
+@needs_frameworks
+def test_the_gradient_penalty_computes_pytorchs_value(tmp_path):
+    """torch.autograd.grad(create_graph=True) of the critic at the interpolates: jax.vmap(jax.grad(...)), the same
+    penalty as PyTorch's, and its gradient with respect to the real samples too (create_graph: differentiable)."""
+    import numpy as np
+    r = t2j(PENALTY)
+    body = textwrap.dedent("""
+    if side == "torch":
+        real = ns["real"].clone().requires_grad_(True)
+        gp = ns["compute_gradient_penalty"](ns["Critic"](), real, torch.ones(4, 2, 3) * 0.3, ns["alpha"])
+        (g,) = torch.autograd.grad(gp, real)
+        out = np.concatenate([[float(ns["gp"]), float(gp)], g.numpy().ravel()])
+    else:
+        critic = ns["Critic"](key=jax.random.key(0))
+        f = lambda real: ns["compute_gradient_penalty"](critic, real, jnp.ones((4, 2, 3)) * 0.3, ns["alpha"])
+        gp, g = jax.value_and_grad(f)(jnp.asarray(ns["real"]))
+        out = np.concatenate([[float(ns["gp"]), float(gp)], np.asarray(g).ravel()])
+    np.save(OUT, out)
+    """)
+    torch_out, jax_out = torch_and_jax(tmp_path, textwrap.dedent(PENALTY).lstrip("\n"), r.output, body)
+    assert abs(torch_out[0]) > 1e-3 and np.abs(torch_out[2:]).max() > 1e-6  # a penalty and a gradient that count
+    np.testing.assert_allclose(jax_out, torch_out, rtol=1e-6, atol=1e-7)
+
+
+TRAINING_CALL = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 64)
+        nn.init.constant_(self.fc.weight, 0.25)
+        nn.init.constant_(self.fc.bias, 0.5)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+def evaluate(model, x):
+    model.eval()
+    with torch.no_grad():
+        return model(x)
+
+
+model = Net()
+x = torch.rand(3, 4)
+out = model(x)
+'''
+
+
+def test_a_functions_eval_does_not_put_the_modules_model_in_inference():
+    """``model.eval()`` inside a function (run when it is called, on its own argument) does not make the module's
+    own call of its model an inference one: PyTorch's model is in training mode there, its dropout draws, and the
+    call takes a key (it was called without one: 'Dropout requires a key' at run time); with no key to split (the
+    file draws nothing else), an error says so."""
+    r = t2j(TRAINING_CALL)
+    assert not error_findings(r), r.findings
+    assert "key, subkey = jax.random.split(key)\nout = jax.vmap(model)(x, key=jax.random.split(subkey, x.shape[0]))" \
+        in r.output, r.output
+    r = t2j(TRAINING_CALL.replace("torch.rand(3, 4)", "torch.ones(3, 4)"))
+    assert any("in training mode here: its dropout draws" in f.message for f in error_findings(r)), r.findings
+
+
+@needs_frameworks
+def test_the_training_call_drops_as_pytorchs_dropout(tmp_path):
+    """PyTorch's inference output is 0.25 * sum(x) + 0.5 per unit (the constant weights); the translation's training
+    call gives 0 or twice that for its own x (inverted dropout), both kinds present."""
+    import numpy as np
+    r = t2j(TRAINING_CALL)
+    body = ("y = ns['evaluate'](ns['model'], ns['x']).numpy() if side == 'torch' else np.asarray(ns['out'])\n"
+            "np.save(OUT, np.concatenate([np.asarray(ns['x']), y], axis=1))\n")
+    torch_out, jax_out = torch_and_jax(tmp_path, textwrap.dedent(TRAINING_CALL).lstrip("\n"), r.output, body)
+    assert torch_out.shape == jax_out.shape == (3, 68)
+    ref = lambda x: 0.25 * x.sum(axis=1, keepdims=True) + 0.5  # noqa: E731
+    np.testing.assert_allclose(torch_out[:, 4:], np.broadcast_to(ref(torch_out[:, :4]), (3, 64)), rtol=1e-6)
+    out, want = jax_out[:, 4:], np.broadcast_to(2 * ref(jax_out[:, :4]), (3, 64))
+    dropped = np.isclose(out, 0.0)
+    np.testing.assert_allclose(out[~dropped], want[~dropped], rtol=1e-6)
+    assert 0 < dropped.sum() < dropped.size

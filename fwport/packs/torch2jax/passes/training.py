@@ -808,6 +808,7 @@ class _Pass(cst.CSTTransformer):
         self.outputs = outputs  # names assigned a model's output outside classes (`outputs = model(x)`)
         self.in_class = 0
         self.assigned: set[int] = set()
+        self.written: set[int] = set()  # ids of assignment targets (visit_Assign)
         self.instances: dict[str, str] = {}  # model name → its translated class
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
@@ -837,6 +838,10 @@ class _Pass(cst.CSTTransformer):
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             self.assigned.add(id(node.value))
+        self.written.update(id(t.target) for t in node.targets)  # (`x.data = v`: a write, not a read tensor_name drops)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.written.add(id(node.target))
 
     def leave_Assign(self, original, updated):
         v = original.value
@@ -1053,6 +1058,8 @@ class _Pass(cst.CSTTransformer):
             return False
         training = True
         for st in self.module.body:
+            if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+                continue  # (a function's `model.eval()` runs when it is called, on its own `model`)
             calls = find_all(st, cst.Call)
             if any(c is original for c in calls):
                 return training
@@ -1262,15 +1269,19 @@ class _Pass(cst.CSTTransformer):
                 targets=[updated.body[0].targets[0].with_changes(target=target.with_changes(elements=elements))])])
             self.ctx.analyses[STATE_KEPT].append(out)  # its state an input of the train_step (step)
             return out
-        if self.aliases and not self.scopes and not self.in_class and _is_assign(original) \
-                and len(original.body[0].targets) == 1 and isinstance(original.body[0].targets[0].target, cst.Name) \
-                and original.body[0].targets[0].target.value in self.aliases:
-            name = original.body[0].targets[0].target.value
-            dtype = LEGACY_TYPES[self.aliases[name].attr.value]
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} (a legacy tensor type on the CPU or CUDA): its "
-                            f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
-                            "else reads it", original)
-            return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
+        aliased = [i for i, x in enumerate(original.body) if isinstance(x, cst.Assign) and len(x.targets) == 1
+                   and isinstance(x.targets[0].target, cst.Name) and x.targets[0].target.value in self.aliases] \
+            if self.aliases and not self.scopes and not self.in_class else []
+        if aliased:  # (each statement of the line that binds one: `cuda = False; Tensor = torch.FloatTensor`)
+            body = list(updated.body)
+            for i in aliased:
+                name = original.body[i].targets[0].target.value
+                dtype = LEGACY_TYPES[self.aliases[name].attr.value]
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} (a legacy tensor type on the CPU or CUDA): "
+                                f"its calls create {dtype} arrays (JAX places arrays itself); the alias goes where "
+                                "nothing else reads it", original)
+                body[i] = body[i].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))
+            return updated.with_changes(body=body)
         edit = self.checkpoint_edits.get(id(original))
         if edit is not None:
             return self.write_checkpoint_edit(edit, updated)
@@ -1723,7 +1734,32 @@ class _Pass(cst.CSTTransformer):
         if original.attr.value == "data" and isinstance(original.value, cst.Name) and original.value.value in self.outputs \
                 and not self.in_class:
             return updated.value
+        # `real.data` of a name the scope binds only to tensors PyTorch's functions make (`real = torch.randn(...)`)
+        if original.attr.value == "data" and isinstance(original.value, cst.Name) and not self.in_class \
+                and id(original) not in self.written and self.tensor_name(original.value.value):
+            return updated.value
+        if original.attr.value == "data" and not isinstance(original.value, cst.Name) and not self.in_class:
+            from fwport.packs.torch2jax.inplace import _is_tensor
+            if _is_tensor(original.value, set(), self.ctx):  # `torch.randn(3).data`, `(torch.ones(3) * 2).data`
+                return updated.value
         return updated
+
+    def tensor_name(self, name: str) -> bool:
+        """Whether the scope being visited (a function, or the module's own code) binds ``name`` only by plain
+        assignments of a tensor a torch function makes (inplace._is_tensor: ``torch.randn(...)``, ``x * 2`` of
+        one), never as a parameter or a loop target."""
+        from fwport.packs.torch2jax.inplace import _is_tensor
+        scope = self.scopes[-1] if self.scopes else self.module
+        if isinstance(scope, cst.FunctionDef) and name in {p.name.value for p in (
+                *scope.params.params, *scope.params.kwonly_params, *scope.params.posonly_params)}:
+            return False
+        if any(name in target_names(f.target) for f in find_all(scope, cst.For)):
+            return False
+        values = [a.value for a in _scope_assigns(scope) if any(name in target_names(t.target) for t in a.targets)]
+        if not values or any(not (len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name))
+                             for a in _scope_assigns(scope) if any(name in target_names(t.target) for t in a.targets)):
+            return False
+        return all(_is_tensor(v, set(), self.ctx) for v in values)
 
     def visit_For(self, node: cst.For) -> None:
         self.check_loop(node)
@@ -2273,10 +2309,11 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
     ``torch.FloatTensor`` (both build and cast to float32) unless the file changes PyTorch's default dtype."""
     out: dict[str, cst.Attribute] = {}
     default_dtype = None  # (whether the file changes the default dtype: a walk of every call, asked only when it counts)
-    for stmt in module.body:
-        if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):
+    for small in (x for st in module.body if isinstance(st, cst.SimpleStatementLine) for x in st.body):
+        # (each statement of a line: `cuda = False; Tensor = torch.FloatTensor` too)
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
             continue
-        v = stmt.body[0].value
+        v = small.value
         branches = [v.body, v.orelse] if isinstance(v, cst.IfExp) else [v]
         kinds = set()
         cpu = None
@@ -2298,7 +2335,7 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
             if q == f"torch.{t}":
                 cpu = b
         if len(kinds) == 1 and None not in kinds and cpu is not None:
-            out[stmt.body[0].targets[0].target.value] = cpu
+            out[small.targets[0].target.value] = cpu
     return out
 
 
