@@ -342,3 +342,32 @@ def test_the_training_call_drops_as_pytorchs_dropout(tmp_path):
     dropped = np.isclose(out, 0.0)
     np.testing.assert_allclose(out[~dropped], want[~dropped], rtol=1e-6)
     assert 0 < dropped.sum() < dropped.size
+
+
+MERGED_TRAINED = MERGED_VIEW.replace("scores, hidden = predict(model, tokens)\n", """targets = torch.ones(7, 3, dtype=torch.long)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(2):
+    optimizer.zero_grad()
+    scores, _ = model(tokens, model.init_hidden(3))
+    loss = F.nll_loss(scores, targets.view(-1))
+    loss.backward()
+    optimizer.step()
+""")
+
+
+def test_a_merged_view_in_a_train_step_reads_the_helper_as_a_global(tmp_path):
+    """The train_step a loop becomes calls batch_merged as the module's function (not an argument it is given), and
+    the loss reads PyTorch's (L * N, V) scores against the (L * N,) targets: the translation runs."""
+    import subprocess
+    import sys
+    r = t2j(MERGED_TRAINED)
+    assert not error_findings(r), r.findings
+    out = r.output
+    step = out[out.index("def train_step("):]
+    assert "batch_merged" not in step[:step.index(":")], step[:200]
+    assert "batch_merged(jax.vmap(model, in_axes=(1, 1), out_axes=(1, 1))(tokens, model.init_hidden(3)), (0, None))" \
+        in step, step
+    (tmp_path / "lm.py").write_text(out + "\nprint('LOSS', float(loss))\n")
+    p = subprocess.run([sys.executable, "-c", "import sys, runpy; sys.modules['torch'] = None; runpy.run_path(sys.argv[1])",
+                        str(tmp_path / "lm.py")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "LOSS" in p.stdout, p.stderr[-2000:]

@@ -4250,6 +4250,9 @@ class _Finish(cst.CSTTransformer):
                         for t in small.targets:
                             self.module_names.update(target_names(t.target))
         self.module_names |= {"jax", "jnp", "eqx", "optax", "math"}
+        # the helpers written into the file after this pass (layers.use: batch_merged), module-level functions too
+        from fwport.packs.torch2jax import layers
+        self.module_names |= {written.name(self.ctx, h) for h in self.ctx.analyses.get(layers._KEY, ())}
         # module-level names a module-level loop binds again (x = x * 0.5, x, y = next_batch()): a train_step reads
         # them as arguments, never as globals, which eqx.filter_jit keeps as they were when it traced the step
         self.rebound: set[str] = set()
