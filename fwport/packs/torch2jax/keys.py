@@ -279,30 +279,53 @@ class _SeededDraws(_Draws):
     """In a scope (the module, a function) whose root key is torch.manual_seed's translation, ``key =
     jax.random.key(s)`` (passes/training.py), the draws after it in the scope's own code: each statement splits
     that key too, where every draw read the same key before (the same numbers in every draw and iteration).
-    Draws elsewhere read the key as before."""
+    Draws elsewhere read the key as before.
+
+    A root key reaches the rest of the block it is bound in and the blocks inside it, as modules.py's _RootKey
+    reads it: one bound in ``if __name__ == "__main__":`` does not reach the module's statements outside that
+    block (run when the file is imported, where the guard's code is not). The module's draws that no seeded
+    root key reaches are ``unrooted``: the module then takes a root key of its own (_plan)."""
 
     def __init__(self, ctx, draws: set[str], module_classes: set[str]):
         super().__init__(ctx, draws, module_classes)
         self.root_fn = ctx.spell_text("jax.random.key")
-        self.rooted: set[int] = set()  # scopes (id of the function, 0: the module) past their root key
+        self.rooted: set[int] = set()  # the blocks past a root key bound in them (ids)
+        self.starts: list[int] = [0]  # per open function: where its blocks start in self.blocks
+        self.unrooted: list[tuple] = []  # the module's own draws no seeded root key reaches
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(n)
+        self.starts.append(len(self.blocks))
+
+    def leave_FunctionDef(self, n) -> None:
+        super().leave_FunctionDef(n)
+        self.starts.pop()
 
     def _scope(self):
         inner = self.scopes[-1][0] if self.scopes else None
         return inner if inner is None or isinstance(inner, cst.FunctionDef) else False
+
+    def _rooted(self) -> bool:
+        """Whether a root key bound earlier in one of the open blocks of the innermost function (or the module)
+        reaches here."""
+        return any(id(b) in self.rooted for b in self.blocks[self.starts[-1]:])
 
     def visit_Assign(self, n: cst.Assign) -> None:
         scope = self._scope()
         if scope is not False and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
                 and n.targets[0].target.value == "key" and isinstance(n.value, cst.Call) \
                 and dotted_text(n.value.func) == self.root_fn:
-            self.rooted.add(id(scope) if scope is not None else 0)
+            self.rooted.add(id(self.blocks[-1]))
 
     def visit_Call(self, n: cst.Call) -> None:
         scope = self._scope()
-        if scope is False or (id(scope) if scope is not None else 0) not in self.rooted \
-                or self.ctx.imports.resolve(n.func) not in self.draws or self._why_not(n) is not None:
+        if scope is False or self.ctx.imports.resolve(n.func) not in self.draws or self._why_not(n) is not None:
             return
-        self.found.append((n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0]))
+        entry = (n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0])
+        if self._rooted():
+            self.found.append(entry)
+        elif scope is None and not any(k for _, k in self.scopes):
+            self.unrooted.append(entry)
 
 
 def plan(module: cst.Module, ctx) -> cst.Module:
@@ -323,6 +346,14 @@ def _plan(module: cst.Module, ctx) -> cst.Module:
         # it in that scope split it
         s = _SeededDraws(ctx, draws, module_classes)
         scan(module, s)
+        if s.unrooted and not _binds_key_outside_blocks(module):
+            # module-level draws no seeded root key reaches (the seed is set in `if __name__ == "__main__":`, and
+            # the file's top-level code draws outside it): the module takes a root key of its own, above its first
+            # draw or model; the seed's key, where it runs, replaces it for the code after it
+            ctx.analyses[ROOTED] = {id(f[0]) for f in s.unrooted}
+            mod = [f for f in s.found if f[1] is None]
+            _plan_roots(module, s.unrooted + mod, frozenset(), ctx)
+            s.found = [f for f in s.found if f[1] is not None]
         if s.found:
             _plan_roots(module, s.found, frozenset(), ctx, seeded=True)
         return module
@@ -364,6 +395,11 @@ def _threaded(module: cst.Module, found: list[tuple], ctx, draws, module_classes
             return threaded, now
         threaded, called = ok, now
     return frozenset(), []  # (never settled: every function keeps a root key of its own)
+
+
+def _binds_key_outside_blocks(module: cst.Module) -> bool:
+    """Whether the module's own top-level statements (not those in an indented block) bind ``key``."""
+    return any(isinstance(s, cst.SimpleStatementLine) and _binds_key(s) for s in module.body)
 
 
 def _mentions_seed(module: cst.Module) -> bool:

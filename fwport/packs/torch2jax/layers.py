@@ -587,7 +587,21 @@ class Transformer(eqx.Module):
         return jnp.triu(jnp.full((sz, sz), -jnp.inf, dtype=dtype), k=1)
 '''
 
+_BATCH_MERGED = '''
+
+def batch_merged(out, axes):
+    """PyTorch's layout of a model's vmapped output where its forward's view merged the batch axis into axis a
+    ((L, N, V).view(-1, V) is (L * N, V)): jax.vmap put the examples next to axis a, and axes a and a + 1 are
+    reshaped into one here. axes: one per output (a tuple for a tuple), None where an output is kept as it is."""
+    if isinstance(axes, tuple):
+        return tuple(batch_merged(o, a) for o, a in zip(out, axes))
+    if axes is None:
+        return out
+    return out.reshape(*out.shape[:axes], out.shape[axes] * out.shape[axes + 1], *out.shape[axes + 2:])
+'''
+
 HELPERS: dict[str, str] = {
+    "batch_merged": _BATCH_MERGED,
     "StackedLSTM": _RECURRENT.format(kind="LSTM", cell="eqx.nn.LSTMCell", params="", cell_args="", **_TUPLE_STATE),
     "StackedGRU": _RECURRENT.format(kind="GRU", cell="eqx.nn.GRUCell", params="", cell_args="", **_ONE_STATE),
     "StackedRNN": _RECURRENT.format(kind="RNN", cell="ElmanRNNCell", params='nonlinearity="tanh", ',

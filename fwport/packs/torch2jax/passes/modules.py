@@ -2473,6 +2473,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                     whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(BATCHED_MARK))))
             if axes:
                 plan["vmap_axes"] = axes  # training.py's jax.vmap(model, <axes>) at the call sites it writes
+                merged = _merged_outputs(fwd)
+                if merged is not None:
+                    plan["merged_out"] = merged  # ... and the axes those call sites merge (layers' batch_merged)
             if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
                 s = s.with_changes(params=_kwonly(s.params, "key", None if plan["key_required"] else cst.Name("None")))
                 plan["key_sites"] = len(fwd.key_sites) + draws_in.get("forward", 0)
@@ -2518,6 +2521,22 @@ class _Constructions(cst.CSTVisitor):
             value = value.orelse
         if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call):
             found.append(value)
+
+
+def _merged_outputs(fwd) -> str | None:
+    """Where a forward's outputs hold the batch axis merged into an axis (PyTorch's ``(L, N, V).view(-1, V)``: the
+    examples the inner factor of axis 0; an einops group: the outer factor), the axes the call site merges after
+    jax.vmap, as the text of batch_merged's ``axes`` (``(0, None)``: the first output's axes 0 and 1 reshaped into
+    one, the second kept); None where no output is merged or the outputs disagree."""
+    from fwport.packs.torch2jax.batch import Merged
+    outs = fwd.return_axes[0] if fwd.return_axes and all(a == fwd.return_axes[0] for a in fwd.return_axes) else None
+
+    def text(a) -> str:
+        if isinstance(a, tuple):
+            return "(" + ", ".join(text(x) for x in a) + ("," if len(a) == 1 else "") + ")"
+        return str(int(a)) if isinstance(a, Merged) else "None"
+    merged = text(outs) if outs is not None else "None"
+    return None if not any(ch.isdigit() for ch in merged) else merged
 
 
 def _batch_axes(fn: cst.FunctionDef, fwd, ctx, params: list[str], source: cst.FunctionDef) -> cst.FunctionDef:

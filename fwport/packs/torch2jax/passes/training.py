@@ -808,6 +808,7 @@ class _Pass(cst.CSTTransformer):
         self.outputs = outputs  # names assigned a model's output outside classes (`outputs = model(x)`)
         self.in_class = 0
         self.assigned: set[int] = set()
+        self.written: set[int] = set()  # ids of assignment targets (visit_Assign)
         self.instances: dict[str, str] = {}  # model name → its translated class
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
@@ -837,6 +838,10 @@ class _Pass(cst.CSTTransformer):
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             self.assigned.add(id(node.value))
+        self.written.update(id(t.target) for t in node.targets)  # (`x.data = v`: a write, not a read tensor_name drops)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.written.add(id(node.target))
 
     def leave_Assign(self, original, updated):
         v = original.value
@@ -998,6 +1003,51 @@ class _Pass(cst.CSTTransformer):
                                 "from the module's root key as it is, so every such call draws the same dropout masks "
                                 "where PyTorch draws new ones: split the key before each call (key, subkey = "
                                 "jax.random.split(key)) and pass subkey's splits", original)
+        merged = None if whole else self.ctx.analyses.get(MERGED_OUT, {}).get(name)
+        return updated if merged is None else self.merge_batch(original, updated, merged, name)
+
+    def merge_batch(self, original: cst.Call, updated: cst.Call, merged: str, name: str) -> cst.BaseExpression:
+        """A vmapped call of a model whose forward merges the batch axis into an axis (a view's ``(L * N, V)``):
+        the output in PyTorch's layout, ``batch_merged(jax.vmap(model, ...)(x), axes)`` (layers' helper)."""
+        from fwport.packs.torch2jax import layers
+        self.ctx.report(Severity.INFO, "batch-axis", f"{name}(...): its forward's view merges the batch axis into an "
+                        f"axis (its examples the inner factor, as PyTorch's (L * N, V)): the vmapped output's axes are "
+                        f"merged in the same way, batch_merged(..., {merged})", original)
+        return cst.Call(cst.Name(layers.use(self.ctx, "batch_merged")), [  # (the call's own nodes: keys.py finds its split)
+            cst.Arg(updated, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(parsed_expression(merged))])
+
+    def built_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``Net(...)(x)`` outside the classes: a module of the file built and called at once, its call one of
+        a model (model_call's): ``jax.vmap(Net(key=...))(x)`` where it takes one example, a key where its forward
+        draws (a new module is in training mode: its dropout draws too). A class keeping a layer state (BatchNorm)
+        is an error: its call takes and returns the state. None: not such a call."""
+        f = original.func
+        if not (isinstance(f, cst.Call) and isinstance(f.func, cst.Name)) or not original.args:
+            return None
+        cls = f.func.value
+        plans = self.ctx.analyses.get(PLANS, {})
+        if cls not in plans or cls in self.module_names - {s.name.value for s in self.module.body
+                                                           if isinstance(s, cst.ClassDef)}:
+            return None
+        info = plans[cls]
+        if info.get("stateful"):
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{cls}(...)(...): {cls} keeps a layer state "
+                            "(BatchNorm) that its call takes and returns: build it on a statement of its own "
+                            f"(`m = {cls}(...)`) and call it there", original)
+            return updated
+        whole = bool(info.get("whole"))
+        if not whole:
+            axes = info.get("vmap_axes")
+            vmap = self.ctx.spell("jax.vmap")
+            updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
+                                           parsed_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
+        if info.get("key_required"):
+            updated = self.call_key(original, updated, whole, f"{cls}(...)", cls)
+        elif cls in self.keyed_classes:
+            updated = self.call_key(original, updated, whole, f"{cls}(...)", f"{cls}, in training mode here (a new "
+                                    "module): its dropout draws")
+        if not whole and info.get("merged_out") and info.get("vmap_axes"):
+            return self.merge_batch(original, updated, info["merged_out"], f"{cls}(...)")
         return updated
 
     def training_at_module_level(self, name: str, original: cst.Call) -> bool:
@@ -1008,6 +1058,8 @@ class _Pass(cst.CSTTransformer):
             return False
         training = True
         for st in self.module.body:
+            if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+                continue  # (a function's `model.eval()` runs when it is called, on its own `model`)
             calls = find_all(st, cst.Call)
             if any(c is original for c in calls):
                 return training
@@ -1101,6 +1153,9 @@ class _Pass(cst.CSTTransformer):
         if isinstance(original.func, cst.Name) and not self.in_class and (
                 original.func.value in self.models or self.model_classes(original.func.value)):
             return self.model_call(original, updated)
+        built = None if self.in_class else self.built_call(original, updated)
+        if built is not None:
+            return built
         f = original.func
         if not self.in_class and isinstance(f, cst.Subscript) and isinstance(f.value, cst.Name) \
                 and f.value.value in self.containers:  # `models[0](x)`: an instance of the module, one example
@@ -1214,15 +1269,19 @@ class _Pass(cst.CSTTransformer):
                 targets=[updated.body[0].targets[0].with_changes(target=target.with_changes(elements=elements))])])
             self.ctx.analyses[STATE_KEPT].append(out)  # its state an input of the train_step (step)
             return out
-        if self.aliases and not self.scopes and not self.in_class and _is_assign(original) \
-                and len(original.body[0].targets) == 1 and isinstance(original.body[0].targets[0].target, cst.Name) \
-                and original.body[0].targets[0].target.value in self.aliases:
-            name = original.body[0].targets[0].target.value
-            dtype = LEGACY_TYPES[self.aliases[name].attr.value]
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} (a legacy tensor type on the CPU or CUDA): its "
-                            f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
-                            "else reads it", original)
-            return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
+        aliased = [i for i, x in enumerate(original.body) if isinstance(x, cst.Assign) and len(x.targets) == 1
+                   and isinstance(x.targets[0].target, cst.Name) and x.targets[0].target.value in self.aliases] \
+            if self.aliases and not self.scopes and not self.in_class else []
+        if aliased:  # (each statement of the line that binds one: `cuda = False; Tensor = torch.FloatTensor`)
+            body = list(updated.body)
+            for i in aliased:
+                name = original.body[i].targets[0].target.value
+                dtype = LEGACY_TYPES[self.aliases[name].attr.value]
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} (a legacy tensor type on the CPU or CUDA): "
+                                f"its calls create {dtype} arrays (JAX places arrays itself); the alias goes where "
+                                "nothing else reads it", original)
+                body[i] = body[i].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))
+            return updated.with_changes(body=body)
         edit = self.checkpoint_edits.get(id(original))
         if edit is not None:
             return self.write_checkpoint_edit(edit, updated)
@@ -1675,7 +1734,32 @@ class _Pass(cst.CSTTransformer):
         if original.attr.value == "data" and isinstance(original.value, cst.Name) and original.value.value in self.outputs \
                 and not self.in_class:
             return updated.value
+        # `real.data` of a name the scope binds only to tensors PyTorch's functions make (`real = torch.randn(...)`)
+        if original.attr.value == "data" and isinstance(original.value, cst.Name) and not self.in_class \
+                and id(original) not in self.written and self.tensor_name(original.value.value):
+            return updated.value
+        if original.attr.value == "data" and not isinstance(original.value, cst.Name) and not self.in_class:
+            from fwport.packs.torch2jax.inplace import _is_tensor
+            if _is_tensor(original.value, set(), self.ctx):  # `torch.randn(3).data`, `(torch.ones(3) * 2).data`
+                return updated.value
         return updated
+
+    def tensor_name(self, name: str) -> bool:
+        """Whether the scope being visited (a function, or the module's own code) binds ``name`` only by plain
+        assignments of a tensor a torch function makes (inplace._is_tensor: ``torch.randn(...)``, ``x * 2`` of
+        one), never as a parameter or a loop target."""
+        from fwport.packs.torch2jax.inplace import _is_tensor
+        scope = self.scopes[-1] if self.scopes else self.module
+        if isinstance(scope, cst.FunctionDef) and name in {p.name.value for p in (
+                *scope.params.params, *scope.params.kwonly_params, *scope.params.posonly_params)}:
+            return False
+        if any(name in target_names(f.target) for f in find_all(scope, cst.For)):
+            return False
+        values = [a.value for a in _scope_assigns(scope) if any(name in target_names(t.target) for t in a.targets)]
+        if not values or any(not (len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name))
+                             for a in _scope_assigns(scope) if any(name in target_names(t.target) for t in a.targets)):
+            return False
+        return all(_is_tensor(v, set(), self.ctx) for v in values)
 
     def visit_For(self, node: cst.For) -> None:
         self.check_loop(node)
@@ -2039,6 +2123,9 @@ def _run(module: cst.Module, ctx) -> cst.Module:
     p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
     # models whose inputs or outputs hold the batch axis elsewhere than first (PyTorch's sequence layers): their axes
     ctx.analyses[VMAP_AXES] = {n: plans[c]["vmap_axes"] for n, c in instances.items() if plans.get(c, {}).get("vmap_axes")}
+    # ... and whose outputs hold it merged into an axis (a view's (L * N, V)): the axes their call merges
+    ctx.analyses[MERGED_OUT] = {n: plans[c]["merged_out"] for n, c in instances.items()
+                                if plans.get(c, {}).get("merged_out") and plans[c].get("vmap_axes")}
     p.given_models = _given_models(module, models)
     p.given_classes = _given_classes(module, p.given_models, instances)
     for name, info in p.threaded.items():
@@ -2222,10 +2309,11 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
     ``torch.FloatTensor`` (both build and cast to float32) unless the file changes PyTorch's default dtype."""
     out: dict[str, cst.Attribute] = {}
     default_dtype = None  # (whether the file changes the default dtype: a walk of every call, asked only when it counts)
-    for stmt in module.body:
-        if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):
+    for small in (x for st in module.body if isinstance(st, cst.SimpleStatementLine) for x in st.body):
+        # (each statement of a line: `cuda = False; Tensor = torch.FloatTensor` too)
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
             continue
-        v = stmt.body[0].value
+        v = small.value
         branches = [v.body, v.orelse] if isinstance(v, cst.IfExp) else [v]
         kinds = set()
         cpu = None
@@ -2247,7 +2335,7 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
             if q == f"torch.{t}":
                 cpu = b
         if len(kinds) == 1 and None not in kinds and cpu is not None:
-            out[stmt.body[0].targets[0].target.value] = cpu
+            out[small.targets[0].target.value] = cpu
     return out
 
 
@@ -2326,6 +2414,7 @@ def _given_classes(module: cst.Module, given: dict[str, set[str]], instances: di
 
 OPT_MODELS = "torch2jax.optimizer_models"  # ctx.analyses: optimizer name → the model whose parameters it takes
 VMAP_AXES = "torch2jax.vmap-axes"  # ctx.analyses: model name → "in_axes=..., out_axes=..." where not all 0
+MERGED_OUT = "torch2jax.merged-out"  # ctx.analyses: model name → batch_merged's axes where an output is merged
 MODELS = "torch2jax.models"  # ctx.analyses: the names that hold a model (.parameters() read, or a module's instance)
 WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
 
@@ -4161,6 +4250,9 @@ class _Finish(cst.CSTTransformer):
                         for t in small.targets:
                             self.module_names.update(target_names(t.target))
         self.module_names |= {"jax", "jnp", "eqx", "optax", "math"}
+        # the helpers written into the file after this pass (layers.use: batch_merged), module-level functions too
+        from fwport.packs.torch2jax import layers
+        self.module_names |= {written.name(self.ctx, h) for h in self.ctx.analyses.get(layers._KEY, ())}
         # module-level names a module-level loop binds again (x = x * 0.5, x, y = next_batch()): a train_step reads
         # them as arguments, never as globals, which eqx.filter_jit keeps as they were when it traced the step
         self.rebound: set[str] = set()
