@@ -1,4 +1,4 @@
-"""torch2jax gaps of the real-world kit (t2jkit32), each run against PyTorch on the same inputs and weights:
+"""torch2jax gaps of the real-world kit, each run against PyTorch on the same inputs and weights:
 
 - a file seeding PyTorch in ``if __name__ == "__main__":`` and drawing at module level outside it (the kit's pt_pe_gcn
   with its spec appended): the root key bound in the guard does not reach the module's other statements, which run
