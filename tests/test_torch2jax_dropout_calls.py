@@ -2,8 +2,8 @@
 modules in training mode; no ``model.eval()`` before the call) takes keys, one per example, as a drawing forward's
 call does (training.py's ``training_at_module_level``), where the translation called it without one and Equinox's
 Dropout failed at run time ("Dropout requires a key"). After ``model.eval()`` the call stays keyless; after
-``model.train()`` it takes keys again. A seeded script (torch.manual_seed's root key, read as it is) is warned: each
-such call draws the same masks. The translation runs under JAX alone and drops as PyTorch does (the same rate and
+``model.train()`` it takes keys again. In a seeded script (torch.manual_seed's root key) each statement holding such a
+call splits the key first (keys.py): new masks at each call. The translation runs under JAX alone and drops as PyTorch does (the same rate and
 scale, new masks at each call and for each example; compared with torch's in separate processes)."""
 from __future__ import annotations
 
@@ -51,14 +51,19 @@ def test_a_call_in_training_mode_takes_keys_and_one_after_eval_does_not():
     assert "b, _ = jax.vmap(model)(x)\n" in out, out
 
 
-def test_a_seeded_script_is_warned_and_one_with_no_key_is_an_error():
+def test_a_seeded_script_splits_per_call_and_one_with_no_seed_gets_a_root_key():
     seeded = t2j(SRC.replace("model = Net()\n", "torch.manual_seed(0)\nmodel = Net()\n"))
     warned = [f for f in seeded.findings if f.severity is Severity.WARNING and "same dropout masks" in f.message]
-    assert [f.line for f in warned] == [18, 22], seeded.findings
-    # no draw of the file's own and no seed: no key to split, the error says so (it failed at run time before)
+    assert not warned, seeded.findings  # (keys.py splits the seed's key per statement: new masks at each call)
+    assert seeded.output.count("key, subkey = jax.random.split(key)\n") == 3, seeded.output  # (and x's draw)
+    assert seeded.output.count("(x, key=jax.random.split(subkey, x.shape[0]))") == 2, seeded.output
+    # no draw of the file's own and no seed: the dropout is the scope's draw, keyed from a root key made above it
+    # (keys.py, as any draw in unseeded code: a warning that the seed is fixed), where it was an error before
     keyless = t2j(SRC.replace("torch.rand(2000, 4) + 1.0", "torch.ones(2000, 4)"))
-    errs = [f for f in keyless.findings if f.severity is Severity.ERROR]
-    assert [f.line for f in errs] == [17, 21], keyless.findings
+    assert not [f for f in keyless.findings if f.severity is Severity.ERROR], keyless.findings
+    assert [f.line for f in keyless.findings if f.severity is Severity.WARNING and "seed is fixed at 0" in f.message] \
+        == [17], keyless.findings
+    assert keyless.output.count("(x, key=jax.random.split(subkey, x.shape[0]))") == 2, keyless.output
 
 
 _RUN = '''

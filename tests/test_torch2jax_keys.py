@@ -195,9 +195,10 @@ def test_a_model_built_in_the_scope_takes_a_split_of_the_same_root_key():
             "key, model_key = jax.random.split(key)\n"
             "model = Net(key=model_key)\n"
             # the model is in training mode here (no .eval()): its dropout draws, keys one per example
-            "key, subkey1, subkey2, subkey3 = jax.random.split(key, 4)\n"
-            "y = jax.vmap(model)(jax.random.normal(subkey1, (2, 4)), key=jax.random.split(subkey2, "
-            "jax.random.normal(subkey3, (2, 4)).shape[0]))\n") in out, out
+            # (the input bound to a name where it is passed: drawn once, its size read from the name)
+            "key, subkey1, subkey2 = jax.random.split(key, 3)\n"
+            "y = jax.vmap(model)(inputs := jax.random.normal(subkey1, (2, 4)), key=jax.random.split(subkey2, "
+            "inputs.shape[0]))\n") in out, out
 
 
 REFUSED = '''

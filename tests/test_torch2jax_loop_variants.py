@@ -308,14 +308,17 @@ def test_a_loop_counter_the_loss_reads_is_said_to_recompile_the_step():
     src = HEAD + (
         "for epoch in range(3):\n"
         "    optimizer.zero_grad()\n"
-        "    loss = ((model(x) - y) ** 2).mean() * (1.0 + epoch)\n"
+        "    loss = ((model(x) - y) ** 2).mean() * (2.0 if epoch > 0 else 1.0)\n"
         "    loss.backward()\n"
         "    optimizer.step()\n") + TAIL
-    r = t2j(src)
+    r = t2j(src)  # (a test of it: a Python bool, static; only arithmetic passes it traced, test_torch2jax_keys32)
     line = src.splitlines().index("for epoch in range(3):") + 1
     said = [f for f in r.findings if f.severity == Severity.WARNING and "a Python int" in f.message]
     assert [f.line for f in said] == [line] and "jnp.asarray(epoch)" in said[0].message, r.findings
     assert "train_step(model, opt_state, epoch" in r.output or ", epoch)" in r.output, r.output
+    arithmetic = t2j(src.replace("(2.0 if epoch > 0 else 1.0)", "(1.0 + epoch)"))
+    assert not [f for f in arithmetic.findings if f.severity == Severity.WARNING and "a Python int" in f.message]
+    assert ", jnp.asarray(epoch)" in arithmetic.output, arithmetic.output
     # the finding's claim, checked: a Python int compiles once per value, a traced array once
     traced = []
 

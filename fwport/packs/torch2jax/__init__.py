@@ -12,6 +12,7 @@ Where things are:
   data.py         the helpers written into a file that loads data (DataLoader → NumpyLoader)
   modes.py        self.training inside a module → not self.inference (a field eqx.nn.inference_mode sets)
   nograd.py       torch.no_grad / set_grad_enabled / enable_grad: what leaves a block in differentiated code detached
+  frozen.py       parts frozen before a training loop (requires_grad False) → optax.multi_transform with set_to_zero
   backends.py     torch.backends switches (allow_tf32, cudnn.benchmark, ...) → jax.config.update, or removed
   registry.py     this pack's table of named transforms
   ../../../rules/torch2jax/   the data rules, one per file

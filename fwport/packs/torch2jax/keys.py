@@ -32,11 +32,17 @@ from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 
 #: the text that runs this planner (passes/__init__.py): a draw's name (or a fill fills.py makes a draw)
+#: (or a dropout: a model in training mode called after torch.manual_seed takes keys split per statement)
 TRIGGER = Trigger(r"\brand(?:n|int|perm|n_like|_like|int_like)?\b|\bmultinomial\b|\bnormal\b|\bbernoulli\b"
-                  r"|\.(?:uniform_|normal_)\s*\(", "rand", "multinomial", "normal", "bernoulli", "uniform_")
+                  r"|\.(?:uniform_|normal_)\s*\(|[Dd]ropout", "rand", "multinomial", "normal", "bernoulli", "uniform_",
+                  "ropout")
 #: ctx.analyses: id of the split a model call takes per example (``jax.vmap(model)(x, key=jax.random.split(key,
 #: x.shape[0]))``, training.py's call_key) where no key was in scope → the error to report if none can be made
 MODEL_DRAWS = "torch2jax.model-draws"
+#: ctx.analyses: id of the split a model call takes per example in a seeded scope (its key: torch.manual_seed's,
+#: training.py's call_key) → (the split, the model's text, whether the scope calls it again, the call): the
+#: statement holding it splits the key first (_SeededDraws), else a warning that every such call draws alike
+SEEDED_MODEL_DRAWS = "torch2jax.seeded-model-draws"
 KEYLESS = "torch2jax.keyless"  # ctx.analyses: id of a draw call no key can reach → why (its refusal)
 ROOTED = "torch2jax.rooted"  # ctx.analyses: ids of the draw calls keyed from a root key made here
 #: the call transforms that draw from the key in scope (rules/torch2jax: emit.transform)
@@ -319,12 +325,14 @@ class _SeededDraws(_Draws):
 
     def visit_Call(self, n: cst.Call) -> None:
         scope = self._scope()
-        if scope is False or self.ctx.imports.resolve(n.func) not in self.draws or self._why_not(n) is not None:
+        model = id(n) in self.ctx.analyses.get(SEEDED_MODEL_DRAWS, {})  # a model call's keys (training.py's call_key)
+        if scope is False or not model and self.ctx.imports.resolve(n.func) not in self.draws \
+                or self._why_not(n) is not None:
             return
         entry = (n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0])
         if self._rooted():
             self.found.append(entry)
-        elif scope is None and not any(k for _, k in self.scopes):
+        elif not model and scope is None and not any(k for _, k in self.scopes):
             self.unrooted.append(entry)
 
 
@@ -335,6 +343,27 @@ def plan(module: cst.Module, ctx) -> cst.Module:
         for split in ctx.analyses.get(MODEL_DRAWS, {}):
             if split not in ctx.analyses.get(ROOTED, ()):
                 _refuse_model_call(ctx, split, "a root key is made only where the file draws and nothing seeds it")
+        _say_seeded_model_draws(ctx)
+
+
+def _say_seeded_model_draws(ctx) -> None:
+    """The finding of each model call keyed in a seeded scope (SEEDED_MODEL_DRAWS): an info where its statement splits
+    the scope's key first (ROOTED), else a warning where the scope calls it again (the same key read as it is)."""
+    planned = ctx.analyses.get(ROOTED, ())
+    for split, (node, name, again) in ctx.analyses.get(SEEDED_MODEL_DRAWS, {}).items():
+        text = dotted_text(node.func) + "(key, ...)"
+        if split in planned:
+            ctx.report(Severity.INFO, "key-added", f"{name} draws random numbers: called with key={text}, one key per "
+                       "example, split from the scope's key (torch.manual_seed's) split first for the statement (key, "
+                       "subkey = jax.random.split(key)): each call and iteration draws anew, as PyTorch's", node)
+        elif again:
+            ctx.report(Severity.WARNING, "key-added", f"{name} draws random numbers: called with {text} from this "
+                       "scope's key as it is, the same at every call here (several calls, or one in a loop), which then "
+                       "draw the same numbers where PyTorch draws new ones: split the key before each call (key, subkey "
+                       "= jax.random.split(key)) and pass subkey", node)
+        else:
+            ctx.report(Severity.INFO, "key-added", f"{name} draws random numbers: called with key={text} from the "
+                       "scope's key", node)
 
 
 def _plan(module: cst.Module, ctx) -> cst.Module:
@@ -350,12 +379,15 @@ def _plan(module: cst.Module, ctx) -> cst.Module:
             # module-level draws no seeded root key reaches (the seed is set in `if __name__ == "__main__":`, and
             # the file's top-level code draws outside it): the module takes a root key of its own, above its first
             # draw or model; the seed's key, where it runs, replaces it for the code after it
-            ctx.analyses[ROOTED] = {id(f[0]) for f in s.unrooted}
+            ctx.analyses.setdefault(ROOTED, set()).update(id(f[0]) for f in s.unrooted)
             mod = [f for f in s.found if f[1] is None]
             _plan_roots(module, s.unrooted + mod, frozenset(), ctx)
             s.found = [f for f in s.found if f[1] is not None]
         if s.found:
-            _plan_roots(module, s.found, frozenset(), ctx, seeded=True)
+            planned = _plan_roots(module, s.found, frozenset(), ctx, seeded=True)
+            seeded = ctx.analyses.get(SEEDED_MODEL_DRAWS, {})
+            ctx.analyses.setdefault(ROOTED, set()).update(
+                id(f[0]) for f in s.found if id(f[0]) in seeded and id(f[1]) in planned)
         return module
     v = _Draws(ctx, draws, module_classes)
     scan(module, v)
@@ -418,9 +450,12 @@ class _Scope:
         self.used = False  # a block of it split the key (its draws were translated)
         self.given = False  # a function whose callers pass the key (no root key of its own)
         self.seeded = False  # its root key is torch.manual_seed's (training.py): not made here
+        self.models = False  # (seeded) model calls of it take keys split per statement (SEEDED_MODEL_DRAWS)
 
 
-def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str], ctx, seeded: bool = False) -> None:
+def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str], ctx, seeded: bool = False) -> set[int]:
+    """Plans the edits of the blocks of each scope of ``found``; returns the ids of the scopes planned (found's
+    second items: None for the module's)."""
     from fwport.packs.torch2jax.passes.modules import OUTSIDE, _kwonly, _site, keyed_layer
     site = _site(threaded, frozenset(), frozenset())
     # what a finishing step gives a key split from the scope's root key (a model of the file built there: modules.py's
@@ -434,6 +469,8 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
     for f in found:
         by_scope.setdefault(id(f[1]), []).append(f)
     blocks: dict[int, tuple[cst.CSTNode, _Scope, bool]] = {}
+    planned: set[int] = set()
+    seeded_models = ctx.analyses.get(SEEDED_MODEL_DRAWS, {})
     for entries in by_scope.values():
         node = entries[0][1] if entries[0][1] is not None else module
         taken = _collides(node)
@@ -456,6 +493,8 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
                   and (node.name.value if isinstance(node, cst.FunctionDef) else "") not in keyed_steps)
         scope = _Scope(node, entries[0][0], direct, made, methods.get(id(node)))
         scope.seeded = seeded
+        scope.models = seeded and any(id(e[0]) in seeded_models for e in entries)
+        planned.add(id(entries[0][1]))
         scope.given = isinstance(node, cst.FunctionDef) and node.name.value in threaded and node in module.body
         for f in entries:
             blocks.setdefault(id(f[3]), (f[3], scope, False))
@@ -467,6 +506,7 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
                        "anew at each call)", node.name)
     for block, scope, root in blocks.values():
         ctx.plans.add(block, _edit_block(scope, root, site, ctx), by="keyless-draws")
+    return planned
 
 
 def _collides(scope) -> list[str]:
@@ -536,6 +576,12 @@ def _edit_block(scope: _Scope, root: bool, site, ctx):
         model_keys.clear()
         if ctx.analyses.get(MODEL_DRAWS) and not scope.seeded:
             model_keys.update(id(a.value) for a in find_all(updated, cst.Arg) if a.keyword is not None
+                              and a.keyword.value == "key" and isinstance(a.value, cst.Call)
+                              and dotted_text(a.value.func) == split)
+        elif scope.models:  # (a seeded scope: only a vmapped model call's keys, as call_key writes them)
+            vmap = ctx.spell_text("jax.vmap")
+            model_keys.update(id(a.value) for c in find_all(updated, cst.Call) if isinstance(c.func, cst.Call)
+                              and dotted_text(c.func.func) == vmap for a in c.args if a.keyword is not None
                               and a.keyword.value == "key" and isinstance(a.value, cst.Call)
                               and dotted_text(a.value.func) == split)
         draw_keys = _draw_keys()

@@ -266,6 +266,18 @@ def unfrozen(params):
     return jax.tree_util.tree_map(mark, params, is_leaf=lambda m: isinstance(m, PretrainedEmbedding))
 '''
 
+_FROZEN_LABELS = '''
+
+def frozen_labels(frozen):
+    """optax.multi_transform's labels for a model PyTorch froze parts of (requires_grad False): "frozen" for every
+    array under the parts frozen(model) picks (eqx.tree_at's where), "trained" for the others. The frozen ones take
+    optax.set_to_zero(): they keep their values (no step, no weight decay), as PyTorch's optimizer skips them."""
+    def labels(params):
+        trained = jax.tree_util.tree_map(lambda _: "trained", params)
+        return eqx.tree_at(frozen, trained, replace_fn=lambda part: jax.tree_util.tree_map(lambda _: "frozen", part))
+    return labels
+'''
+
 _SGD_DAMPENED = '''
 
 def sgd_dampened(learning_rate, momentum, dampening, nesterov=False):
@@ -614,6 +626,7 @@ HELPERS: dict[str, str] = {
     "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
     "PReLU": _PRELU,
     "unfrozen": _UNFROZEN,
+    "frozen_labels": _FROZEN_LABELS,
     "sgd_dampened": _SGD_DAMPENED,
     "ChannelDropout": _CHANNEL_DROPOUT,
     "torch_pad": _TORCH_PAD.split("\n\nclass Pad(")[0],

@@ -474,10 +474,17 @@ def _freezes(module: cst.Module, ctx) -> None:
     def frozen(value) -> bool:
         return not (isinstance(value, cst.Name) and value.value == "True")
 
+    from fwport.packs.torch2jax import frozen as frozen_parameters
+    taken = frozen_parameters.plan(module, ctx)  # (those read as the optimizer's zero updates: frozen.py)
     message = ("freezes a parameter: PyTorch's optimizer skips it, where the translation's updates every array of the "
                "model (eqx.filter(model, eqx.is_array)); not translated: keep it out of the update (optax.multi_transform"
-               " with optax.set_to_zero() for its label, or eqx.partition with a filter spec marking it False)")
+               " with optax.set_to_zero() for its label, or eqx.partition with a filter spec marking it False; fwport writes the "
+               "former for a freeze of a model's part by its attribute path, a statement of its own before the training "
+               "loop of the model's only optimizer, where nothing sets requires_grad True again)")
+    held = {id(n) for st in find_all(module, cst.For) if id(st) in taken for n in find_all(st, cst.SimpleStatementLine)}
     for line in find_all(module, cst.SimpleStatementLine):
+        if id(line) in taken or id(line) in held:
+            continue
         for a in find_all(line, cst.Assign):
             for t in a.targets:
                 if isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" \

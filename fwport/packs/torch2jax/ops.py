@@ -286,6 +286,8 @@ def optimizer(m, ctx):
         ctx.report(Severity.INFO, "idiom-replaced", "the frozen nn.Embedding.from_pretrained tables get no gradient, "
                    "which PyTorch's optimizer skips (no step, no weight decay): optax.masked(..., unfrozen) leaves them "
                    "as they are", m.node)
+    from fwport.packs.torch2jax import frozen
+    text = frozen.optimizer(text, m.extras.get("model"), ctx, m.node)  # parts frozen before the loop: zero updates
     out = expr(text)
     ctx.analyses.setdefault(OPTIMIZERS, {})[text] = m.extras.get("model")
     return out

@@ -40,6 +40,7 @@ from fwport.core.names import ValueVisitor, children, dotted_text, find_all, sca
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import keys, nograd
 from fwport.packs.torch2jax.backends import AUTOCAST
+from fwport.packs.torch2jax.frozen import FROZEN_CALLS
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
@@ -99,6 +100,80 @@ def _int_counters(loop: cst.For) -> set[str]:
     return {target.value} if isinstance(target, cst.Name) else set()
 
 
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.Power)
+
+
+class _Chains(cst.CSTVisitor):
+    """_arithmetic_only: for each load of ``name``, whether it only computes (arithmetic up to the loss's value)."""
+
+    def __init__(self, name: str, loss: str):
+        super().__init__()
+        self.name, self.loss = name, loss
+        self.stack: list[cst.CSTNode] = []
+        self.ok = True
+
+    def on_visit(self, node) -> bool:
+        if isinstance(node, cst.Name) and node.value == self.name:
+            self.ok = self.ok and self.computes(node)
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, node) -> None:
+        self.stack.pop()
+
+    def visit_Attribute(self, node) -> bool:
+        return True
+
+    def computes(self, node) -> bool:
+        child, i = node, len(self.stack) - 1
+        while i >= 0 and isinstance(self.stack[i], (cst.BinaryOperation, cst.UnaryOperation)):
+            parent = self.stack[i]
+            if isinstance(parent, cst.UnaryOperation):
+                if not isinstance(parent.operator, (cst.Minus, cst.Plus)):
+                    return False
+            elif not isinstance(parent.operator, _ARITHMETIC):
+                return False
+            elif isinstance(parent.operator, cst.Power) and not (
+                    child is parent.right and isinstance(parent.left, cst.Float)
+                    or child is parent.left and isinstance(parent.right, cst.Integer)):
+                return False  # (an integer array to a negative power, an int to a large one: not Python's)
+            child, i = parent, i - 1
+        # the top of the chain: the loss's value (loss = ... * (epoch + 1), loss = loss + ...)
+        top = self.stack[i] if i >= 0 else None
+        return child is not node and isinstance(top, cst.Assign) and top.value is child and len(top.targets) == 1 \
+            and isinstance(top.targets[0].target, cst.Name) and top.targets[0].target.value == self.loss
+
+
+def _arithmetic_only(stmts: list, name: str, loss: str) -> bool:
+    """Whether every read of ``name`` in ``stmts`` (the loss statements) is an operand of arithmetic (+ - * / // %
+    and a float's power) whose result is the value assigned to ``loss``: there a traced array computes as the Python
+    int (jnp.asarray(name): one compilation of train_step for every value)."""
+    v = _Chains(name, loss)
+    for st in stmts:
+        scan(st, v)
+    return v.ok
+
+
+def _traced_counters(scope, stmts: list, names, loss: str) -> set[str]:
+    """The ``names`` (a train_step's inputs) that are Python ints a for statement of ``scope`` counts and nothing
+    else binds, only computed with in the loss statements ``stmts`` (_arithmetic_only)."""
+    counters: set[str] = set()
+    bound: set[str] = set()
+    for f in find_all(scope, cst.For):
+        own = _int_counters(f)
+        counters |= own
+        bound |= set(target_names(f.target)) - own
+    for a in find_all(scope, cst.Assign):
+        for t in a.targets:
+            bound |= set(target_names(t.target)) if not isinstance(t.target, cst.Name) else {t.target.value}
+    for node in [*find_all(scope, cst.AugAssign), *find_all(scope, cst.AnnAssign)]:
+        bound |= set(target_names(node.target))
+    for node in [*find_all(scope, cst.NamedExpr), *find_all(scope, cst.AsName), *find_all(scope, cst.Param),
+                 *find_all(scope, cst.CompFor)]:
+        bound |= set(target_names(getattr(node, "target", None) or getattr(node, "name", None)))
+    return {n for n in names if n in counters and n not in bound and _arithmetic_only(stmts, n, loss)}
+
+
 class _NormalSteps(cst.CSTTransformer):
     """A loop body whose step is written in an equivalent order or spelling (_normal_steps) → the shape
     _loop_plan reads: ``X.zero_grad()`` (or ``set_to_none=``) of the optimizer or of the model it trains →
@@ -149,9 +224,17 @@ class _NormalSteps(cst.CSTTransformer):
             model = self.opts[id(scope)].get(plan[0]) if plan is not None else None
             if model is not None and any(_assigns_loss(body[i], plan[1]) for i in range(plan[2], plan[3])):
                 names = _Names()
-                for st in _split_block(body, plan, model)[0]:  # the statements that go into loss_fn
+                moved = _split_block(body, plan, model)[0]  # the statements that go into loss_fn
+                for st in moved:
                     scan(st, names)
-                static = sorted(counters & set(names.loaded))
+                # (those only computed with go in as jnp.asarray(counter): the step's _traced_counters)
+                traced = _traced_counters(scope, moved, sorted(counters & set(names.loaded)), plan[1])
+                static = sorted(n for n in counters & set(names.loaded) if n not in traced)
+                if traced:
+                    self.ctx.report(Severity.INFO, "idiom-replaced", f"the loss computes with {', '.join(sorted(traced))}"
+                                    ", a Python int a for statement counts: train_step takes it as jnp.asarray(...), a "
+                                    "traced array (eqx.filter_jit would take an int as static and compile train_step "
+                                    "again for every value)", original)
                 if static:
                     said = ", ".join(static)
                     self.ctx.report(Severity.WARNING, "idiom-replaced", f"the loss reads {said}, a Python int a for "
@@ -825,6 +908,9 @@ class _Pass(cst.CSTTransformer):
         self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
         self.containers: dict[str, str | None] = {}  # names of lists of the module's instances → their class
         self.step_calls: set[int] = set()  # ids of model calls a keyed train_step takes in (its key: _VmapModel)
+        self.bound_inputs: set[str] = set()  # the names call_key binds inputs to (bound_input)
+        self.module_names_all: set[str] | None = None  # every name the module reads or binds (bound_input)
+        self.split_per_statement = False  # call_key's last call took a split made above its statement (keys.py)
         self.unkeyed_calls: set[int] = set()  # ... a train_step without a key takes in (check_keys's error)
         self.stepped: dict[tuple, str] = {}  # (scope, optimizer) → the text of its first loop's step (other_step)
         self.checkpoint_edits: dict[int, tuple] = {}  # id of a statement → its checkpoint edit (plan_checkpoint_saves)
@@ -996,9 +1082,10 @@ class _Pass(cst.CSTTransformer):
         elif classes and all(c in self.keyed_classes for c in classes) and self.training_at_module_level(name, original):
             # its dropout is active (PyTorch builds a module in training mode, and no .eval() came before): an
             # Equinox dropout in training draws, so the call takes a key as a drawing forward's does
+            self.split_per_statement = False
             updated = self.call_key(original, updated, whole, name, f"{'/'.join(sorted(classes))}, in training "
                                     "mode here: its dropout draws")
-            if _binds_key(self.module, self.ctx):  # torch.manual_seed's root key: read as it is, not split per call
+            if _binds_key(self.module, self.ctx) and not self.split_per_statement:  # torch.manual_seed's root key: read as it is, not split per call
                 self.ctx.report(Severity.WARNING, "key-added", f"{name}(...) in training mode: its dropout takes keys "
                                 "from the module's root key as it is, so every such call draws the same dropout masks "
                                 "where PyTorch draws new ones: split the key before each call (key, subkey = "
@@ -1090,12 +1177,14 @@ class _Pass(cst.CSTTransformer):
         first = re.match(r"in_axes=\(?(\d+)", axes)  # the first input's batch axis (the keys: one per example)
         batch = f".shape[{first.group(1) if first else 0}]"
         defer = False
+        plain = updated
+        updated, batch_of = self.bound_input(original, updated, whole)
         if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
             text = self.ctx.analyses["parsed"][1] if "parsed" in self.ctx.analyses else self.module.code
             defer = not whole and id(original) not in self.unkeyed_calls and keys.will_key(self.module, text)
         if defer:  # keys.py makes the scope's root key and splits it for this statement (else it reports the error)
             split = self.ctx.spell_text("jax.random.split")
-            keyed = parsed_expression(f"{split}(key, {_atom_code(updated.args[0].value)}{batch})")
+            keyed = parsed_expression(f"{split}(key, {batch_of}{batch})")
             self.ctx.analyses.setdefault(keys.MODEL_DRAWS, {})[id(keyed)] = (keyed, f"{name} ({what})")
             self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with "
                             f"key={code(keyed)}, one key per example, split from the root key fwport makes in this "
@@ -1108,9 +1197,21 @@ class _Pass(cst.CSTTransformer):
                             "(torch.randn_like or the like, in inference too) and takes a key per call: no key is in "
                             "scope here (torch.manual_seed in this function or at module level makes one); pass "
                             f"{name}(..., key=...)" + ("" if whole else " one per example"), original)
-            return updated
+            return plain
         split = self.ctx.spell_text("jax.random.split")
-        value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}{batch})"
+        value = "key" if whole else f"{split}(key, {batch_of}{batch})"
+        text = self.ctx.analyses["parsed"][1] if "parsed" in self.ctx.analyses else self.module.code
+        if here and not whole and id(original) not in self.unkeyed_calls and keys.TRIGGER.search(text):
+            # a seeded scope (torch.manual_seed's root key): keys.py splits that key above the statement and this
+            # call's keys come from the split (subkey), anew at each call and iteration as PyTorch's generator moves on
+            keyed = parsed_expression(value)
+            again = _calls_again(scope, original, name)
+            self.ctx.analyses.setdefault(keys.SEEDED_MODEL_DRAWS, {})[id(keyed)] = (
+                keyed, f"{name} ({what})", again)
+            self.split_per_statement = True
+            return updated.with_changes(args=[*updated.args[:-1], updated.args[-1].with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(keyed, keyword=cst.Name("key"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         if here and _calls_again(scope, original, name):
             # the scope's own key read as it is by several calls (or one in a loop): each draws the same numbers
             self.ctx.report(Severity.WARNING, "key-added", f"{name} ({what}) draws random numbers: called with "
@@ -1129,6 +1230,27 @@ class _Pass(cst.CSTTransformer):
         return updated.with_changes(args=[*args, cst.Arg(parsed_expression(value), keyword=cst.Name("key"),
                                                          equal=cst.AssignEqual(cst.SimpleWhitespace(""),
                                                                                cst.SimpleWhitespace("")))])
+
+    def bound_input(self, original: cst.Call, updated: cst.Call, whole: bool) -> tuple[cst.Call, str]:
+        """The text of the input a call's per-example keys are counted from (``x`` in ``jax.random.split(key,
+        x.shape[0])``): an input that calls anything (``torch.randn(2, 4)``, ``loader.next()``) is bound to a fresh
+        name where it is passed, ``jax.vmap(model)(inputs := ..., key=jax.random.split(key, inputs.shape[0]))``, so
+        that it is evaluated once (a random input drawn once), not written again for its size."""
+        if whole or not updated.args:
+            return updated, ""
+        first = updated.args[0]
+        if first.star or first.keyword is not None or not find_all(first.value, cst.Call) or self.in_class \
+                or any(c is original for f in find_all(self.module, cst.CompFor) for c in find_all(f.iter, cst.Call)):
+            # (no := in a class body or a comprehension's iterable: the input written again, as before)
+            return updated, _atom_code(first.value)
+        if self.module_names_all is None:
+            self.module_names_all = {n.value for n in find_all(self.module, cst.Name)}
+        taken = self.module_names_all | self.bound_inputs
+        name = next(n for n in (f"inputs{i or ''}" for i in range(len(taken) + 2)) if n not in taken)
+        self.bound_inputs.add(name)
+        value = first.value.with_changes(lpar=[], rpar=[]) if isinstance(first.value, cst.NamedExpr) else first.value
+        bound = cst.NamedExpr(target=cst.Name(name), value=value)
+        return updated.with_changes(args=[first.with_changes(value=bound), *updated.args[1:]]), name
 
     def scope_optimizers(self) -> dict[str, str | None]:
         """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
@@ -1178,7 +1300,8 @@ class _Pass(cst.CSTTransformer):
         tensor_method = self.tensor_method(original, updated)
         if tensor_method is not None:
             return tensor_method
-        if isinstance(original.func, cst.Attribute) and original.func.attr.value == "requires_grad_" and len(original.args) <= 1:
+        if isinstance(original.func, cst.Attribute) and original.func.attr.value == "requires_grad_" \
+                and len(original.args) <= 1 and id(original) not in self.ctx.analyses.get(FROZEN_CALLS, ()):
             return updated.func.value  # JAX differentiates with respect to what jax.grad is given
         q = self.ctx.imports.resolve(original.func)
         if q == "torch.Tensor" and isinstance(updated.func, cst.Attribute):
@@ -4620,7 +4743,9 @@ class _Finish(cst.CSTTransformer):
         acc_args = [GRADS_ACC, code(accumulate)] if accumulate is not None else []
         acc_out = [GRADS_ACC] if accumulate is not None else []
         params = ", ".join([model, "opt_state", *acc_params, *inputs, *(p for p, _ in clipped), *(["key"] if keyed else [])])
-        call_args = ", ".join([model, state, *acc_args, *inputs, *(v for _, v in clipped), *(["step_key"] if keyed else [])])
+        traced = _traced_counters(self.scopes[-1] if self.scopes else self.module, block, inputs, loss)
+        passed = [f"{self.spell('jax.numpy.asarray')}({n})" if n in traced else n for n in inputs]
+        call_args = ", ".join([model, state, *acc_args, *passed, *(v for _, v in clipped), *(["step_key"] if keyed else [])])
         f = self.spell
         clip_text = ""
         if clipped:
