@@ -1,4 +1,4 @@
-"""torch2jax gaps of t2jkeys32, each run against PyTorch: a drawing model called again in a seeded scope takes keys
+"""torch2jax keys, loop counters and frozen parameters, each run against PyTorch: a drawing model called again in a seeded scope takes keys
 split per statement (new dropout masks and noise at every call and iteration, as PyTorch's); a non-name input is
 bound to a fresh name where it is passed (one evaluation: a random input drawn once, an iterator advanced once)."""
 from __future__ import annotations
