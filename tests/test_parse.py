@@ -159,3 +159,52 @@ def test_translate_source_installs_with_changes_meanwhile_only():
         pipeline._translate_source = inner
     assert seen == [parse.with_changes]
     assert cst.CSTNode.__dict__["with_changes"] is libcsts
+
+
+def test_fast_changes_overlapping_callers_put_back_only_at_the_last():
+    """Overlapping translations (threads, or one inside another) install parse.with_changes once; libcst's is put
+    back when the last one leaves, not when the first does (which left the others' swap in place for good before:
+    each put back what it found), and an exception on the way out puts it back too."""
+    import threading
+
+    from fwport.core import parse
+    libcsts = cst.CSTNode.__dict__["with_changes"]
+    outer, inner = parse.fast_changes(), parse.fast_changes()
+    outer.__enter__()
+    inner.__enter__()  # entered second, found parse.with_changes installed
+    assert cst.CSTNode.__dict__["with_changes"] is parse.with_changes
+    outer.__exit__(None, None, None)  # the first to enter leaves first: the second still runs
+    assert cst.CSTNode.__dict__["with_changes"] is parse.with_changes
+    inner.__exit__(None, None, None)
+    assert cst.CSTNode.__dict__["with_changes"] is libcsts
+
+    with pytest.raises(ValueError):
+        with parse.fast_changes():
+            raise ValueError
+    assert cst.CSTNode.__dict__["with_changes"] is libcsts
+
+    # threads translating at once: each sees parse.with_changes throughout, libcst's is back after all of them
+    from fwport.core.pipeline import translate_source
+    text = "import torch\nx = torch.zeros(3)\ny = torch.sum(x, dim=0)\n"
+    alone = translate_source(text, "t.py", "torch2jax").output
+    start, seen, outputs, errors = threading.Barrier(4), [], [], []
+
+    def work():
+        try:
+            start.wait()
+            for _ in range(5):
+                with parse.fast_changes():
+                    seen.append(cst.CSTNode.__dict__["with_changes"])
+                    outputs.append(translate_source(text, "t.py", "torch2jax").output)
+        except Exception as e:  # pragma: no cover (said below)
+            errors.append(e)
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert seen == [parse.with_changes] * 20
+    assert outputs == [alone] * 20
+    assert cst.CSTNode.__dict__["with_changes"] is libcsts
+    assert parse._swap == {"depth": 0, "previous": None}

@@ -12,6 +12,12 @@ A state whose ``starts`` is a dict (``fwport.core.position._Marks``) also gets, 
 where libcst's call would note it, and in ``spans`` (start, end) for the node types in its
 ``spanned``; a plain state has ``starts = None``. ``tests/test_codegen.py`` checks tokens, starts
 and spans against libcst's on the fixtures.
+
+A whitespace field (``whitespace_before``, ...) that holds a ``SimpleWhitespace``, as most do, has its
+text appended where it is met (``w.__class__ is _SIMPLE``), without ``emit``'s look-up and call (a
+tenth of a render); a ``ParenthesizedWhitespace`` goes through ``emit``. So do the commonest
+children of the commonest nodes: an unparenthesized ``Name`` as an attribute's value or name, a
+call's function or an argument's value (its mark and its text), a line's ``Newline``.
 """
 from __future__ import annotations
 
@@ -21,6 +27,9 @@ import libcst as cst
 from libcst._nodes.op import _BaseOneTokenOp
 
 _DEFAULT = cst.MaybeSentinel.DEFAULT
+_SIMPLE = cst.SimpleWhitespace
+_NAME = cst.Name
+_NEWLINE = cst.Newline
 
 
 def emit(node: cst.CSTNode, state) -> None:
@@ -44,11 +53,19 @@ def _rpar(node, state) -> None:
 
 def _left_paren(node: cst.LeftParen, state) -> None:
     state.tokens.append("(")
-    emit(node.whitespace_after, state)
+    w = node.whitespace_after
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
 
 
 def _right_paren(node: cst.RightParen, state) -> None:
-    emit(node.whitespace_before, state)
+    w = node.whitespace_before
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     state.tokens.append(")")
 
 
@@ -87,32 +104,56 @@ def _newline(node: cst.Newline, state) -> None:
 
 
 def _trailing_whitespace(node: cst.TrailingWhitespace, state) -> None:
-    emit(node.whitespace, state)
+    w = node.whitespace
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     if node.comment is not None:
         emit(node.comment, state)
-    emit(node.newline, state)
+    n = node.newline
+    if n.__class__ is _NEWLINE:
+        state.tokens.append(state.default_newline if n.value is None else n.value)
+    else:
+        emit(n, state)
 
 
 def _empty_line(node: cst.EmptyLine, state) -> None:
     if node.indent:
         state.tokens.extend(state.indent_tokens)
-    emit(node.whitespace, state)
+    w = node.whitespace
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     if node.comment is not None:
         emit(node.comment, state)
     emit(node.newline, state)
 
 
 def _one_token_op(node, state) -> None:  # Comma, Dot, Add, Equal, ...
-    emit(node.whitespace_before, state)
+    w = node.whitespace_before
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     if state.starts is not None:
         state.starts[id(node)] = len(state.tokens)
     state.tokens.append(node._get_token())
-    emit(node.whitespace_after, state)
+    w = node.whitespace_after
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
 
 
 def _unary_op(node, state) -> None:  # Minus, Plus, BitInvert, Not
     state.tokens.append(node._get_token())
-    emit(node.whitespace_after, state)
+    w = node.whitespace_after
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
 
 
 def _parenthesized_whitespace(node: cst.ParenthesizedWhitespace, state) -> None:
@@ -151,13 +192,29 @@ def _if_exp(node: cst.IfExp, state) -> None:
     _mark(node, state)
     tokens = state.tokens
     emit(node.body, state)
-    emit(node.whitespace_before_if, state)
+    w = node.whitespace_before_if
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append("if")
-    emit(node.whitespace_after_if, state)
+    w = node.whitespace_after_if
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.test, state)
-    emit(node.whitespace_before_else, state)
+    w = node.whitespace_before_else
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append("else")
-    emit(node.whitespace_after_else, state)
+    w = node.whitespace_after_else
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.orelse, state)
     _rpar(node, state)
 
@@ -165,19 +222,45 @@ def _if_exp(node: cst.IfExp, state) -> None:
 def _attribute(node: cst.Attribute, state) -> None:
     _lpar(node, state)
     _mark(node, state)
-    emit(node.value, state)
+    v = node.value
+    if v.__class__ is _NAME and not v.lpar:
+        if state.starts is not None:
+            state.starts[id(v)] = len(state.tokens)
+        state.tokens.append(v.value)
+    else:
+        emit(v, state)
     emit(node.dot, state)
-    emit(node.attr, state)
+    v = node.attr
+    if v.__class__ is _NAME and not v.lpar:
+        if state.starts is not None:
+            state.starts[id(v)] = len(state.tokens)
+        state.tokens.append(v.value)
+    else:
+        emit(v, state)
     _rpar(node, state)
 
 
 def _call(node: cst.Call, state) -> None:
     _lpar(node, state)
     _mark(node, state)
-    emit(node.func, state)
-    emit(node.whitespace_after_func, state)
+    v = node.func
+    if v.__class__ is _NAME and not v.lpar:
+        if state.starts is not None:
+            state.starts[id(v)] = len(state.tokens)
+        state.tokens.append(v.value)
+    else:
+        emit(v, state)
+    w = node.whitespace_after_func
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     state.tokens.append("(")
-    emit(node.whitespace_before_args, state)
+    w = node.whitespace_before_args
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     args = node.args
     last = len(args) - 1
     for i, arg in enumerate(args):
@@ -194,7 +277,11 @@ def _arg(node: cst.Arg, state, default_comma: bool = False) -> None:
     start = len(tokens)
     _mark(node, state)
     tokens.append(node.star)
-    emit(node.whitespace_after_star, state)
+    w = node.whitespace_after_star
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     keyword = node.keyword
     if keyword is not None:
         emit(keyword, state)
@@ -203,14 +290,24 @@ def _arg(node: cst.Arg, state, default_comma: bool = False) -> None:
         tokens.append(" = ")
     elif equal.__class__ is cst.AssignEqual:
         emit(equal, state)
-    emit(node.value, state)
+    v = node.value
+    if v.__class__ is _NAME and not v.lpar:
+        if state.starts is not None:
+            state.starts[id(v)] = len(state.tokens)
+        state.tokens.append(v.value)
+    else:
+        emit(v, state)
     _span(node, state, start)
     comma = node.comma
     if comma is _DEFAULT and default_comma:
         tokens.append(", ")
     elif comma.__class__ is cst.Comma:
         emit(comma, state)
-    emit(node.whitespace_after_arg, state)
+    w = node.whitespace_after_arg
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
 
 
 def _comma_of(node, state, default_comma: bool, default_comma_whitespace: bool) -> None:
@@ -264,11 +361,19 @@ def _tuple(node: cst.Tuple, state) -> None:
 
 def _bracket(node, state) -> None:  # LeftSquareBracket, LeftCurlyBrace
     state.tokens.append(_BRACKETS[node.__class__])
-    emit(node.whitespace_after, state)
+    w = node.whitespace_after
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
 
 
 def _closing_bracket(node, state) -> None:  # RightSquareBracket, RightCurlyBrace
-    emit(node.whitespace_before, state)
+    w = node.whitespace_before
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     state.tokens.append(_BRACKETS[node.__class__])
 
 
@@ -280,7 +385,11 @@ def _subscript(node: cst.Subscript, state) -> None:
     _lpar(node, state)
     _mark(node, state)
     emit(node.value, state)
-    emit(node.whitespace_after_value, state)
+    w = node.whitespace_after_value
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.lbracket, state)
     slices = node.slice
     last = len(slices) - 1
@@ -303,7 +412,11 @@ def _index(node: cst.Index, state) -> None:
     if node.star is not None:
         state.tokens.append(node.star)
     if node.whitespace_after_star is not None:
-        emit(node.whitespace_after_star, state)
+        w = node.whitespace_after_star
+        if w.__class__ is _SIMPLE:
+            state.tokens.append(w.value)
+        else:
+            emit(w, state)
     emit(node.value, state)
 
 
@@ -444,7 +557,11 @@ def _import_names(names, state) -> None:
 def _import(node: cst.Import, state, default_semicolon: bool = False) -> None:
     _mark(node, state)
     state.tokens.append("import")
-    emit(node.whitespace_after_import, state)
+    w = node.whitespace_after_import
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     _import_names(node.names, state)
     _semicolon(node, state, default_semicolon)
 
@@ -453,14 +570,26 @@ def _import_from(node: cst.ImportFrom, state, default_semicolon: bool = False) -
     _mark(node, state)
     tokens = state.tokens
     tokens.append("from")
-    emit(node.whitespace_after_from, state)
+    w = node.whitespace_after_from
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     for dot in node.relative:
         emit(dot, state)
     if node.module is not None:
         emit(node.module, state)
-    emit(node.whitespace_before_import, state)
+    w = node.whitespace_before_import
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append("import")
-    emit(node.whitespace_after_import, state)
+    w = node.whitespace_after_import
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     if node.lpar is not None:
         emit(node.lpar, state)
     names = node.names
@@ -474,9 +603,17 @@ def _import_from(node: cst.ImportFrom, state, default_semicolon: bool = False) -
 
 
 def _as_name(node: cst.AsName, state) -> None:
-    emit(node.whitespace_before_as, state)
+    w = node.whitespace_before_as
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     state.tokens.append("as")
-    emit(node.whitespace_after_as, state)
+    w = node.whitespace_after_as
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.name, state)
 
 
@@ -541,7 +678,11 @@ def _decorator(node: cst.Decorator, state) -> None:
     state.tokens.extend(state.indent_tokens)
     _mark(node, state)
     state.tokens.append("@")
-    emit(node.whitespace_after_at, state)
+    w = node.whitespace_after_at
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.decorator, state)
     emit(node.trailing_whitespace, state)
 
@@ -554,19 +695,39 @@ def _function_def(node: cst.FunctionDef, state) -> None:
     if node.asynchronous is not None:
         emit(node.asynchronous, state)
     tokens.append("def")
-    emit(node.whitespace_after_def, state)
+    w = node.whitespace_after_def
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.name, state)
-    emit(node.whitespace_after_name, state)
+    w = node.whitespace_after_name
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     if node.type_parameters is not None:
         emit(node.type_parameters, state)
-    emit(node.whitespace_after_type_parameters, state)
+    w = node.whitespace_after_type_parameters
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append("(")
-    emit(node.whitespace_before_params, state)
+    w = node.whitespace_before_params
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.params, state)
     tokens.append(")")
     if node.returns is not None:
         node.returns._codegen(state, default_indicator="->")
-    emit(node.whitespace_before_colon, state)
+    w = node.whitespace_before_colon
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append(":")
     emit(node.body, state)
     _span(node, state, start)
@@ -578,12 +739,24 @@ def _class_def(node: cst.ClassDef, state) -> None:
     start = len(tokens)
     _mark(node, state)
     tokens.append("class")
-    emit(node.whitespace_after_class, state)
+    w = node.whitespace_after_class
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.name, state)
-    emit(node.whitespace_after_name, state)
+    w = node.whitespace_after_name
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     if node.type_parameters is not None:
         emit(node.type_parameters, state)
-    emit(node.whitespace_after_type_parameters, state)
+    w = node.whitespace_after_type_parameters
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     has_args = bool(node.bases or node.keywords)
     lpar = node.lpar
     if isinstance(lpar, cst.MaybeSentinel):
@@ -604,7 +777,11 @@ def _class_def(node: cst.ClassDef, state) -> None:
             tokens.append(")")
     elif rpar.__class__ is cst.RightParen:
         emit(rpar, state)
-    emit(node.whitespace_before_colon, state)
+    w = node.whitespace_before_colon
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append(":")
     emit(node.body, state)
     _span(node, state, start)
@@ -617,9 +794,17 @@ def _if(node: cst.If, state, is_elif: bool = False) -> None:
     start = len(state.tokens)
     _mark(node, state)
     state.tokens.append("elif" if is_elif else "if")
-    emit(node.whitespace_before_test, state)
+    w = node.whitespace_before_test
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.test, state)
-    emit(node.whitespace_after_test, state)
+    w = node.whitespace_after_test
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     state.tokens.append(":")
     emit(node.body, state)
     orelse = node.orelse
@@ -640,7 +825,11 @@ def _else(node: cst.Else, state) -> None:
     start = len(state.tokens)
     _mark(node, state)
     state.tokens.append("else")
-    emit(node.whitespace_before_colon, state)
+    w = node.whitespace_before_colon
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     state.tokens.append(":")
     emit(node.body, state)
     _span(node, state, start)
@@ -656,13 +845,29 @@ def _for(node: cst.For, state) -> None:
     if node.asynchronous is not None:
         emit(node.asynchronous, state)
     tokens.append("for")
-    emit(node.whitespace_after_for, state)
+    w = node.whitespace_after_for
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.target, state)
-    emit(node.whitespace_before_in, state)
+    w = node.whitespace_before_in
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append("in")
-    emit(node.whitespace_after_in, state)
+    w = node.whitespace_after_in
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.iter, state)
-    emit(node.whitespace_before_colon, state)
+    w = node.whitespace_before_colon
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     tokens.append(":")
     emit(node.body, state)
     if node.orelse is not None:
@@ -717,7 +922,11 @@ def _param(node: cst.Param, state, default_star: str, default_comma: bool) -> No
         star = default_star
     if isinstance(star, str):
         tokens.append(star)
-    emit(node.whitespace_after_star, state)
+    w = node.whitespace_after_star
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
     emit(node.name, state)
     if node.annotation is not None:
         node.annotation._codegen(state, default_indicator=":")
@@ -733,7 +942,11 @@ def _param(node: cst.Param, state, default_star: str, default_comma: bool) -> No
         tokens.append(", ")
     elif comma.__class__ is cst.Comma:
         emit(comma, state)
-    emit(node.whitespace_after_param, state)
+    w = node.whitespace_after_param
+    if w.__class__ is _SIMPLE:
+        state.tokens.append(w.value)
+    else:
+        emit(w, state)
 
 
 _EMIT: dict[type, Callable] = {

@@ -10,11 +10,16 @@ validated as before.
 ``with_changes`` is libcst's ``CSTNode.with_changes`` without ``dataclasses.replace``'s cost (its
 per-field bookkeeping and a keyword call of the constructor): the same node, validated the same way.
 ``translate_source`` installs it on ``CSTNode`` while it runs (``fast_changes``), as it pauses the
-garbage collector, and puts libcst's back after.
+garbage collector, and puts libcst's back after. The swap is counted under a lock: translations that
+overlap (threads, or one inside another: a chained direction) install it once, and what was there
+before is put back when the last of them ends, never earlier and never left behind. Meanwhile other
+code of the process that calls ``with_changes`` gets the same nodes (the same fields, the same
+validation), only sooner.
 """
 from __future__ import annotations
 
 import dataclasses
+import threading
 from contextlib import contextmanager
 
 import libcst as cst
@@ -73,12 +78,24 @@ def with_changes(self, **changes):
     return new
 
 
+_SWAP = threading.Lock()
+_swap = {"depth": 0, "previous": None}  # translations running now; what CSTNode.with_changes was before the first
+
+
 @contextmanager
 def fast_changes():
-    """``CSTNode.with_changes`` is :func:`with_changes` meanwhile; whatever was there before is put back."""
-    previous = cst.CSTNode.__dict__["with_changes"]
-    cst.CSTNode.with_changes = with_changes
+    """``CSTNode.with_changes`` is :func:`with_changes` meanwhile: installed by the first of overlapping
+    callers, and whatever was there before put back by the last one to leave (an exception included)."""
+    with _SWAP:
+        if _swap["depth"] == 0:
+            _swap["previous"] = cst.CSTNode.__dict__["with_changes"]
+            cst.CSTNode.with_changes = with_changes
+        _swap["depth"] += 1
     try:
         yield
     finally:
-        cst.CSTNode.with_changes = previous
+        with _SWAP:
+            _swap["depth"] -= 1
+            if _swap["depth"] == 0:
+                cst.CSTNode.with_changes = _swap["previous"]
+                _swap["previous"] = None

@@ -417,8 +417,9 @@ class _InitAttributes(cst.CSTVisitor):
     """_class_info: what ``__init__`` of class ``cls`` assigns to its attributes (instances of the file's classes,
     containers of them, activations, sequences) and appends to them."""
 
-    def __init__(self, cls, ctx, classes, given, functions, info, added):
+    def __init__(self, cls, ctx, classes, given, functions, info, added, sequences: _SequenceLayers | None = None):
         super().__init__()
+        self.sequences = sequences  # sequence_layers' visitor, told of each assignment in the same walk
         self.cls = cls
         self.ctx = ctx
         self.classes = classes
@@ -431,6 +432,8 @@ class _InitAttributes(cst.CSTVisitor):
         self.local: dict[str, list] = {}  # plain name → the values assigned to it so far (None: unpacked, augmented)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if self.sequences is not None:
+            self.sequences.visit_Assign(node)
         for target in node.targets:
             for name in target_names(target.target):
                 self.local.setdefault(name, []).append(
@@ -486,7 +489,12 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: d
     if init is None:
         return info
     added: dict[str, set] = {}
-    attrs = _InitAttributes(cls, ctx, classes, given, functions, info, added)
+    from fwport.packs.torch2jax.batch import SEQUENCE_LAYERS
+    seq_classes: dict[str, set] = {}
+    seq_first: dict[str, set] = {}
+    # one walk of __init__: sequence_layers' visitor rides along (its only hook is on assignments, met in the same order)
+    attrs = _InitAttributes(cls, ctx, classes, given, functions, info, added,
+                            _SequenceLayers(ctx, seq_classes, seq_first, SEQUENCE_LAYERS))
     scan(init, attrs)
     info.numbers = {a for a, vs in attrs.assigned.items() if all(_number(v, attrs.params) for v in vs)}
     for a, vs in attrs.assigned.items():
@@ -494,7 +502,7 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: d
         if len(r) == 1 and None not in r:
             info.parameters[a] = r.pop()
     info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
-    info.seq_classes, info.seq_first = sequence_layers(init, ctx)
+    info.seq_classes, info.seq_first = _sequence_layout(seq_classes, seq_first)
     from fwport.packs.torch2jax.batch import buffer_shapes
     info.buffers = buffer_shapes(init, ctx)
     return info
@@ -545,6 +553,12 @@ def sequence_layers(init: cst.FunctionDef, ctx) -> tuple[dict[str, str], dict[st
     classes: dict[str, set] = {}
     first: dict[str, set] = {}
     scan(init, _SequenceLayers(ctx, classes, first, SEQUENCE_LAYERS))
+    return _sequence_layout(classes, first)
+
+
+def _sequence_layout(classes: dict[str, set], first: dict[str, set]) -> tuple[dict[str, str], dict[str, bool]]:
+    """sequence_layers' answer from what its visitor (_SequenceLayers) collected."""
+    from fwport.packs.torch2jax.batch import SEQUENCE_LAYERS
     out = {a: sorted(qs)[0] for a, qs in classes.items() if qs and qs <= SEQUENCE_LAYERS}
     return out, {a: next(iter(first[a])) for a in out if len(first[a]) == 1}
 
