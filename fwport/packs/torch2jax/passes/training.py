@@ -4073,6 +4073,9 @@ def split_step_lines(module: cst.Module, ctx) -> cst.Module:
     ``l = crit(model(x), y); opt.zero_grad(); l.backward(); opt.step()``) that holds a training step's piece (a call
     of backward / step / zero_grad, or of a top-level function of the file that steps an optimizer) → one statement
     per line, the shape the training pass reads (the same statements, run in the same order)."""
+    text = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code
+    if not re.search(r"\.(?:backward|step)\s*\(", text):
+        return module
     steppers = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)
                 and any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "step" for c in find_all(s, cst.Call))}
     return rewrite(module, _SplitStepLines(steppers))
