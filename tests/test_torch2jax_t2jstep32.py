@@ -286,3 +286,52 @@ def update_lr(optimizer, lr):
     r = t2j(src)
     errs = errors(r)
     assert len(errs) == 1 and "optimizer.param_groups: an optax optimizer has no param_groups" in errs[0].message
+
+
+TOKENS = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w1 = nn.Parameter(torch.linspace(-1.0, 1.0, 24).reshape(6, 4))
+        self.w2 = nn.Parameter(torch.linspace(0.5, -0.5, 12).reshape(4, 3))
+        self.b = nn.Parameter(torch.linspace(-0.1, 0.1, 3))
+
+    def forward(self, x, targets=None):
+        logits = torch.tanh(x @ self.w1) @ self.w2 + self.b
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+
+    def configure_optimizers(self, weight_decay, lr):
+        param_dict = {pn: p for pn, p in self.named_parameters()}
+        decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
+        nodecay_params = [p for n, p in param_dict.items() if p.dim() < 2]
+        optim_groups = [
+            {'params': decay_params, 'weight_decay': weight_decay},
+            {'params': nodecay_params, 'weight_decay': 0.0}
+        ]
+        optimizer = torch.optim.AdamW(optim_groups, lr=lr)
+        return optimizer
+
+
+x = torch.linspace(-2.0, 2.0, 48).reshape(2, 4, 6)
+y = torch.tensor([[0, 1, 2, 0], [1, 2, 0, 1]])
+model = Net()
+opt = model.configure_optimizers(0.1, 0.1)
+_, l = model(x, targets=y); l.backward(); opt.step(); first = float(l)
+'''
+
+
+def test_an_optimizer_from_a_model_method_and_a_loss_from_forward(tmp_path):
+    """nanoGPT as the dev kit trains it: `opt = model.configure_optimizers(...)` (a method of the model's class
+    returning a torch.optim optimizer) and `_, l = model(x, targets=x)` (the loss computed in forward, one per
+    example under jax.vmap: their mean is PyTorch's), no zero_grad on the model built just above."""
+    r = _same_training(tmp_path, TOKENS)
+    assert "opt_state = opt.init(eqx.filter(model, eqx.is_array))" in r.output, r.output
+    assert "        return jnp.mean(l)\n" in r.output and "model, opt_state, l = train_step(model, opt_state)" in r.output

@@ -2091,6 +2091,7 @@ class _ScriptOnly(cst.CSTVisitor):
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
+    ctx.analyses[OPT_METHODS] = _optimizer_methods(module, ctx)
     if "jit" in (ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code):
         scan(module, _ScriptOnly(ctx))
     module, rebuilt = _normal_steps(module, ctx)
@@ -2950,11 +2951,54 @@ def _global_trained(module: cst.Module, ctx) -> dict[str, dict]:
     return found
 
 
+#: ctx.analyses: the names of the module classes' methods that return a torch.optim optimizer they create (nanoGPT's
+#: ``configure_optimizers``): ``optimizer = model.configure_optimizers(...)`` is an optimizer over model's parameters
+OPT_METHODS = "torch2jax.optimizer-methods"
+
+
+def _optimizer_methods(module: cst.Module, ctx) -> set[str]:
+    """The methods of the module's classes that return an optimizer they create (OPT_METHODS): ``return
+    torch.optim.X(...)``, or ``return name`` of a name the method binds once, to such a call."""
+    found = set()
+    for cls in module.body:
+        if not isinstance(cls, cst.ClassDef) or not isinstance(cls.body, cst.IndentedBlock):
+            continue
+        for f in cls.body.body:
+            if not isinstance(f, cst.FunctionDef):
+                continue
+            made = {}
+            for a in _scope_assigns(f):
+                if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name):
+                    made.setdefault(a.targets[0].target.value, []).append(a.value)
+            returns = [r.value for r in find_all(f, cst.Return) if r.value is not None]
+            if len(returns) != 1:
+                continue
+            value = returns[0]
+            if isinstance(value, cst.Name) and len(made.get(value.value, [])) == 1:
+                value = made[value.value][0]
+            q = ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
+            if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+                found.add(f.name.value)
+    return found
+
+
+def _method_optimizer(ctx, value) -> str | None:
+    """``model.configure_optimizers(...)``, a method of OPT_METHODS called on a name → that name (the model)."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name) \
+            and value.func.attr.value in ctx.analyses.get(OPT_METHODS, ()):
+        return value.func.value.value
+    return None
+
+
 def _optimizer_models(ctx, scope) -> dict[str, str | None]:
     """The names a torch.optim optimizer is assigned to in one scope → the model whose parameters it
-    takes (None when not ``model.parameters()``)."""
+    takes (None when not ``model.parameters()``); a model's method creating one (_method_optimizer) → that model."""
     names = {}
     for a in _scope_assigns(scope):
+        model = _method_optimizer(ctx, a.value)
+        if model is not None:
+            names.update((n, model) for t in a.targets for n in target_names(t.target))
+            continue
         q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
         if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
             first = a.value.args[0].value if a.value.args else None
@@ -3779,6 +3823,18 @@ def _assigns_loss(stmt, name: str) -> bool:
         and isinstance(stmt.body[0].targets[0].target, cst.Tuple) and name in target_names(stmt.body[0].targets[0].target)
 
 
+def _loss_of_vmapped_model(stmt, model: str) -> bool:
+    """``logits, loss = model(X, Y)``: a tuple unpacking a call of the trained model (a loss its forward computes), as
+    the training pass wrote it (``jax.vmap(model)(X, Y)``)."""
+    if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Tuple)
+            and isinstance(stmt.body[0].value, cst.Call)):
+        return False
+    f = stmt.body[0].value.func
+    if isinstance(f, cst.Call) and f.args and code(f.func).endswith("vmap"):
+        f = f.args[0].value
+    return isinstance(f, cst.Name) and f.value == model
+
+
 def _str_key(node) -> str | None:
     """A plain string literal's value (a dict key, a subscript); None for anything else."""
     if isinstance(node, cst.SimpleString) and node.prefix.lower() in ("", "r"):
@@ -4367,7 +4423,7 @@ class _Finish(cst.CSTTransformer):
     def __init__(self, ctx, optimizers: dict):
         super().__init__()
         self.ctx = ctx
-        self.optimizers = optimizers
+        self.optimizers = dict(optimizers)
         self.module_names: set[str] = set()
         self.scopes: list[cst.FunctionDef] = []
         self.threaded: dict[str, dict] = ctx.analyses.get(THREADED, {})
@@ -4385,6 +4441,10 @@ class _Finish(cst.CSTTransformer):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
+        for a in _walk_assigns(node):  # `optimizer = model.configure_optimizers(...)`: an optimizer over model's parameters
+            m = _method_optimizer(self.ctx, a.value)
+            if m is not None:
+                self.optimizers[code(a.value)] = m
         for s in node.body:
             if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
                 self.module_names.add(s.name.value)
@@ -4829,6 +4889,11 @@ class _Finish(cst.CSTTransformer):
         returned = f", {aux_text}" if aux else ""  # the values the code after the step reads (has_aux)
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
             moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
+        elif _loss_of_vmapped_model(block[-1], model) and not (threaded is True and info.get("whole")
+                                                                or threaded is not True and model in self.whole):
+            # nanoGPT's `logits, loss = model(X, Y)`: the vmapped forward's loss is one per example (the mean over
+            # its tokens, batch.py's warning): their mean is PyTorch's loss over the batch, the scalar differentiated
+            moved.append(parsed_statement(f"return {self.spell('jax.numpy.mean')}({loss}){returned}\n"))
         else:
             moved.append(parsed_statement(f"return {loss}{returned}\n"))
 
