@@ -36,6 +36,9 @@ PLANNERS: tuple[Planner, ...] = (
     # (and a function re-initialising the layers given to it, for model.apply: `def weights_init(m)`)
     Planner("modules", fast(r"(?m)\bModule\b|\bSequential\b|^\s*class\s+\w+\s*\([^)]*\bnn\.|\binit\.\w+_\s*\("),
             modules.run),
+    # a line of several statements holding a training step's piece (`l.backward(); opt.step()`) → one per line
+    # (before the passes that read steps: stateful-calls, training)
+    Planner("step-lines", fast(r";"), training.split_step_lines),
     # a model keeping a layer state (BatchNorm): its state's name, its calls inside larger expressions moved to
     # statements of their own (`d_out = discriminator(x)` above `loss = bce(d_out, valid)`), before training
     Planner("stateful-calls", fast(r"\bBatchNorm"), training.hoist_stateful_calls),

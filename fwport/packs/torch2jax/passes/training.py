@@ -189,6 +189,8 @@ class _NormalSteps(cst.CSTTransformer):
         self.helpers: dict[str, list[str]] = {}  # functions that only clear optimizers (_zero_helpers)
         self.scalers: set[str] = set()  # GradScalers read plainly (plain_spellings)
         self.counters: list[set[str]] = []  # per enclosing for statement: the Python ints it counts (_int_counters)
+        self.loop_depth: list[int] = [0]  # per scope (the module, each function): the loops enclosing the visit
+        self.module = module
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)  # (CSTTransformer.on_leave)
@@ -203,15 +205,84 @@ class _NormalSteps(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
+        self.loop_depth.append(0)
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
+        self.loop_depth.pop()
         return updated
+
+    def visit_While(self, node) -> None:
+        self.loop_depth[-1] += 1
+
+    def leave_IndentedBlock(self, original, updated):
+        if self.loop_depth[-1]:
+            return updated
+        body = self.straight_normal(list(updated.body))
+        return updated if body is None else updated.with_changes(body=body)
+
+    def straight_normal(self, body: list) -> list | None:
+        """A block's straight-line steps (_straight_segments) in the shape _loop_plan reads: ``model.zero_grad()``
+        (or ``set_to_none=``) of the model the optimizer trains → ``optimizer.zero_grad()``; and none at all where the
+        gradients are clear (a notebook's first step: ``model = Net()`` built in this block, no backward() since, nor a
+        call of a function of the file that has one) → ``optimizer.zero_grad()`` read before backward(). None where
+        nothing changes."""
+        if not any(_backward(st) for st in body):
+            return None
+        scope = self.scopes[-1]
+        if id(scope) not in self.opts:
+            self.opts[id(scope)] = _optimizer_models(self.ctx, scope)
+        opts = self.opts[id(scope)]
+        classes = {st.name.value for st in self.module.body if isinstance(st, cst.ClassDef)}
+        backwarding = {st.name.value for st in self.module.body if isinstance(st, cst.FunctionDef) and any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward" for c in find_all(st, cst.Call))}
+        out = list(body)
+        changed = False
+        for first, end in reversed(_straight_segments(body, opts)):
+            opt = _method_stmt(body[end - 1], "step")
+            model = opts.get(opt)
+            if model is None:
+                continue
+            seg = body[first:end]
+            zeros = [first + i for i, st in enumerate(seg) if _zero_grad(st) in (opt, model)]
+            back = next(first + i for i, st in enumerate(seg) if _backward(st))
+            if len(zeros) == 1:
+                z = zeros[0]
+                if _method_stmt(body[z], "zero_grad") == opt:
+                    continue
+                what = f"{_zero_grad(body[z])}.zero_grad({'...' if body[z].body[0].value.args else ''}) as {opt}.zero_grad()"
+                out[z] = body[z].with_changes(body=[cst.Expr(parsed_expression(f"{opt}.zero_grad()"))])
+            elif zeros or any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "zero_grad"
+                              for st in seg for c in find_all(st, cst.Call)):
+                continue
+            else:
+                built = next((k for k in range(back - 1, -1, -1) if _assigns_anywhere(body[k], model)), None)
+                if built is None or not _is_assign(body[built]):
+                    continue
+                value = body[built].body[0].value
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                        and value.func.attr.value in ("to", "cuda", "cpu", "double", "float"):
+                    value = value.func.value
+                if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes):
+                    continue
+                if any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "backward"
+                       or isinstance(c.func, cst.Name) and c.func.value in backwarding
+                       for st in body[built + 1:back] for c in find_all(st, cst.Call)):
+                    continue
+                what = (f"{opt}.zero_grad() before {_backward(body[back])}.backward(): the gradients are clear there "
+                        f"({model} is built above and nothing computes gradients since)")
+                out.insert(back, parsed_statement(f"{opt}.zero_grad()\n"))
+            changed = True
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"training step read with {what}: the train_step "
+                            "computes the gradients afresh at each step", body[back])
+        return out if changed else None
 
     def visit_For(self, node) -> None:
         self.counters.append(_int_counters(node))
+        self.loop_depth[-1] += 1
 
     def leave_For(self, original, updated):
+        self.loop_depth[-1] -= 1
         out = self.normal(original, updated)
         counters = set().union(*self.counters)
         self.counters.pop()
@@ -245,6 +316,7 @@ class _NormalSteps(cst.CSTTransformer):
         return out
 
     def leave_While(self, original, updated):
+        self.loop_depth[-1] -= 1
         return self.normal(original, updated)
 
     def normal(self, original, updated):
@@ -479,6 +551,9 @@ class _NormalSteps(cst.CSTTransformer):
     def leave_Module(self, original, updated):
         """The ``S = GradScaler(...)`` bindings of the scalers read plainly (unscaled), removed where nothing
         reads S any more."""
+        body = self.straight_normal(list(updated.body))
+        if body is not None:
+            updated = updated.with_changes(body=body)
         for s in sorted(self.scalers):
             t = _DropBinding(s, self.ctx)
             out = updated.visit(t)
@@ -838,7 +913,8 @@ def _zero_helpers(module: cst.Module) -> dict[str, list[str]]:
 def _normal_steps(module: cst.Module, ctx) -> tuple[cst.Module, dict[int, tuple]]:
     """The module with its loops' steps in the shape the pass reads (_NormalSteps), and the nodes rebuilt (id →
     (the new node, the one it replaces)): findings on them are located at the nodes they replace."""
-    if "zero_grad" not in module.code if "parsed" not in ctx.analyses else "zero_grad" not in ctx.analyses["parsed"][1]:
+    text = module.code if "parsed" not in ctx.analyses else ctx.analyses["parsed"][1]
+    if "zero_grad" not in text and "backward" not in text:  # (a straight-line step may have no zero_grad)
         return module, {}
     t = _NormalSteps(ctx, module)
     t.helpers = _zero_helpers(module)
@@ -914,6 +990,8 @@ class _Pass(cst.CSTTransformer):
         self.unkeyed_calls: set[int] = set()  # ... a train_step without a key takes in (check_keys's error)
         self.stepped: dict[tuple, str] = {}  # (scope, optimizer) → the text of its first loop's step (other_step)
         self.checkpoint_edits: dict[int, tuple] = {}  # id of a statement → its checkpoint edit (plan_checkpoint_saves)
+        self.loop_depth: list[int] = [0]  # per scope (the module, each function): the loops enclosing the visit
+        self.step_bodies: set[int] = set()  # ids of the bodies of functions that are one step (checked as loops)
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -945,6 +1023,26 @@ class _Pass(cst.CSTTransformer):
 
     def visit_Module(self, node: cst.Module) -> None:
         self.plan_checkpoint_saves(node)
+        self.check_straight(list(node.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if not self.in_class and not self.loop_depth[-1] and id(node) not in self.step_bodies:
+            self.check_straight(list(node.body))
+
+    def check_straight(self, body: list) -> None:
+        """The straight-line steps of a block no loop of its scope encloses (_straight_segments: a notebook's
+        ``opt.zero_grad(); loss = crit(model(x), y); loss.backward(); opt.step()`` at module level, in a function,
+        under an if): each checked as a loop's body (check_plan), and written as one train_step call by the
+        finishing step where its optimizer is created in this scope; a backward() of no such step keeps its error."""
+        if not any(_backward(st) for st in body):
+            return
+        for first, end in _straight_segments(body, self.scope_optimizers()):
+            seg = body[first:end]
+            plan = _loop_plan(seg)
+            if plan is None or len([st for st in seg if _backward_with_args(st)]) != 1:
+                continue
+            self.planned.update(id(st) for st in seg if _backward(st))
+            self.check_plan(seg[-1], seg, plan, "training step")
 
     def visit_ClassDef(self, node) -> None:
         self.in_class += 1
@@ -963,11 +1061,15 @@ class _Pass(cst.CSTTransformer):
             self.input_grads.update(found)
             self.gradient_names = {t.target.value for a in _scope_assigns(node) for t in a.targets
                                    if isinstance(t.target, cst.Name) and any(id(sub) in found for sub in _subscripts(a.value))}
-        if len(self.scopes) == 1 and self.threaded.get(node.name.value, {}).get("step"):
+        self.loop_depth.append(0)
+        if len(self.scopes) == 1 and (self.threaded.get(node.name.value, {}).get("step")
+                                      or self.global_trained.get(node.name.value, {}).get("step")):
+            self.step_bodies.add(id(node.body))
             self.check_loop(node)  # a function that is one step: its body is checked as a loop's
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
+        self.loop_depth.pop()
         return updated
 
     def model_params(self) -> set[str]:
@@ -1417,7 +1519,8 @@ class _Pass(cst.CSTTransformer):
         if _backward(original) and id(original) not in self.planned and not self.in_class:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{_backward(original)}.backward() is not at the level of a loop's body (inside an if or "
-                            "with block, or outside a loop): only a loop holding zero_grad(), the loss, backward() and "
+                            "with block, or outside a loop) with the rest of its step: only a loop or a block (the "
+                            "module's or a function's statements, an if's) holding zero_grad(), the loss, backward() and "
                             "step() at its own level becomes a train_step; write this step with "
                             "eqx.filter_value_and_grad, optim.update and eqx.apply_updates by hand", original)
             return updated
@@ -1494,9 +1597,10 @@ class _Pass(cst.CSTTransformer):
             whole = info["whole"] if info is not None and info["opt"] == plan[0] else model in self.whole
             why = _unkeyable(body, plan, model, whole)
             if why is None and info is not None and info["opt"] == plan[0] and not all(
-                    _binds_key(sc, self.ctx) for sc in info["caller_scopes"]):
+                    _binds_key(sc, self.ctx) or self.rooted_before(sc, c) for c, sc in zip(info["call_nodes"],
+                                                                                          info["caller_scopes"])):
                 why = (f"{f.name.value}() would take a key from each caller, and a caller has none of its own "
-                       "(torch.manual_seed in the calling function)")
+                       "(torch.manual_seed in the calling function, or a draw above the call that gives it a root key)")
             glob = self.global_trained.get(f.name.value) if f is not None else None
             if why is None and glob is not None and glob["opt"] == plan[0] and not _binds_key(self.module, self.ctx):
                 why = "the module has no key of its own (torch.manual_seed at module level) for the step to split"
@@ -1525,6 +1629,21 @@ class _Pass(cst.CSTTransformer):
                             f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
                             "in training (dropout) and needs key= in train_step (split per step; jax.vmap(model)(x, "
                             "key=jax.random.split(step_key, x.shape[0]))): the train_step written here passes none", loop)
+
+    def rooted_before(self, scope, call: cst.Call) -> bool:
+        """Whether keys.py makes ``scope`` (a caller of a threaded function, with no seed of its own) a root key above
+        ``call``: a statement of the scope before the one holding ``call`` draws from PyTorch's global generator
+        (``x = torch.randn(...)``: the root key is made above it)."""
+        body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
+        for st in body:
+            if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            calls = find_all(st, cst.Call)
+            if any(c is call for c in calls):
+                return False
+            if any(self.ctx.imports.resolve(c.func) in _GLOBAL_DRAWS for c in calls):
+                return True
+        return False
 
     @staticmethod
     def step_model_calls(body: list, plan, model: str | None, known: list[str]) -> set[int]:
@@ -1853,6 +1972,14 @@ class _Pass(cst.CSTTransformer):
         return parsed_statement(f"{like} = {load}({code(inner.args[0].value)}, {'(' + like + ')' if model in self.stateful else like})\n").body[0]
 
     def leave_Attribute(self, original, updated):
+        if original.attr.value == "param_groups" and not self.in_class and not self.ctx.is_settled(original):
+            # (an optax optimizer is a pair of functions: no groups, no learning rate to set in place)
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original)}: an optax optimizer has no "
+                            "param_groups; to change its learning rate as training goes, create it with "
+                            "optax.inject_hyperparams(optax.<name>)(learning_rate=...) and set "
+                            "opt_state.hyperparams['learning_rate'] = lr where PyTorch sets group['lr'] (or give it "
+                            "an optax schedule)", original)
+            return updated
         # `outputs.data` of a model's output (a JAX array has no .data; the values are the same)
         if original.attr.value == "data" and isinstance(original.value, cst.Name) and original.value.value in self.outputs \
                 and not self.in_class:
@@ -1886,14 +2013,18 @@ class _Pass(cst.CSTTransformer):
 
     def visit_For(self, node: cst.For) -> None:
         self.check_loop(node)
+        self.loop_depth[-1] += 1
 
     def visit_While(self, node: cst.While) -> None:
         self.check_loop(node)
+        self.loop_depth[-1] += 1
 
     def leave_For(self, original, updated):
+        self.loop_depth[-1] -= 1
         return self.write_closures(original, updated)
 
     def leave_While(self, original, updated):
+        self.loop_depth[-1] -= 1
         return self.write_closures(original, updated)
 
     def write_closures(self, original, updated):
@@ -2058,19 +2189,20 @@ class _Pass(cst.CSTTransformer):
                         f"jax.tree_util.tree_map(lambda g: {delta}, grads) over the gradients of the loss (a jitted "
                         "sgd_step; its learning rate passed at each call)", body[plan[4]])
 
-    def check_plan(self, loop, body: list, plan) -> None:
-        """One step of a loop's body (check_loop): rewritten where this scope creates its optimizer, else an error."""
+    def check_plan(self, loop, body: list, plan, what: str = "training loop") -> None:
+        """One step of a loop's body (check_loop), or a straight-line step (check_straight, ``what`` "training
+        step", ``loop`` its step() statement): rewritten where this scope creates its optimizer, else an error."""
         if plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
             model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
             problem = _loop_problem(body, plan, model, self.ctx.imports.resolve)
             if problem:
-                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: {problem}",
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this {what} stays as written: {problem}",
                                 loop)
             elif self.other_step(body, plan, model):
-                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: an "
-                                f"earlier loop of this scope steps {plan[0]} too, with other loss statements (or {plan[0]} "
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this {what} stays as written: an "
+                                f"earlier step of this scope steps {plan[0]} too, with other loss statements (or {plan[0]} "
                                 "is created again otherwise): fwport writes one train_step per optimizer and scope; give "
-                                "this loop an optimizer of its own name, or write its optax step by hand", loop)
+                                f"this {what.split()[-1]} an optimizer of its own name, or write its optax step by hand", loop)
             else:
                 self.keep_clip(body, plan, model)
                 self.check_keys(loop, body, plan)
@@ -2129,6 +2261,10 @@ class _Pass(cst.CSTTransformer):
                 self.check_host_random(body[i], inner, plan, model)
 
 
+#: PyTorch's draws from its global generator (keys.py gives the scope of a statement drawing so a root key above it)
+_GLOBAL_DRAWS = frozenset(f"torch.{n}" for n in ("randn", "rand", "randint", "randperm", "normal", "bernoulli",
+                                                 "multinomial", "randn_like", "rand_like", "randint_like"))
+
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
 
 
@@ -2162,6 +2298,7 @@ class _ScriptOnly(cst.CSTVisitor):
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
+    ctx.analyses[OPT_METHODS] = _optimizer_methods(module, ctx)
     if "jit" in (ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code):
         scan(module, _ScriptOnly(ctx))
     module, rebuilt = _normal_steps(module, ctx)
@@ -3012,21 +3149,68 @@ def _global_trained(module: cst.Module, ctx) -> dict[str, dict]:
         local = _local_names(f)
         plans = [_loop_plan(list(s.body.body)) for s in f.body.body if isinstance(s, (cst.For, cst.While))]
         plans = [pl for pl in plans if pl is not None and pl[0] in optimizers]
+        own = _loop_plan(list(f.body.body))  # the function itself is one step (`def train_one_batch(x, y)`)
+        step = not plans and own is not None and own[0] in optimizers
+        if step:
+            plans = [own]
         if len(plans) != 1:
             continue
         opt = plans[0][0]
         model = optimizers[opt]
         if opt in local or model in local or "opt_state" in local:
             continue
-        found[f.name.value] = {"opt": opt, "model": model}
+        found[f.name.value] = {"opt": opt, "model": model, "step": step}
     return found
+
+
+#: ctx.analyses: the names of the module classes' methods that return a torch.optim optimizer they create (nanoGPT's
+#: ``configure_optimizers``): ``optimizer = model.configure_optimizers(...)`` is an optimizer over model's parameters
+OPT_METHODS = "torch2jax.optimizer-methods"
+
+
+def _optimizer_methods(module: cst.Module, ctx) -> set[str]:
+    """The methods of the module's classes that return an optimizer they create (OPT_METHODS): ``return
+    torch.optim.X(...)``, or ``return name`` of a name the method binds once, to such a call."""
+    found = set()
+    for cls in module.body:
+        if not isinstance(cls, cst.ClassDef) or not isinstance(cls.body, cst.IndentedBlock):
+            continue
+        for f in cls.body.body:
+            if not isinstance(f, cst.FunctionDef):
+                continue
+            made = {}
+            for a in _scope_assigns(f):
+                if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name):
+                    made.setdefault(a.targets[0].target.value, []).append(a.value)
+            returns = [r.value for r in find_all(f, cst.Return) if r.value is not None]
+            if len(returns) != 1:
+                continue
+            value = returns[0]
+            if isinstance(value, cst.Name) and len(made.get(value.value, [])) == 1:
+                value = made[value.value][0]
+            q = ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
+            if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+                found.add(f.name.value)
+    return found
+
+
+def _method_optimizer(ctx, value) -> str | None:
+    """``model.configure_optimizers(...)``, a method of OPT_METHODS called on a name → that name (the model)."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and isinstance(value.func.value, cst.Name) \
+            and value.func.attr.value in ctx.analyses.get(OPT_METHODS, ()):
+        return value.func.value.value
+    return None
 
 
 def _optimizer_models(ctx, scope) -> dict[str, str | None]:
     """The names a torch.optim optimizer is assigned to in one scope → the model whose parameters it
-    takes (None when not ``model.parameters()``)."""
+    takes (None when not ``model.parameters()``); a model's method creating one (_method_optimizer) → that model."""
     names = {}
     for a in _scope_assigns(scope):
+        model = _method_optimizer(ctx, a.value)
+        if model is not None:
+            names.update((n, model) for t in a.targets for n in target_names(t.target))
+            continue
         q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
         if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
             first = a.value.args[0].value if a.value.args else None
@@ -3156,6 +3340,7 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
             return False
     info["callers"] = sorted({_bound(c, info["params"], info["model"]).value for c, _ in calls})
     info["caller_scopes"] = [sc for _, sc in calls]
+    info["call_nodes"] = [c for c, _ in calls]
     return True
 
 
@@ -3195,6 +3380,30 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     opt = _method_stmt(body[step], "step")
     span = _step_span(body, back, opt, step)
     return None if span is None else (opt, _backward(body[back]), span[0], back, step, span[1])
+
+
+def _straight_segments(body: list, opt_models: dict) -> list[tuple[int, int]]:
+    """The straight-line training steps of a block no loop of its scope encloses (the module's statements, a
+    function's, an if's): ``(first, end)``, the statements ``body[first:end]`` from just after the previous
+    ``X.step()`` at this level through the next one, where they hold a backward(); each starts after the last
+    statement before its backward() that binds the optimizer stepped or its model (``opt = torch.optim.Adam(...)``,
+    ``model = Net()``: not loss statements). _loop_plan reads each as a loop's body."""
+    out = []
+    prev = 0
+    for i, st in enumerate(body):
+        opt = _method_stmt(st, "step")
+        if opt is None:
+            continue
+        backs = [k for k in range(prev, i) if _backward(body[k])]
+        if backs:
+            first = prev
+            names = {opt, opt_models.get(opt)} - {None}
+            for k in range(prev, backs[0]):
+                if any(_assigns_anywhere(body[k], n) for n in names):
+                    first = k + 1
+            out.append((first, i + 1))
+        prev = i + 1
+    return out
 
 
 def _step_parts(body: list, plan: tuple, model: str, resolve) -> tuple | None:
@@ -3826,6 +4035,18 @@ def _assigns_loss(stmt, name: str) -> bool:
         and isinstance(stmt.body[0].targets[0].target, cst.Tuple) and name in target_names(stmt.body[0].targets[0].target)
 
 
+def _loss_of_vmapped_model(stmt, model: str) -> bool:
+    """``logits, loss = model(X, Y)``: a tuple unpacking a call of the trained model (a loss its forward computes), as
+    the training pass wrote it (``jax.vmap(model)(X, Y)``)."""
+    if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Tuple)
+            and isinstance(stmt.body[0].value, cst.Call)):
+        return False
+    f = stmt.body[0].value.func
+    if isinstance(f, cst.Call) and f.args and code(f.func).endswith("vmap"):
+        f = f.args[0].value
+    return isinstance(f, cst.Name) and f.value == model
+
+
 def _str_key(node) -> str | None:
     """A plain string literal's value (a dict key, a subscript); None for anything else."""
     if isinstance(node, cst.SimpleString) and node.prefix.lower() in ("", "r"):
@@ -4092,8 +4313,76 @@ class _Names(cst.CSTVisitor):
         scan(node.value, self)  # not the keyword
         return False
 
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        """A lambda's own parameters are not names of the scope (a loss written inline, ``(lambda logits, labels:
+        ...)(out, y)``): its body's other names and its defaults are."""
+        ps = node.params
+        own = {p.name.value for p in [*ps.posonly_params, *ps.params, *ps.kwonly_params]}
+        own |= {p.name.value for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)}
+        for p in [*ps.posonly_params, *ps.params, *ps.kwonly_params]:
+            if p.default is not None:
+                scan(p.default, self)
+        inner = _Names()
+        scan(node.body, inner)
+        self.loaded += [n for n in inner.loaded if n not in own and n not in self.loaded]
+        return False
+
 
 HOISTED = "torch2jax.hoisted"  # ctx.analyses: the names hoist_stateful_calls assigned a model's call to
+
+
+#: the methods whose calls, as one of several statements on a line (`l.backward(); opt.step()`), make the
+#: line several (split_step_lines)
+_STEP_METHODS = frozenset({"backward", "step", "zero_grad"})
+
+
+def split_step_lines(module: cst.Module, ctx) -> cst.Module:
+    """(A pass of its own before the training pass.) A line of several statements outside the classes (a notebook's
+    ``l = crit(model(x), y); opt.zero_grad(); l.backward(); opt.step()``) that holds a training step's piece (a call
+    of backward / step / zero_grad, or of a top-level function of the file that steps an optimizer) → one statement
+    per line, the shape the training pass reads (the same statements, run in the same order)."""
+    text = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code
+    if not re.search(r"\.(?:backward|step)\s*\(", text):
+        return module
+    steppers = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)
+                and any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "step" for c in find_all(s, cst.Call))}
+    return rewrite(module, _SplitStepLines(steppers))
+
+
+class _SplitStepLines(cst.CSTTransformer):
+    def __init__(self, steppers: set[str]):
+        super().__init__()
+        self.steppers = steppers
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def piece(self, small) -> bool:
+        if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+            return False
+        f = small.value.func
+        return isinstance(f, cst.Attribute) and f.attr.value in _STEP_METHODS \
+            or isinstance(f, cst.Name) and f.value in self.steppers
+
+    def split(self, body: list) -> list:
+        out = []
+        for st in body:
+            if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) > 1 and any(self.piece(x) for x in st.body)):
+                out.append(st)
+                continue
+            last = len(st.body) - 1
+            for k, small in enumerate(st.body):
+                out.append(cst.SimpleStatementLine(
+                    body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
+                    leading_lines=st.leading_lines if k == 0 else (),
+                    trailing_whitespace=st.trailing_whitespace if k == last else cst.TrailingWhitespace()))
+        return out
+
+    def leave_IndentedBlock(self, original, updated):
+        return updated.with_changes(body=self.split(list(updated.body)))
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self.split(list(updated.body)))
 
 
 def hoist_stateful_calls(module: cst.Module, ctx) -> cst.Module:
@@ -4346,7 +4635,7 @@ class _Finish(cst.CSTTransformer):
     def __init__(self, ctx, optimizers: dict):
         super().__init__()
         self.ctx = ctx
-        self.optimizers = optimizers
+        self.optimizers = dict(optimizers)
         self.module_names: set[str] = set()
         self.scopes: list[cst.FunctionDef] = []
         self.threaded: dict[str, dict] = ctx.analyses.get(THREADED, {})
@@ -4358,9 +4647,16 @@ class _Finish(cst.CSTTransformer):
         self.after_init: dict[str, list] = {}  # module-level optimizer → the train_step written after its opt_state
         self.globals: dict[str, set] = {k: set(v) for k, v in ctx.analyses.get(GLOBALS, {}).items()}
         self.acc_inits: set[int] = set()  # the `grads_acc = None` written before a loop accumulating gradients
+        self.loop_depth: list[int] = [0]  # per scope (the module, each function): the loops enclosing the visit
+        self.in_class = 0
+        self.straight_calls: set[int] = set()  # ids of the train_step calls of straight-line steps (straight)
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
+        for a in _walk_assigns(node):  # `optimizer = model.configure_optimizers(...)`: an optimizer over model's parameters
+            m = _method_optimizer(self.ctx, a.value)
+            if m is not None:
+                self.optimizers[code(a.value)] = m
         for s in node.body:
             if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
                 self.module_names.add(s.name.value)
@@ -4384,6 +4680,17 @@ class _Finish(cst.CSTTransformer):
                 v = _LocalNames(s, self.rebound)
                 scan(s, v)
         self.rebound &= self.module_names
+        # module-level names bound by more than one top-level statement (a notebook's next batch, `x = ...` again):
+        # a straight-line step's train_step reads them as arguments too (eqx.filter_jit keeps a global as traced)
+        counts: dict[str, int] = {}
+        for s in node.body:
+            if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            bound: set[str] = set()
+            scan(s, _LocalNames(s, bound))
+            for n in bound:
+                counts[n] = counts.get(n, 0) + 1
+        self.rebound_twice = {n for n, k in counts.items() if k > 1} & self.module_names
 
         # every optimizer the rules translated, by the name it is assigned to (loops are rewritten
         # bottom-up, before the block that assigns their optimizer is seen)
@@ -4407,10 +4714,26 @@ class _Finish(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
+        self.loop_depth.append(0)
+
+    def visit_ClassDef(self, node) -> None:
+        self.in_class += 1
+
+    def leave_ClassDef(self, original, updated):
+        self.in_class -= 1
+        return updated
+
+    def one_step(self, fn) -> bool:
+        """Whether ``fn`` (being visited) is a top-level function that is one step (its body rewritten as a loop's)."""
+        name = fn.name.value
+        return len(self.scopes) == 1 and self.scopes[0] is fn and (
+            self.threaded.get(name, {}).get("step") or self.global_trained.get(name, {}).get("step"))
 
     def leave_FunctionDef(self, original, updated):
         name = updated.name.value
-        if len(self.scopes) == 1 and self.threaded.get(name, {}).get("step"):
+        self.loop_depth.pop()
+        if len(self.scopes) == 1 and (self.threaded.get(name, {}).get("step")
+                                      or self.global_trained.get(name, {}).get("step")):
             updated = self.loop(updated)  # a function that is one step: its body is rewritten as a loop's
         self.scopes.pop()
         if name in self.globals and not self.scopes:
@@ -4449,18 +4772,65 @@ class _Finish(cst.CSTTransformer):
         return any(code(a.value) in self.optimizers and any(opt in target_names(t.target) for t in a.targets)
                    for a in _scope_assigns(scope))
 
+    def visit_For(self, node) -> None:
+        self.loop_depth[-1] += 1
+
+    def visit_While(self, node) -> None:
+        self.loop_depth[-1] += 1
+
     def leave_For(self, original, updated):
+        self.loop_depth[-1] -= 1
         return self.loop(updated)
 
     def leave_While(self, original, updated):
+        self.loop_depth[-1] -= 1
         return self.loop(updated)
 
     def leave_IndentedBlock(self, original, updated):
-        return updated.with_changes(body=self.rewrite(list(updated.body)))
+        body = list(updated.body)
+        if not self.in_class and not self.loop_depth[-1] and not (self.scopes and self.scopes[-1].body is original
+                                                                  and self.one_step(self.scopes[-1])):
+            body = self.straight(body)
+        return updated.with_changes(body=self.rewrite(body))
+
+    def straight(self, body: list) -> list:
+        """A block's straight-line steps (_straight_segments; checked by the training pass's check_straight) of an
+        optimizer this scope creates → one train_step call each, as a loop's (step); the train_step is defined
+        above the first statement holding a call of it (rewrite), a root key made above the call where the step takes
+        a key and the scope has none."""
+        if not any(_backward(st) for st in body):
+            return body
+        out, at = [], 0
+        for first, end in _straight_segments(body, self.trained):
+            seg = body[first:end]
+            plan = _loop_plan(seg)
+            if plan is None or len([st for st in seg if _backward_with_args(st)]) != 1:
+                continue
+            done = self.step(seg, plan, nested=True, straight=True)
+            if done is None:
+                continue
+            new, rooted = done
+            calls = [st for st in new if st not in seg]
+            self.straight_calls.update(id(st) for st in calls)
+            if rooted and calls:
+                k = next(i for i, st in enumerate(new) if st is calls[0])
+                new = [*new[:k], parsed_statement(f"key = {self.spell('jax.random.key')}(0)\n"), *new[k:]]
+            out += body[at:first] + new
+            at = end
+        return out + body[at:] if out else body
+
+    def holds_step_call(self, s) -> bool:
+        """Whether statement ``s`` is, or holds, the train_step call of a straight-line step (straight)."""
+        if not self.straight_calls:
+            return False
+        if id(s) in self.straight_calls:
+            return True
+        return not isinstance(s, cst.SimpleStatementLine) and any(
+            id(x) in self.straight_calls for x in find_all(s, cst.SimpleStatementLine))
 
     def leave_Module(self, original, updated):
         body = []
-        for s in self.rewrite(list(updated.body)):
+        for s in self.rewrite(self.straight(list(updated.body))):
             if isinstance(s, cst.FunctionDef) and s.name.value in self.before_fn:
                 body += self.before_fn.pop(s.name.value)
                 s = s.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
@@ -4491,7 +4861,7 @@ class _Finish(cst.CSTTransformer):
             if _is_assign(s) and len(s.body[0].targets) == 1 and isinstance(s.body[0].targets[0].target, cst.Name) \
                     and s.body[0].targets[0].target.value in schedules and isinstance(s.body[0].value, cst.Call):
                 s = _with_schedule(s, schedules[s.body[0].targets[0].target.value]["schedule"])
-            if waiting and isinstance(s, (cst.For, cst.While)):
+            if waiting and (isinstance(s, (cst.For, cst.While)) or self.holds_step_call(s)):
                 out += waiting
                 waiting = []
                 if not s.leading_lines:
@@ -4668,7 +5038,8 @@ class _Finish(cst.CSTTransformer):
             body = out
         return body, rooted, changed
 
-    def step(self, body: list, plan=None, nested: bool = False, accumulate=None) -> tuple[list, bool] | None:
+    def step(self, body: list, plan=None, nested: bool = False, accumulate=None,
+             straight: bool = False) -> tuple[list, bool] | None:
         """The statements of ``body`` (a loop's, or an if / with block's with the zero_grad before it in front)
         with its step written as one train_step call, and whether a root key goes before the loop; None where
         it stays as written (the training pass reported why)."""
@@ -4703,8 +5074,11 @@ class _Finish(cst.CSTTransformer):
                 for n in target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
         trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
         # argument, not a global the jit would keep as it was when traced
+        # (a function's parameters and locals named like a module-level name are its own: arguments too)
+        local = {p.name.value for p in fn.params.params} | _local_names(fn) if fn is not None else set()
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
-                  and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound)
+                  and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound
+                       or straight and n in self.rebound_twice or n in local)
                   and (not hasattr(builtins, n) or n in own)]
         kept = self.ctx.analyses.get(STATE_KEPT, ())
         if any(s is k for s in block for k in kept) and _state_name(self.ctx, model) not in inputs:
@@ -4730,6 +5104,11 @@ class _Finish(cst.CSTTransformer):
         returned = f", {aux_text}" if aux else ""  # the values the code after the step reads (has_aux)
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
             moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
+        elif _loss_of_vmapped_model(block[-1], model) and not (threaded is True and info.get("whole")
+                                                                or threaded is not True and model in self.whole):
+            # nanoGPT's `logits, loss = model(X, Y)`: the vmapped forward's loss is one per example (the mean over
+            # its tokens, batch.py's warning): their mean is PyTorch's loss over the batch, the scalar differentiated
+            moved.append(parsed_statement(f"return {self.spell('jax.numpy.mean')}({loss}){returned}\n"))
         else:
             moved.append(parsed_statement(f"return {loss}{returned}\n"))
 
