@@ -316,14 +316,18 @@ out = model(x)
 def test_a_functions_eval_does_not_put_the_modules_model_in_inference():
     """``model.eval()`` inside a function (run when it is called, on its own argument) does not make the module's
     own call of its model an inference one: PyTorch's model is in training mode there, its dropout draws, and the
-    call takes a key (it was called without one: 'Dropout requires a key' at run time); with no key to split (the
-    file draws nothing else), an error says so."""
+    call takes a key (it was called without one: 'Dropout requires a key' at run time); where the file draws nothing
+    else, the module takes a root key of its own for it (seed fixed at 0, a warning says so)."""
     r = t2j(TRAINING_CALL)
     assert not error_findings(r), r.findings
     assert "key, subkey = jax.random.split(key)\nout = jax.vmap(model)(x, key=jax.random.split(subkey, x.shape[0]))" \
         in r.output, r.output
     r = t2j(TRAINING_CALL.replace("torch.rand(3, 4)", "torch.ones(3, 4)"))
-    assert any("in training mode here: its dropout draws" in f.message for f in error_findings(r)), r.findings
+    assert not error_findings(r), r.findings
+    assert "key = jax.random.key(0)" in r.output and \
+        "out = jax.vmap(model)(x, key=jax.random.split(subkey, x.shape[0]))" in r.output, r.output
+    assert any("seed fixed at 0" in f.message or "root key made above its first draw" in f.message
+               for f in r.findings if f.severity.name == "WARNING"), r.findings
 
 
 @needs_frameworks

@@ -973,7 +973,7 @@ def test_a_statement_between_backward_and_step_that_needs_the_model_is_refused(i
     src = _BETWEEN.replace("        total += loss.item()\n", inserted)
     r = t2j(src)
     errs = [f for f in errors(r) if f.code == "unsupported-construct" and f.rule != "clip-grad-norm"
-            and "has no param_groups" not in f.message]  # (optimizer.param_groups: an error of its own, t2jstep32)
+            and "has no param_groups" not in f.message]  # (optimizer.param_groups: an error of its own)
     assert len(errs) == 1 and why in errs[0].message and errs[0].line == 9, r.findings
     assert any("has no param_groups" in f.message for f in errors(r)) == ("param_groups" in inserted)
     assert "loss.backward()" in r.output and "def train_step" not in r.output

@@ -1,4 +1,4 @@
-"""torch2jax training steps that are not a loop (t2jstep32): a notebook's straight-line step
+"""torch2jax training steps that are not a loop: a notebook's straight-line step
 
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     l = crit(model(x), y); opt.zero_grad(); l.backward(); opt.step(); print(float(l))
