@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 from fwport.core.finding import Severity
-from helpers import by, error_findings, needs, t2j
+from helpers import error_findings, needs, t2j
 from runners import torch_and_jax
 
 ROOT = Path(__file__).resolve().parent.parent

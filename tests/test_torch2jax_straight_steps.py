@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from helpers import error_findings as errors, t2j
-from runners import both_sides
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
