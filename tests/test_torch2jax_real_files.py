@@ -348,6 +348,39 @@ def test_the_training_call_drops_as_pytorchs_dropout(tmp_path):
     assert 0 < dropped.sum() < dropped.size
 
 
+
+SEEDED_IN_MAIN = TRAINING_CALL + """
+
+def main():
+    torch.manual_seed(1)
+    print(evaluate(Net(), torch.rand(2, 4)))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+@needs_frameworks
+def test_a_module_level_call_of_a_file_seeding_only_in_main_takes_the_modules_root_key(tmp_path):
+    """pytorch/examples' mnist seeds torch in main() and draws nothing else at module level but a notebook's
+    `out = model(x)` (its dropout in training mode): main's seeded key does not reach it (main runs only as a
+    script), so the module's top-level draws take a root key of the module's, and the model call a split of it
+    (it was an error, 'no key is in scope here'); the translation's call drops as PyTorch's dropout does."""
+    import numpy as np
+    r = t2j(SEEDED_IN_MAIN)
+    assert not error_findings(r), r.findings
+    assert "key = jax.random.key(0)" in r.output and \
+        "out = jax.vmap(model)(x, key=jax.random.split(subkey, x.shape[0]))" in r.output, r.output
+    body = ("y = ns['evaluate'](ns['model'], ns['x']).numpy() if side == 'torch' else np.asarray(ns['out'])\n"
+            "np.save(OUT, np.concatenate([np.asarray(ns['x']), y], axis=1))\n")
+    torch_out, jax_out = torch_and_jax(tmp_path, textwrap.dedent(SEEDED_IN_MAIN).lstrip("\n"), r.output, body)
+    assert torch_out.shape == jax_out.shape == (3, 68)
+    out, want = jax_out[:, 4:], np.broadcast_to(2 * (0.25 * jax_out[:, :4].sum(axis=1, keepdims=True) + 0.5), (3, 64))
+    dropped = np.isclose(out, 0.0)
+    np.testing.assert_allclose(out[~dropped], want[~dropped], rtol=1e-6)
+    assert 0 < dropped.sum() < dropped.size
+
 MERGED_TRAINED = MERGED_VIEW.replace("scores, hidden = predict(model, tokens)\n", """targets = torch.ones(7, 3, dtype=torch.long)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 for step in range(2):

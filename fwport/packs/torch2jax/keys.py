@@ -326,7 +326,8 @@ class _SeededDraws(_Draws):
     def visit_Call(self, n: cst.Call) -> None:
         scope = self._scope()
         model = id(n) in self.ctx.analyses.get(SEEDED_MODEL_DRAWS, {})  # a model call's keys (training.py's call_key)
-        if scope is False or not model and self.ctx.imports.resolve(n.func) not in self.draws \
+        unseeded_model = id(n) in self.ctx.analyses.get(MODEL_DRAWS, {})  # (one left to the module's own root key)
+        if scope is False or not model and not unseeded_model and self.ctx.imports.resolve(n.func) not in self.draws \
                 or self._why_not(n) is not None:
             return
         entry = (n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0])
@@ -432,6 +433,14 @@ def _threaded(module: cst.Module, found: list[tuple], ctx, draws, module_classes
 def _binds_key_outside_blocks(module: cst.Module) -> bool:
     """Whether the module's own top-level statements (not those in an indented block) bind ``key``."""
     return any(isinstance(s, cst.SimpleStatementLine) and _binds_key(s) for s in module.body)
+
+
+def will_key_module(module: cst.Module, text: str) -> bool:
+    """Whether the module's own top-level draws take a root key of the module's (_SeededDraws.unrooted): a file
+    that draws and seeds torch only inside a block or a function (``main()``'s torch.manual_seed), with no
+    top-level ``key``: training.py's call_key leaves a module-level model call's keys to it (MODEL_DRAWS)."""
+    return bool(TRIGGER.search(text)) and _mentions_seed(module) and not _binds_key_outside_blocks(module) \
+        and not any(isinstance(s, cst.SimpleStatementLine) and _mentions_seed(s) for s in module.body)
 
 
 def _mentions_seed(module: cst.Module) -> bool:

@@ -1283,7 +1283,8 @@ class _Pass(cst.CSTTransformer):
         updated, batch_of = self.bound_input(original, updated, whole)
         if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
             text = self.ctx.analyses["parsed"][1] if "parsed" in self.ctx.analyses else self.module.code
-            defer = not whole and id(original) not in self.unkeyed_calls and keys.will_key(self.module, text)
+            defer = not whole and id(original) not in self.unkeyed_calls and (
+                keys.will_key(self.module, text) or scope is self.module and keys.will_key_module(self.module, text))
         if defer:  # keys.py makes the scope's root key and splits it for this statement (else it reports the error)
             split = self.ctx.spell_text("jax.random.split")
             keyed = parsed_expression(f"{split}(key, {batch_of}{batch})")
