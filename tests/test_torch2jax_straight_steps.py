@@ -334,3 +334,35 @@ def test_an_optimizer_from_a_model_method_and_a_loss_from_forward(tmp_path):
     r = _same_training(tmp_path, TOKENS)
     assert "opt_state = opt.init(eqx.filter(model, eqx.is_array))" in r.output, r.output
     assert "        return jnp.mean(l)\n" in r.output and "model, opt_state, l = train_step(model, opt_state)" in r.output
+
+
+LONE_BACKWARD = '''
+import torch
+import torch.nn as nn
+
+
+class D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+d = D()
+real = torch.randn(3, 4)
+gp = d(real).pow(2).mean(); gp.backward(); print(float(gp))
+'''
+
+
+def test_a_lone_backward_on_a_line_of_several_statements_is_an_error_with_its_marker():
+    """A gradient penalty's ``gp.backward()`` with no optimizer step, on a ``;`` line (WGAN-GP's kit spec): the
+    line is split and the backward() refused with a finding and a ``# fwport:`` comment above it (it got no finding
+    while it shared its line)."""
+    r = t2j(LONE_BACKWARD)
+    errs = [f for f in errors(r) if "gp.backward()" in f.message]
+    assert len(errs) == 1 and errs[0].line == 16, r.findings  # (the source without its first empty line)
+    lines = r.output.splitlines()
+    at = lines.index("gp.backward()")
+    assert lines[at - 1].startswith("# fwport: unsupported-construct: gp.backward()"), r.output
