@@ -463,7 +463,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                             ".eval()), so dropping it changes the result: call the functional form in that mode "
                             "(F.dropout(x, p, training=True) for a Dropout), or set the sub-module's mode by hand "
                             f"({code(func)}.{'train' if fixed == 'True' else 'eval'}() after each model.train() / "
-                            "model.eval())", original_node)
+                            "model.eval())" + (
+                                "; fwport writes the class's train() that does it where every use of "
+                                f"{code(func)} in the class is a call with the same literal flag (and the class "
+                                "defines no train())" if parts and len(parts) == 2 and parts[0] == "self" else ""),
+                            original_node)
             return updated_node
         if (parts and len(parts) == 3 and parts[0] == "self" and parts[1] in plan.weight_attrs
                 and parts[2] in _ASSIGNS and len(updated_node.args) == 1 and updated_node.args[0].keyword is None
@@ -779,7 +783,6 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             self._plan_init(plan, plan.build_fn)
         self._plan_recurrent_calls(plan)
         self._plan_training(plan, methods)
-        self._plan_fixed_modes(plan, methods)
         for m in methods:  # add_weight anywhere (Keras 3 allows it in __init__)
             self._plan_add_weights(plan, m)
         for m in (plan.init_fn, plan.build_fn):  # self.gamma = tf.Variable(...) (cait's LayerScale)
@@ -793,6 +796,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for a in plan.attrs.values():  # layers never called in call(): translated without a known input
             if not a.done:
                 self._translate_attr(plan, a, None)
+        self._plan_fixed_modes(plan, methods)  # (once each attribute's translation is known)
         if plan.init_fn is not None:
             self._plan_layer_builds(plan, plan.init_fn)
         self._check_alternatives(plan)
@@ -943,7 +947,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for attr, calls in uses.calls.items():
             a = plan.attrs.get(attr)
             if attr == "call" or plan.training.get(attr, "drop") != "drop" or attr in uses.bare \
-                    or a is not None and (a.kind not in ("layer", "nested") or a.functional is not None or a.flat):
+                    or a is not None and (a.kind not in ("layer", "nested") or a.functional is not None):
                 continue
             positional = a is not None and a.rule is not None
             modes[attr] = {_fixed_training(c, positional) for c in calls}
