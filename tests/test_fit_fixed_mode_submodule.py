@@ -8,7 +8,8 @@ the translation drops the flag and writes the class's ``train(mode)``: nn.Module
 Numbers: the model trained two epochs by Keras's fit and by the translation's written fit from the same weights on
 data far from the moving statistics' start (subprocesses): histories, evaluate, predictions, every weight and the
 BatchNormalization's moving statistics agree, the statistics stay at their start on both sides, and the
-backbone's Dense kernel moves where it is left trainable. The written train() keeps its modes through the model's
+backbone's Dense kernel moves where it is left trainable (a backbone built in the class, or built at module level
+and given to its constructor). The written train() keeps its modes through the model's
 train() / eval() (torch run in a subprocess)."""
 from __future__ import annotations
 
@@ -48,6 +49,21 @@ def train(x, y):
 
 FROZEN = SOURCE.replace("        self.head = layers.Dense(1)\n",
                         "        self.base.trainable = False\n        self.head = layers.Dense(1)\n")
+
+# keras-io's transfer learning: a module-level backbone, frozen, given to the model
+GIVEN = SOURCE.replace('''class Classifier(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.base = keras.Sequential([keras.Input(shape=(6,)), layers.Dense(8), layers.BatchNormalization()])
+''', '''base_model = keras.Sequential([keras.Input(shape=(6,)), layers.Dense(8), layers.BatchNormalization()])
+base_model.trainable = False
+
+
+class Classifier(keras.Model):
+    def __init__(self, base):
+        super().__init__()
+        self.base = base
+''').replace("model = Classifier()", "model = Classifier(base_model)")
 
 DRIVER = '''
 import json, sys
@@ -108,6 +124,13 @@ def test_a_frozen_backbone_called_with_training_false(tmp_path):
     np.testing.assert_allclose(torch_out["kernels"][0], torch_out["start"])  # frozen on both sides
     np.testing.assert_allclose(keras_out["kernels"][0], keras_out["start"])
     assert torch_out["stats"][2:] == [[1.0] * 8, [0.0] * 8]
+
+
+def test_a_frozen_backbone_given_to_the_model(tmp_path):
+    assert GIVEN != SOURCE
+    keras_out, torch_out = _same_step(tmp_path, GIVEN)
+    np.testing.assert_allclose(torch_out["kernels"][0], torch_out["start"])
+    np.testing.assert_allclose(keras_out["kernels"][0], keras_out["start"])
 
 
 def test_the_translation_writes_train():

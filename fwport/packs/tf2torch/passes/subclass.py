@@ -873,6 +873,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 return "module"
         return "other"
 
+    def _given_model(self, plan: _Plan, value: cst.BaseExpression, fn: cst.FunctionDef) -> bool:
+        """``self.base = base`` in __init__, where every ``ClassName(...)`` of the file gives ``base`` a model the
+        file translates (a Sequential, a functional model, a builder's): a torch module."""
+        if not (isinstance(value, cst.Name) and fn is plan.init_fn
+                and value.value in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}):
+            return False
+        return all(info is not None for info in self._constructed_with(plan, fn, value.value))
+
     def _sibling_method(self, fn: cst.FunctionDef, name: str) -> cst.FunctionDef | None:
         """The method ``name`` of the translated class that defines ``fn`` (or of its translated bases)."""
         for cls in self.translated.values():
@@ -903,7 +911,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         assigned = self._assigned(plan.node)
         for attr, sites in calls.items():
             values = assigned.get(attr)
-            kinds = [self._value_kind(v, fn) for v, fn in values or ()]
+            kinds = ["module" if self._given_model(plan, v, fn) else self._value_kind(v, fn) for v, fn in values or ()]
             if not values or "module" not in kinds:
                 plan.training[attr] = "keep"  # a plain callable (or one not known here): it takes the argument
                 continue
