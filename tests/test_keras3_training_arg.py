@@ -106,6 +106,9 @@ class Net(keras.Model):''').replace("        self.norm = keras.layers.BatchNorma
     # the file trains it by its own GradientTape steps only: model(x, training=...) decides, the same in both
     ("history = model.fit(x, y, batch_size=64, epochs=1, shuffle=False, verbose=0)\nloss = history.history[\"loss\"][0]",
      "with tf.GradientTape() as tape:\n    loss = model(x, training=True)"),
+    # every training-dependent layer called with a literal flag: run in that mode on both sides (the translation's
+    # written train() keeps it there)
+    ("return self.out(self.drop(self.norm(x)))", "return self.out(self.drop(self.norm(x, training=False), True))"),
     # its own train_step decides how the model is called
     ("    def call(self, x):", "    def train_step(self, data):\n        return {}\n\n    def call(self, x):"),
 ])
@@ -115,6 +118,14 @@ def test_no_warning_where_keras_3_and_the_translation_agree(change):
     if "GradientTape" in src:
         src = src.replace("import numpy as np\n", "import numpy as np\nimport tensorflow as tf\n", 1)
     assert _warnings(src) == []
+
+
+def test_a_layer_called_with_a_literal_flag_is_not_named():
+    said = _warnings(SRC.replace("self.norm(x)", "self.norm(x, training=False)"))
+    assert len(said) == 1 and "training=None: Dropout run as in inference" in said[0][1], said
+    # (called once without the flag too: it follows the model's mode there, named again)
+    again = SRC.replace("self.norm(x)", "self.norm(self.norm(x), training=False)")
+    assert "training=None: BatchNormalization, Dropout run" in _warnings(again)[0][1]
 
 
 def test_sequential_functional_and_component_models_are_no_warning():

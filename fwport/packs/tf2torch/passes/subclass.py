@@ -168,6 +168,9 @@ class _Plan:
     # attr → what its calls do with a `training` argument: "drop" (every value it may hold is a torch
     # module), "keep" (a plain callable, or not known: the argument stays, as self.training)
     training: dict[str, str] = field(default_factory=dict)
+    # attr → "True" / "False": a sub-module every call of which passes that literal training flag (a frozen
+    # backbone's training=False, Monte Carlo dropout's training=True): kept in that mode by a written train()
+    fixed_modes: dict[str, str] = field(default_factory=dict)
     layout_reported: bool = False
     weight_attrs: set[str] = field(default_factory=set)  # self.<attr> = self.add_weight(...)
     # add_weight(regularizer=...) to add to regularization_loss(): (attr, the statement, its method, regularizer, trainable)
@@ -200,6 +203,31 @@ class _TrainingCalls(cst.CSTVisitor):
                 self.calls.setdefault(p[1], []).append((n, "training"))
             elif a.keyword is None and i > 0 and isinstance(a.value, cst.Name) and a.value.value == "training":
                 self.calls.setdefault(p[1], []).append((n, i))
+
+
+class _SelfUses(cst.CSTVisitor):
+    """_SubclassPass._plan_fixed_modes: the ``self.<attr>(...)`` calls by attr (``calls``), and the attrs used
+    otherwise than called or read through (``self.<attr>.trainable``): passed on, stored, returned (``bare``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: dict[str, list[cst.Call]] = {}
+        self.bare: set[str] = set()
+        self.seen: set[int] = set()  # self.<attr> nodes that are a call's function or an attribute's value
+
+    def visit_Call(self, n: cst.Call) -> None:
+        p = dotted(n.func)
+        if p and len(p) == 2 and p[0] == "self":
+            self.calls.setdefault(p[1], []).append(n)
+            self.seen.add(id(n.func))
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        if id(n) in self.seen:
+            return
+        if isinstance(n.value, cst.Attribute):
+            self.seen.add(id(n.value))
+        elif isinstance(n.value, cst.Name) and n.value.value == "self":
+            self.bare.add(n.attr.value)
 
 
 class _Collect(cst.CSTVisitor):
@@ -335,6 +363,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             updated_node = self._call_build_from_init(plan, original_node, updated_node)
         if plan.lazy_build is not None:
             updated_node = self._lazy_build(plan, original_node, updated_node)
+        if plan.fixed_modes:
+            updated_node = _written_train(plan, updated_node)
         return updated_node
 
     def _lazy_build(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
@@ -412,7 +442,17 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             and plan.attrs[parts[1]].rule is not None))
         # (a train_step runs in training mode, fit's loop sets it; a test_step / predict_step in inference mode)
         step = {"train_step": "True", "test_step": "False", "predict_step": "False"}.get(self._in_method().name.value)
-        if fixed is not None and fixed != step and (isinstance(func, cst.Subscript) or parts and (
+        if fixed is not None and parts and len(parts) == 2 and parts[0] == "self" \
+                and plan.fixed_modes.get(parts[1]) == fixed:
+            # kept in that mode by the class's written train() (leave_ClassDef): the flag dropped
+            updated_node = _drop_flag(original_node, updated_node)
+            if self._in_method().name.value not in ("train_step", "test_step", "predict_step"):
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(func)}(..., training={fixed}) → "
+                                f"{code(func)}.{'train' if fixed == 'True' else 'eval'}() in {plan.name}.train(), "
+                                "written: a torch module takes its mode from .train() / .eval(), so the model's "
+                                f"train() puts {code(func)} back in {'training' if fixed == 'True' else 'inference'} "
+                                "mode whatever the model's, as Keras runs it", original_node)
+        elif fixed is not None and fixed != step and (isinstance(func, cst.Subscript) or parts and (
                 parts[0] in plan.loop_vars or parts[0] in plan.loop_seq or parts[0] == "self" and len(parts) == 2
                 and parts[1] != "call" and plan.training.get(parts[1], "drop") == "drop")):
             # a sub-layer run in one mode whatever the model's (Monte Carlo dropout, a frozen BatchNormalization):
@@ -423,7 +463,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                             ".eval()), so dropping it changes the result: call the functional form in that mode "
                             "(F.dropout(x, p, training=True) for a Dropout), or set the sub-module's mode by hand "
                             f"({code(func)}.{'train' if fixed == 'True' else 'eval'}() after each model.train() / "
-                            "model.eval())", original_node)
+                            "model.eval())" + (
+                                "; fwport writes the class's train() that does it where every use of "
+                                f"{code(func)} in the class is a call with the same literal flag (and the class "
+                                "defines no train())" if parts and len(parts) == 2 and parts[0] == "self" else ""),
+                            original_node)
             return updated_node
         if (parts and len(parts) == 3 and parts[0] == "self" and parts[1] in plan.weight_attrs
                 and parts[2] in _ASSIGNS and len(updated_node.args) == 1 and updated_node.args[0].keyword is None
@@ -752,6 +796,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for a in plan.attrs.values():  # layers never called in call(): translated without a known input
             if not a.done:
                 self._translate_attr(plan, a, None)
+        self._plan_fixed_modes(plan, methods)  # (once each attribute's translation is known)
         if plan.init_fn is not None:
             self._plan_layer_builds(plan, plan.init_fn)
         self._check_alternatives(plan)
@@ -828,6 +873,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 return "module"
         return "other"
 
+    def _given_model(self, plan: _Plan, value: cst.BaseExpression, fn: cst.FunctionDef) -> bool:
+        """``self.base = base`` in __init__, where every ``ClassName(...)`` of the file gives ``base`` a model the
+        file translates (a Sequential, a functional model, a builder's): a torch module."""
+        if not (isinstance(value, cst.Name) and fn is plan.init_fn
+                and value.value in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}):
+            return False
+        return all(info is not None for info in self._constructed_with(plan, fn, value.value))
+
     def _sibling_method(self, fn: cst.FunctionDef, name: str) -> cst.FunctionDef | None:
         """The method ``name`` of the translated class that defines ``fn`` (or of its translated bases)."""
         for cls in self.translated.values():
@@ -858,7 +911,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         assigned = self._assigned(plan.node)
         for attr, sites in calls.items():
             values = assigned.get(attr)
-            kinds = [self._value_kind(v, fn) for v, fn in values or ()]
+            kinds = ["module" if self._given_model(plan, v, fn) else self._value_kind(v, fn) for v, fn in values or ()]
             if not values or "module" not in kinds:
                 plan.training[attr] = "keep"  # a plain callable (or one not known here): it takes the argument
                 continue
@@ -882,6 +935,33 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} {bad}: a torch module takes "
                                 "no training argument (it reads self.training), the other value needs it; make "
                                 "both take the same arguments (an nn.Module for each)", call)
+
+    def _plan_fixed_modes(self, plan: _Plan, methods: list[cst.FunctionDef]) -> None:
+        """The sub-modules called in a fixed mode (``self.base(x, training=False)`` on a frozen backbone,
+        ``self.drop(h, training=True)``: Monte Carlo dropout), which the class keeps in that mode by a written
+        ``train()`` (``super().train(mode); self.base.eval(); return self``): Keras runs them in that mode whatever
+        the model's, torch's modules take theirs from .train() / .eval(), which reach every sub-module through the
+        model's train(). Only where every use of ``self.<attr>`` in the class is a call with the same literal flag
+        (or an attribute of it: ``self.base.trainable = False``), outside a train_step's own calls, and the class
+        has no train() of its own; the others stay errors at their calls (leave_Call)."""
+        if any(m.name.value == "train" for m in methods):
+            return
+        uses = _SelfUses()
+        for m in methods:
+            if m is plan.init_fn or m is plan.build_fn:
+                continue  # (where the attribute is made)
+            scan(m, uses)
+        modes: dict[str, set] = {}
+        for attr, calls in uses.calls.items():
+            a = plan.attrs.get(attr)
+            if attr == "call" or plan.training.get(attr, "drop") != "drop" or attr in uses.bare \
+                    or a is not None and (a.kind not in ("layer", "nested") or a.functional is not None):
+                continue
+            positional = a is not None and a.rule is not None
+            modes[attr] = {_fixed_training(c, positional) for c in calls}
+        for attr, found in modes.items():
+            if len(found) == 1 and None not in found:
+                plan.fixed_modes[attr] = found.pop()
 
     def _modules_only(self, plan: _Plan, it: cst.BaseExpression) -> bool:
         """``for blk in self.blocks``: every element the list may hold is a torch module (its calls then
@@ -2409,6 +2489,22 @@ class _HasFunctional(cst.CSTVisitor):
         return False
 
 
+def _written_train(plan: _Plan, cls: cst.ClassDef) -> cst.ClassDef:
+    """The class's ``train(mode)``, written at its end: nn.Module's, then each sub-module Keras calls with a fixed
+    training flag put back in that mode (see _SubclassPass._plan_fixed_modes); model.eval() is train(False)."""
+    lines = ["def train(self, mode=True):\n", "    super().train(mode)\n"]
+    for flag in ("False", "True"):
+        attrs = [a for a, f in plan.fixed_modes.items() if f == flag]
+        if attrs:
+            lines.append(f"    # called with training={flag}: {'training' if flag == 'True' else 'inference'} "
+                         f"mode whatever the model's, as Keras runs {'it' if len(attrs) == 1 else 'them'}\n")
+        lines += [f"    self.{a}.{'train' if flag == 'True' else 'eval'}()\n" for a in attrs]
+    lines.append("    return self\n")
+    fn = cst.parse_statement("".join(lines))
+    fn = fn.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    return cls.with_changes(body=cls.body.with_changes(body=[*cls.body.body, fn]))
+
+
 def _has_functional(body, p: _SubclassPass) -> bool:
     v = _HasFunctional(p)
     for s in body:
@@ -2427,6 +2523,17 @@ def _fixed_training(call: cst.Call, positional: bool) -> str | None:
                 and a.value.value in ("True", "False"):
             return a.value.value
     return None
+
+
+def _drop_flag(original: cst.Call, updated: cst.Call) -> cst.Call:
+    """Remove the literal training flag _fixed_training found (``training=False``, or a positional True / False
+    after the input)."""
+    keep = [u for i, (o, u) in enumerate(zip(original.args, updated.args))
+            if not (o.keyword is not None and o.keyword.value == "training" or o.keyword is None and i == 1
+                    and isinstance(o.value, cst.Name) and o.value.value in ("True", "False"))]
+    if keep:
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return updated.with_changes(args=keep)
 
 
 def _drop_training(original: cst.Call, updated: cst.Call) -> cst.Call:

@@ -9,7 +9,9 @@ and a Sequential or functional model passes it to its layers in both.
 
 The translation's torch modules follow ``model.train()``, as the written fit loop sets it: the Keras 2 behaviour and
 the code's evident intent. Where the file is Keras 3 code, the model holds such layers (directly, in a container,
-or through its own Layer classes of the file) and may be trained by fit, this is a warning at the class's call.
+or through its own Layer classes of the file) and may be trained by fit, this is a warning at the class's call. A
+layer held in ``self.<attr>`` every call of which passes a literal flag (``self.base(x, training=False)``: the
+subclass pass keeps it in that mode by a written train()) runs in that mode on both sides, and is not counted.
 """
 from __future__ import annotations
 
@@ -59,6 +61,43 @@ def _layer_of(call: cst.Call, ctx: FileContext) -> str | None:
     return None
 
 
+def _literal_flag(call: cst.Call) -> bool:
+    """``call`` passes a literal training flag (``training=False``, or True / False after the input)."""
+    return any(isinstance(a.value, cst.Name) and a.value.value in ("True", "False")
+               and (a.keyword is not None and a.keyword.value == "training" or a.keyword is None and i == 1)
+               for i, a in enumerate(call.args))
+
+
+def _fixed_mode_builds(cls: cst.ClassDef) -> set[int]:
+    """The ids of the calls that build what ``self.<attr>`` holds (the layers of a Sequential built there too),
+    for each attr of ``cls`` used only in calls that pass a literal training flag (and read through:
+    ``self.base.trainable = False``)."""
+    calls: dict[str, list] = {}
+    uses: dict[str, int] = {}
+    through: dict[str, int] = {}
+    for n in find_all(cls, cst.Attribute):
+        if isinstance(n.value, cst.Name) and n.value.value == "self":
+            uses[n.attr.value] = uses.get(n.attr.value, 0) + 1
+        elif isinstance(n.value, cst.Attribute) and isinstance(n.value.value, cst.Name) \
+                and n.value.value.value == "self":
+            through[n.value.attr.value] = through.get(n.value.attr.value, 0) + 1
+    for c in find_all(cls, cst.Call):
+        f = c.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == "self":
+            calls.setdefault(f.attr.value, []).append(c)
+    made: dict[str, list] = {}
+    for a in find_all(cls, cst.Assign):
+        t = a.targets[0].target if len(a.targets) == 1 else None
+        if isinstance(t, cst.Attribute) and isinstance(t.value, cst.Name) and t.value.value == "self":
+            made.setdefault(t.attr.value, []).append(a.value)
+    out: set[int] = set()
+    for attr, cs in calls.items():
+        values = made.get(attr, [])
+        if all(_literal_flag(c) for c in cs) and uses[attr] == len(cs) + len(values) + through.get(attr, 0):
+            out |= {id(c) for v in values for c in find_all(v, cst.Call)}
+    return out
+
+
 def _zero(value: cst.BaseExpression) -> bool:
     return isinstance(value, (cst.Integer, cst.Float)) and float(value.value.replace("_", "")) == 0
 
@@ -106,7 +145,10 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         if flat and name in held:
             return held[name]
         cls, out = classes.get(name) or functions[name], []
+        fixed = _fixed_mode_builds(cls) if name in classes else set()
         for call in find_all(cls, cst.Call):
+            if id(call) in fixed:
+                continue
             layer = _layer_of(call, ctx)
             callee = call.func.value if isinstance(call.func, cst.Name) else None
             items = [layer] if layer else []
