@@ -206,6 +206,18 @@ def test_consecutive_calls_a_reset_and_a_second_calls_gradient_match_keras(both,
     assert int(k["refused"]) == int(t["refused"]) == 1  # a batch of another size than the states'
 
 
+def test_verify_compares_each_call_of_a_stateful_model_from_zero_states(translated, tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, Session, verify
+    (tmp_path / "m.py").write_text(SOURCE)
+    (tmp_path / "m_torch.py").write_text(translated)
+    with Session() as session:
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "build_gru",
+                              inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
 def test_reset_states_of_a_model_and_of_a_callbacks_model_become_reset_rnn_states():
     src = '''
 from tensorflow import keras
