@@ -273,6 +273,10 @@ _INPUT_KEYS: list = []
 def _call(model, xs, training: bool):
     if isinstance(model, _Function):
         return model(*xs)
+    for layer in _all_layers(model):  # stateful recurrent layers: every call compared from zero states
+        states = getattr(layer, "states", None)
+        if getattr(layer, "stateful", False) is True and states and all(s is not None for s in states):
+            layer.reset_states()
     if _INPUT_KEYS:
         return model(dict(zip(_INPUT_KEYS, xs)), training=training)
     if len(xs) == 1:

@@ -104,7 +104,11 @@ _INPUT_KEYS: list = []
 def _call(model, xs):
     """Inputs as the Keras side passes them: positionally, or as one list to a forward that takes fewer
     (``def forward(self, inputs): sequence, length = inputs``), as Keras passes a list to ``call``, or
-    as one dict keyed as the Keras model's dict of inputs."""
+    as one dict keyed as the Keras model's dict of inputs. Stateful recurrent modules (Stateful<kind>) start
+    from zero states, as the Keras side's layers."""
+    for module in model.modules() if hasattr(model, "modules") else ():
+        if getattr(module, "stateful", False) is True and hasattr(module, "reset_states"):
+            module.reset_states()
     if _INPUT_KEYS and not isinstance(model, _Function):
         return model(dict(zip(_INPUT_KEYS, xs)))
     if len(xs) > 1 and _positional_inputs(model) < len(xs):

@@ -1786,6 +1786,77 @@ for _kind, (_keras, _states, _to, _from) in _RNN_KINDS.items():
     HELPERS[f"Lazy{_kind}"] = (_LAZY_RNN.replace("{kind}", _kind).replace("{keras}", _keras)
                                .replace("{states}", _states).replace("{to_torch}", _to).replace("{from_torch}", _from))
 
+# keras.layers.LSTM / GRU / SimpleRNN(stateful=True) (layer.py's _stateful_rnn), and model.reset_states()
+# (passes/model_api.py; self.model.reset_states() in a callback: passes/training.py)
+_STATEFUL_RNN = '''
+
+class Stateful{kind}(Lazy{kind}):
+    """keras.layers.{keras}(stateful=True) as a Lazy{kind}: each call starts from the state{s} the previous
+    call ended with (zeros at the first; initial_state= where given), as Keras's stateful layer does. {they}
+    held detached, as Keras does not backpropagate into an earlier batch, in buffers that are not saved with the
+    weights; reset_states() sets {them} back to zeros. The batch size stays the first call's: an input of another
+    batch size is a ValueError, as in Keras."""
+
+    stateful = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+{register}
+
+    @property
+    def states(self):
+        return None if self.state_h is None else [{names}]
+
+    def reset_states(self):
+        if self.state_h is not None:
+{zeros}
+
+    reset_state = reset_states
+
+    def forward(self, x, initial_state=None):
+        if self.state_h is not None and x.shape[0] != self.state_h.shape[0]:
+            raise ValueError(f"a stateful {keras} keeps states of batch size {self.state_h.shape[0]}: this input "
+                             f"has batch size {x.shape[0]}")
+        state = self.states if initial_state is None else initial_state
+        if state is not None:
+{to_torch}
+        output, state = {nn}{kind}.forward(self, x, state)
+{keep}
+        y = output if self.return_sequences else output[:, -1]
+        if not self.return_state:
+            return y
+{from_torch}
+'''
+_ONE_STATE = ("        self.register_buffer(\"state_h\", None, persistent=False)", "self.state_h",
+              "            self.state_h = {torch}zeros_like(self.state_h)", "        self.state_h = state[0].detach()")
+_STATEFUL_KINDS = {  # torch kind → (its buffers, the states' list, reset_states's body, the states kept after a call)
+    "GRU": _ONE_STATE,
+    "RNN": _ONE_STATE,
+    "LSTM": ("        self.register_buffer(\"state_h\", None, persistent=False)\n"
+             "        self.register_buffer(\"state_c\", None, persistent=False)", "self.state_h, self.state_c",
+             "            self.state_h, self.state_c = {torch}zeros_like(self.state_h), {torch}zeros_like(self.state_c)",
+             "        self.state_h, self.state_c = state[0][0].detach(), state[1][0].detach()"),
+}
+for _kind, (_register, _names, _zeros, _keep) in _STATEFUL_KINDS.items():
+    _keras, _, _to, _from = _RNN_KINDS[_kind]
+    _two = _kind == "LSTM"
+    HELPERS[f"Stateful{_kind}"] = (_STATEFUL_RNN.replace("{register}", _register).replace("{names}", _names)
+                                   .replace("{zeros}", _zeros).replace("{keep}", _keep)
+                                   .replace("{to_torch}", _to).replace("{from_torch}", _from)
+                                   .replace("{s}", "s h and c" if _two else "").replace("{they}", "They are" if _two else "It is")
+                                   .replace("{them}", "them" if _two else "it").replace("{kind}", _kind)
+                                   .replace("{keras}", _keras))
+    DATA_DEPS[f"Stateful{_kind}"] = (f"Lazy{_kind}",)
+HELPERS["reset_rnn_states"] = '''
+
+def reset_rnn_states(model):
+    """keras Model.reset_states(): every stateful recurrent layer of the model (StatefulLSTM, StatefulGRU,
+    StatefulRNN) starts its next call from zeros."""
+    for module in model.modules():
+        if getattr(module, "stateful", False):
+            module.reset_states()
+'''
+
 _BIDIRECTIONAL_DROPOUT = '''
 
 class Bidirectional{kind}Dropout({nn}{kind}):

@@ -1013,7 +1013,6 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
                      ("go_backwards", "Keras reads the steps last to first and returns its outputs in that order: "
                       "fwport writes ReverseSteps before the layer, but not under Bidirectional, on a masked "
                       "sequence, or for a layer called with its states; flip the input (x.flip(1)) by hand"),
-                     ("stateful", "torch modules carry no state between calls: pass h_0 explicitly"),
                      ("time_major", "write batch_first=False by hand")):
         if flags[key]:
             return _failed(m, ctx, "unsupported-argument", f"{key}=True: {why}")
@@ -1043,6 +1042,8 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
         if act != default:
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
                            f"computes {default} there")
+    if flags["stateful"]:
+        return _stateful_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     if getattr(lctx, "mask_keep", False):
         return _masked_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     if helper:
@@ -1108,6 +1109,31 @@ def _masked_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_
     return em
 
 
+def _stateful_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape,
+                  merge_mode: str | None) -> LayerEmission:
+    """stateful=True: the Stateful<kind> helper (written out in the file), a Lazy<kind> (called and returning as
+    Keras's layer; torch's parameter names, so the weight maps hold) that starts each call from the states the
+    previous one ended with, detached, and whose reset_states() sets them to zeros, as Keras's stateful layer
+    does. Refused under Bidirectional and on a masked sequence."""
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    if merge_mode is not None:
+        return _failed(m, ctx, "unsupported-argument", "stateful=True under Bidirectional: Keras carries the states "
+                       "of both directions from one call into the next, which fwport does not write; keep the final "
+                       "states of torch's bidirectional module and pass them as h_0 by hand")
+    if getattr(lctx, "mask_in", False) or getattr(lctx, "mask_keep", False):
+        return _failed(m, ctx, "unsupported-argument", "stateful=True on a sequence that carries Keras's mask: not "
+                       "translated; keep the final states of the masked run and pass them as h_0 by hand")
+    em = _lazy_rnn(m, ctx, lctx, kind, features, in_shape, prefix="Stateful")
+    if em.failed:
+        return em
+    helper = helpers.use(ctx, f"Stateful{_HELPER_KINDS[kind]}")
+    ctx.report(Severity.INFO, "idiom-replaced", f"{name}(stateful=True) → {helper} (written out in this file): each "
+               "call starts from the states the previous one ended with (detached: Keras does not backpropagate into "
+               "an earlier batch), reset_states() sets them to zeros, and an input of another batch size is a "
+               "ValueError, as in Keras", m.node, m.rule)
+    return em
+
+
 #: ctx.analyses: ids of the recurrent layer calls whose module is called as Keras calls it (initial_state=,
 #: states returned): the subclass pass marks them, the rnn shape function emits the Lazy<kind> helper
 RNN_CALLED_AS_KERAS = "tf2torch-rnn-called-as-keras"
@@ -1120,11 +1146,12 @@ def _true(m: MappedCall, key: str) -> bool:
 
 
 def _lazy_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape,
-              merge_mode: str | None = None) -> LayerEmission:
+              merge_mode: str | None = None, prefix: str = "Lazy") -> LayerEmission:
     """``Lazy<kind>(units, [input_size], return_sequences=..., return_state=...)``: the helper module (a
     subclass of torch's, so the weight maps hold) that is called and returns as Keras's layer, and makes
-    its input weights on the first call where the input size is not known here."""
-    name = helpers.use(ctx, f"Lazy{_HELPER_KINDS[kind]}")
+    its input weights on the first call where the input size is not known here (``prefix``: a helper
+    derived from it, Stateful<kind>)."""
+    name = helpers.use(ctx, f"{prefix}{_HELPER_KINDS[kind]}")
     kwargs = {"hidden_size": m.kwargs.pop("hidden_size")}
     if known(features):
         kwargs["input_size"] = expr(str(features))

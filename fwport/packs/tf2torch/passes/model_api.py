@@ -87,7 +87,8 @@ METHODS: dict[str, str] = {
     "build": ("a torch module has its sizes from its constructor, or takes them on its first call (Lazy "
               "modules): run one forward pass on a dummy batch, `with torch.no_grad(): model(torch.zeros(1, ...))` "
               "(channels-first if fwport reported a layout change), before creating the optimizer"),
-    "reset_states": "pass and carry the recurrent state explicitly (nn.LSTM takes and returns (h, c))",
+    "reset_states": ("reset_rnn_states(model) (what fwport writes for `model.reset_states()`: the reset_states() "
+                     "of each stateful recurrent layer, written as a Stateful<kind> module)"),
 }
 
 
@@ -1307,6 +1308,13 @@ class _ModelApiPass(cst.CSTTransformer):
             return original_node
         if method == "get_layer" and self._plan_get_layer(original_node):
             return updated_node
+        if method == "reset_states" and not original_node.args:
+            helper = helpers.use(self.ctx, "reset_rnn_states")
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{receiver}.reset_states() → {helper}({receiver}) (written out in this file): every "
+                            "stateful recurrent layer of the model starts its next call from zeros, as Keras's does",
+                            original_node)
+            return cst.Call(cst.Name(helper), [cst.Arg(original_node.func.value)])
         if method == "count_params" and not original_node.args and self._counts_exactly():
             helper = helpers.use(self.ctx, "keras_count_params")
             self.ctx.report(Severity.INFO, "idiom-replaced",

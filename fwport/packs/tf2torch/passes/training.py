@@ -2556,6 +2556,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         predicted = self._callback_predict(original_node, updated_node)
         if predicted is not None:
             return predicted
+        func = original_node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "reset_states" and not original_node.args
+                and isinstance(func.value, cst.Attribute) and dotted_text(func.value) == "self.model"
+                and self._callback_class and self._callback_class[-1]):
+            helper = helpers.use(self.ctx, "reset_rnn_states")
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"self.model.reset_states() in a callback → {helper}(self.model) (written out in this "
+                            "file): every stateful recurrent layer of the nn.Module fit gives the callback starts its "
+                            "next call from zeros, as Keras's reset_states() does", original_node)
+            return cst.Call(cst.Name(helper), [cst.Arg(updated_node.func.value)])
         training = next((a for a in updated_node.args if a.keyword is not None and a.keyword.value == "training"), None)
         if training is not None and (self.models.is_model_expr(original_node.func, self._chain())
                                      or self._train_step_attr(original_node.func)):
