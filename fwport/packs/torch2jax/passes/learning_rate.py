@@ -26,6 +26,7 @@ import libcst as cst
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
 from fwport.core.names import find_all, scan
+from fwport.core.rewrite import rewrite
 
 # ctx.analyses: {"opts": {(scope, optimizer)}, "helpers": {function: (its optimizer parameter, its parameters)}}
 LR_GROUPS = "torch2jax.lr-groups"
@@ -35,7 +36,7 @@ RATED = {"torch.optim.Adam", "torch.optim.AdamW", "torch.optim.SGD", "torch.opti
 
 
 def _lr_key(node) -> bool:
-    return isinstance(node, cst.SimpleString) and node.value[-3:-1] == "lr" and len(node.evaluated_value) == 2
+    return isinstance(node, cst.SimpleString) and node.evaluated_value == "lr"
 
 
 def _index(sub: cst.Subscript):
@@ -178,7 +179,7 @@ def plan(module: cst.Module, ctx, schedules: dict) -> None:
             q = ctx.imports.resolve(made[0].value.func) if len(made) == 1 and isinstance(made[0].value, cst.Call) else None
             why = None
             if model is None or q is None or not q.startswith("torch.optim."):
-                why = "it is created elsewhere than by torch.optim.X(model.parameters(), ...) in this scope"
+                why = "this scope does not create it as torch.optim.X(model.parameters(), ...)"
             elif (sname, opt) in schedules:
                 why = "its learning rate is already an optax schedule (the scheduler's)"
             else:
@@ -203,13 +204,13 @@ def plan(module: cst.Module, ctx, schedules: dict) -> None:
             kept[h] = (p, [q.name.value for q in f.params.params])
             settled += uses[id(f)].all[p]
             for form in uses[id(f)].forms:
-                _report(ctx, form, "opt_state")
+                _report(ctx, form)
     for scope in [module, *funcs]:
         sname = scope.name.value if isinstance(scope, cst.FunctionDef) else ""
         for form in uses[id(scope)].forms:
             r = form.iter.value.value if isinstance(form, cst.For) else first_group_lr(form)
             if (sname, r) in opts:
-                _report(ctx, form, f"{r}'s opt_state")
+                _report(ctx, form)
     ctx.settle(*settled)
     if opts:
         ctx.analyses[LR_GROUPS] = {"opts": opts, "helpers": kept}
@@ -223,21 +224,21 @@ def _in_scope(scope, node) -> bool:
     return True
 
 
-def _report(ctx, form, state: str) -> None:
+def _report(ctx, form) -> None:
     if isinstance(form, cst.For):
         what = f"for ... in {code(form.iter)}: ...['lr'] = v"
         to = "opt_state.hyperparams['learning_rate'] = jnp.asarray(v)"
     else:
         what, to = code(form), "opt_state.hyperparams['learning_rate']"
     ctx.report(Severity.INFO, "idiom-replaced", f"{what} → {to}: the optimizer is built with "
-               f"optax.inject_hyperparams, which keeps its learning rate in {state}, read by each step", form)
+               "optax.inject_hyperparams, which keeps its learning rate in its state (opt_state), read by each step", form)
 
 
 def finish(module: cst.Module, ctx, suffix: dict) -> cst.Module:
     info = ctx.analyses.get(LR_GROUPS)
     if not info:
         return module
-    return module.visit(_Write(ctx, info["opts"], info["helpers"], suffix))
+    return rewrite(module, _Write(ctx, info["opts"], info["helpers"], suffix))
 
 
 class _Write(cst.CSTTransformer):
@@ -336,16 +337,24 @@ class _Write(cst.CSTTransformer):
         if any(x.keyword is not None and x.keyword.value == "learning_rate" for x in call.args):
             value = cst.Call(cst.Call(expr(inject), [cst.Arg(call.func)]), call.args)
         else:
-            lr = []
-
-            class Named(cst.CSTTransformer):
-                def leave_Arg(self, o, u):
-                    if u.keyword is not None and u.keyword.value == "learning_rate" and not lr:
-                        lr.append(u.value)
-                        return u.with_changes(value=cst.Name("learning_rate"))
-                    return u
-            inner = call.visit(Named())
-            if not lr:
+            named = _NamedRate()
+            inner = rewrite(call, named)
+            if named.rate is None:
                 return updated
-            value = expr(f"{inject}(lambda learning_rate: {code(inner)})(learning_rate={code(lr[0])})")
+            value = expr(f"{inject}(lambda learning_rate: {code(inner)})(learning_rate={code(named.rate)})")
         return updated.with_changes(body=[a.with_changes(value=value)])
+
+
+class _NamedRate(cst.CSTTransformer):
+    """The first ``learning_rate=v`` argument of a wrapped optimizer → ``learning_rate=learning_rate`` (v kept in
+    ``rate``): the factory inject_hyperparams is given takes the rate as its parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.rate = None
+
+    def leave_Arg(self, original, updated):
+        if updated.keyword is not None and updated.keyword.value == "learning_rate" and self.rate is None:
+            self.rate = updated.value
+            return updated.with_changes(value=cst.Name("learning_rate"))
+        return updated
