@@ -140,3 +140,78 @@ def test_a_rate_that_would_act_otherwise_or_other_uses_of_param_groups_stay_erro
     # a rate per group, or another key, has no optax counterpart here
     other = INLINE.replace("OPTIMIZER", OPTIMIZERS["adam"]).replace("g['lr'] *= 0.5", "g['betas'] = (0.5, 0.9)")
     assert any("param_groups is used otherwise" in m for m in errors(other)), errors(other)
+    # an epoch schedule already sets the rate (training.py's _schedules): a write would be overwritten
+    sched = MODEL + """
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, x, y):
+    loader = DataLoader(TensorDataset(x, y), batch_size=4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 2)
+    criterion = nn.CrossEntropyLoss()
+    for epoch in range(5):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            loss = criterion(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+        scheduler.step()
+        optimizer.param_groups[0]['lr'] = 0.1
+    return model
+"""
+    assert any("already an optax schedule" in m for m in errors(sched)), errors(sched)
+
+
+SCRIPT = '''
+import torch
+from torch import nn
+
+model = nn.Linear(4, 2)
+criterion = nn.MSELoss()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+x = torch.linspace(-1.0, 1.0, 32).reshape(8, 4)
+y = torch.linspace(0.0, 1.0, 16).reshape(8, 2)
+
+
+def adjust_learning_rate(optimizer, epoch):
+    lr = 0.1 * (0.1 ** (epoch // 3))
+    for param_group in optimizer.param_groups:
+        param_group['lr'] = lr
+
+
+def train(epoch):
+    adjust_learning_rate(optimizer, epoch)
+    for i in range(2):
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print("lr", float(optimizer.param_groups[0]['lr']))
+
+
+for epoch in range(7):
+    train(epoch)
+'''
+
+
+def test_a_module_optimizer_whose_rate_a_function_sets_gets_the_module_opt_state(tmp_path):
+    """The PyTorch examples' ``adjust_learning_rate(optimizer, epoch)`` called in ``def train(epoch)`` on the module's
+    optimizer: the helper takes the module's opt_state (the training function declares it global), and the rates
+    the translated script reads back are PyTorch's, epoch by epoch."""
+    import subprocess
+    import sys
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    r = translate_source(SCRIPT, "train.py", "torch2jax")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "optimizer = optax.inject_hyperparams(optax.sgd)(learning_rate=0.1, momentum=0.9)" in r.output, r.output
+    assert "    adjust_learning_rate(opt_state, epoch)\n" in r.output
+    rates = []
+    for name, text in (("torch_side.py", SCRIPT), ("jax_side.py", r.output)):
+        (tmp_path / name).write_text(text)
+        p = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        rates.append([float(line.split()[1]) for line in p.stdout.splitlines() if line.startswith("lr ")])
+    assert len(rates[0]) == 7 and len(set(rates[0])) == 3
+    assert rates[1] == pytest.approx(rates[0], rel=1e-6)

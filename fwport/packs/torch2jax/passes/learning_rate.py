@@ -138,7 +138,7 @@ def _refusal(call: cst.Call, q: str) -> str | None:
 def plan(module: cst.Module, ctx, schedules: dict) -> None:
     """The optimizers whose rate the file sets or reads through param_groups in forms finish writes (LR_GROUPS),
     those uses settled; helpers taking such an optimizer as a parameter."""
-    from fwport.packs.torch2jax.passes.training import _bound, _optimizer_models, _scope_assigns
+    from fwport.packs.torch2jax.passes.training import _bound, _local_names, _optimizer_models
     funcs = [s for s in module.body if isinstance(s, cst.FunctionDef)]
     uses = {id(s): _uses(s) for s in [module, *funcs]}
     # helpers: a top-level function whose plain parameter is used only as the receiver of the written forms
@@ -158,9 +158,15 @@ def plan(module: cst.Module, ctx, schedules: dict) -> None:
             names_used[n.value] += 1
     opts: set = set()
     settled: list = []
+    module_models = _optimizer_models(ctx, module)
     for scope in [module, *funcs]:
         sname = scope.name.value if isinstance(scope, cst.FunctionDef) else ""
-        models = _optimizer_models(ctx, scope)
+        models = dict(_optimizer_models(ctx, scope))
+        outer = {}  # a module's optimizer a function uses without binding it: the module's opt_state
+        if sname:
+            local = _local_names(scope)
+            outer = {o: m for o, m in module_models.items() if o not in local and o not in models
+                     and "opt_state" not in local}
         u = uses[id(scope)]
         helper_calls = [c for c in find_all(scope, cst.Call) if isinstance(c.func, cst.Name) and c.func.value in helpers
                         and _in_scope(scope, c)]
@@ -168,22 +174,13 @@ def plan(module: cst.Module, ctx, schedules: dict) -> None:
             given = _bound(c, [p.name.value for p in next(f for f in funcs if f.name.value == c.func.value).params.params],
                            helpers[c.func.value])
             calls[c.func.value].append((sname, given.value if isinstance(given, cst.Name) else None, c))
-        for opt, model in models.items():
+        for opt, model in [*models.items(), *outer.items()]:
             mine = u.all.get(opt, [])
             given = [c for c in helper_calls if any(
                 isinstance(a.value, cst.Name) and a.value.value == opt for a in c.args)]
             if not mine and not given:
                 continue
-            made = [a for a in _scope_assigns(scope) if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name)
-                    and a.targets[0].target.value == opt]
-            q = ctx.imports.resolve(made[0].value.func) if len(made) == 1 and isinstance(made[0].value, cst.Call) else None
-            why = None
-            if model is None or q is None or not q.startswith("torch.optim."):
-                why = "this scope does not create it as torch.optim.X(model.parameters(), ...)"
-            elif (sname, opt) in schedules:
-                why = "its learning rate is already an optax schedule (the scheduler's)"
-            else:
-                why = _refusal(made[0].value, q)
+            why = _made(ctx, module if opt in outer else scope, opt, model, schedules)
             if why is None and any(id(a) not in u.handled for a in mine):
                 why = "param_groups is used otherwise than to set or read the rate"
             if why is not None:
@@ -194,6 +191,8 @@ def plan(module: cst.Module, ctx, schedules: dict) -> None:
                     settled.append(a)
                 continue
             opts.add((sname, opt))
+            if opt in outer:
+                opts.add(("", opt))
             settled += mine
     # a helper is written only where each of its calls gives it an optimizer written above, and nothing else names it
     kept: dict[str, str] = {}
@@ -214,6 +213,19 @@ def plan(module: cst.Module, ctx, schedules: dict) -> None:
     ctx.settle(*settled)
     if opts:
         ctx.analyses[LR_GROUPS] = {"opts": opts, "helpers": kept}
+
+
+def _made(ctx, scope, opt: str, model, schedules: dict) -> str | None:
+    """Why the rate of ``opt``, which ``scope`` creates, is not written (None: it is)."""
+    from fwport.packs.torch2jax.passes.training import _scope_assigns
+    made = [a for a in _scope_assigns(scope) if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name)
+            and a.targets[0].target.value == opt]
+    q = ctx.imports.resolve(made[0].value.func) if len(made) == 1 and isinstance(made[0].value, cst.Call) else None
+    if model is None or q is None or not q.startswith("torch.optim."):
+        return "this scope does not create it as torch.optim.X(model.parameters(), ...)"
+    if (scope.name.value if isinstance(scope, cst.FunctionDef) else "", opt) in schedules:
+        return "its learning rate is already an optax schedule (the scheduler's)"
+    return _refusal(made[0].value, q)
 
 
 def _in_scope(scope, node) -> bool:
