@@ -275,7 +275,8 @@ def test_a_threaded_caller_with_a_draw_above_gives_the_key(tmp_path):
 
 def test_param_groups_of_an_optax_optimizer_is_an_error():
     """yunjey's `update_lr(optimizer, lr)` sets `group['lr']` over optimizer.param_groups, which an optax optimizer
-    does not have (it failed at run time, reported nowhere)."""
+    does not have (it failed at run time, reported nowhere). Called with an optimizer of the file, it takes the
+    opt_state instead (tests/test_torch2jax_learning_rate_writes.py); never called so, it stays an error."""
     src = MODULE_STEPS + '''
 
 def update_lr(optimizer, lr):

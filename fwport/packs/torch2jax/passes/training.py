@@ -43,7 +43,7 @@ from fwport.packs.torch2jax.backends import AUTOCAST
 from fwport.packs.torch2jax.frozen import FROZEN_CALLS
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
-from fwport.packs.torch2jax.passes import state
+from fwport.packs.torch2jax.passes import learning_rate, state
 from fwport.packs.torch2jax.passes.state import state_name as _state_name  # step() binds `state`
 from fwport.packs.torch2jax.passes.modules import BARE_LAYERS, OUTSIDE, PLANS, keyed_layer
 from fwport.packs.torch2jax.ranks import target_names
@@ -2377,6 +2377,8 @@ def _run(module: cst.Module, ctx) -> cst.Module:
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
     p.global_trained = ctx.analyses[GLOBAL_TRAINED] = _global_trained(module, ctx)
     ctx.analyses[SCHEDULES] = _schedules(module, ctx, p.threaded, p.global_trained)
+    if "param_groups" in text:  # the learning rate set through param_groups → optax.inject_hyperparams
+        learning_rate.plan(module, ctx, ctx.analyses[SCHEDULES])
     p.instances = instances
     state.plan(module, ctx, stateful, ctors, p.threaded)
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
@@ -4151,6 +4153,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         module = rewrite(module, f)
         if f.threaded_done:
             module = rewrite(module, _ThreadCalls(f.threaded_done, ctx.spell_text("jax.random.split")))
+        module = learning_rate.finish(module, ctx, f.suffix)
         globals_left = f.globals
     module = state.finish(module, ctx)
     if ctx.analyses.get(ZERO_HELPERS):
