@@ -34,7 +34,7 @@ from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, modes, ranks
-from fwport.packs.torch2jax import surgery, tying
+from fwport.packs.torch2jax import configs, surgery, tying
 from fwport.packs.torch2jax.batch import DROP, FUNCTION_DIMS, NEGATIVE_FIELDS, SEQ_PROVEN, Forward, names_in
 
 PLANS = "torch2jax.modules"
@@ -125,6 +125,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     ctx.analyses[UNSIZED] = _unsized_names(module)
     outside["predicates"] = _predicates(module)
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
+    configs.plan(module, ctx, classes)  # configuration objects held → static fields (configs.py)
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
             _layer_subclass(s, ctx)
@@ -2869,7 +2870,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
             if len(kinds) == 1 and (next(iter(kinds)) or "").startswith(ctx.spell_text("equinox.nn.")):
                 returns[stmt.name.value] = next(iter(kinds))  # `def conv3x3(...): return eqx.nn.Conv2d(...)`
         body.append(stmt)
-    body = _quote_forward_fields(body)
+    body = _quote_forward_fields(configs.freeze(body, ctx))
     operated = {m for p in plans.values() for m in p.get("surgery", {})}
     if operated:  # `model.crop_block_size(n)` as a statement → `model = model.crop_block_size(n)` (surgery.py)
         body = [rewrite(s, surgery.Rebind(frozenset(operated))) for s in body]
@@ -3606,6 +3607,9 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             # iteration, as PyTorch's generator moves on
             s = rewrite(s, _LoopKeys(ctx, not plan.get("key_required")))
         body.append(s)
+    for name, ann in ctx.analyses.get(configs.HELD, {}).get(cls.name.value, {}).items():
+        if name in fields:  # a configuration object, or a scalar read of one: static (configs.py)
+            fields[name] = ann
     lines = [statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:
         at = _docstring_end(body)
