@@ -89,25 +89,66 @@ def test_a_module_holding_a_configuration_runs_under_filter_jit_as_pytorch(tmp_p
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-8)
 
 
-def test_assigning_a_field_of_the_frozen_configuration_is_an_error():
-    """nanoGPT's crop_block_size sets `self.config.block_size`: a frozen dataclass refuses it at run time, so the
-    translation says so at the assignment (a script's `cfg.x = v` on a configuration it built, too)."""
-    src = textwrap.dedent(NET).lstrip("\n") + textwrap.dedent("""
-        def rescale(self, scale):
-            self.config.scale = scale
-
+def test_assigning_a_field_of_the_frozen_configuration_outside_a_method_is_an_error():
+    """A frozen dataclass refuses an assignment at run time: in __init__, or a script's `cfg.x = v` on a
+    configuration it built, the translation says so at the assignment."""
+    src = textwrap.dedent(NET).lstrip("\n").replace(
+        "        self.n_out = config.n_out\n", "        self.n_out = config.n_out\n        self.config.scale = 2.0\n")
+    src += textwrap.dedent("""
 
     def build():
         cfg = NetConfig()
         cfg.n_hidden = 5
         return Net(cfg)
-    """).replace("\ndef rescale", "\n    def rescale").replace("\n    self.config.scale", "\n        self.config.scale")
+    """)
     r = t2j(src)
     lines = src.splitlines()
-    at = [lines.index("        self.config.scale = scale") + 1, lines.index("    cfg.n_hidden = 5") + 1]
+    at = [lines.index("        self.config.scale = 2.0") + 1, lines.index("    cfg.n_hidden = 5") + 1]
     errs = error_texts(r)
     assert [e.split(" ")[0] for e in errs] == [f"L{n}" for n in at], errs
     assert all("frozen" in e and "dataclasses.replace" in e for e in errs), errs
+
+
+RESCALE = NET + """
+    def rescale(self, scale):
+        self.config.scale = scale
+
+
+def rescaled():
+    model = Net(NetConfig())
+    model.rescale(0.125)
+    return model
+"""
+
+
+def test_a_method_assigning_a_configuration_field_returns_a_new_model(tmp_path):
+    """nanoGPT's crop_block_size sets `self.config.block_size`: model surgery, the method returning a new model
+    whose configuration is a copy (dataclasses.replace) with the new value; the configuration is then a leaf (what
+    eqx.tree_at replaces), hashable for eqx.filter_jit. Under JAX alone: the new model computes with the new scale,
+    the old one with its own."""
+    import subprocess
+    import sys
+    r = t2j(RESCALE)
+    assert not error_texts(r), error_texts(r)
+    assert "    config: NetConfig\n" in r.output and "@dataclass(frozen=True)" in r.output
+    assert "model = eqx.tree_at(lambda m: m.config, model, dataclasses.replace(model.config, scale=scale))" in r.output
+    assert "    model = model.rescale(0.125)\n" in r.output
+    assert any(f.code == "idiom-replaced" and "dataclasses.replace" in f.message for f in by(r, Severity.WARNING))
+    (tmp_path / "m_jax.py").write_text(r.output)
+    check = """import sys, jax, jax.numpy as jnp, equinox as eqx
+sys.modules["torch"] = None
+import m_jax
+old = m_jax.Net(m_jax.NetConfig(), key=jax.random.key(0))
+new = old.rescale(0.125)
+assert (old.config.scale, new.config.scale) == (0.5, 0.125)
+x = jax.random.normal(jax.random.key(1), (3, 4))
+run = eqx.filter_jit(lambda m, x: jax.vmap(m)(x))
+assert jnp.allclose(run(new, x) * 4, run(old, x), rtol=1e-6)
+assert m_jax.rescaled().config.scale == 0.125
+print("ok")
+"""
+    p = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
 
 
 def test_a_dataclass_setting_its_own_fields_stays_a_leaf_with_a_warning():

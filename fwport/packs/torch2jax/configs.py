@@ -31,6 +31,8 @@ from fwport.core.names import dotted_text, find_all
 HELD = "torch2jax.configs.held"
 #: ctx.analyses: the dataclasses of the file to write ``frozen=True``
 FREEZE = "torch2jax.configs.freeze"
+#: ctx.analyses: module class → the attributes holding a configuration that a method replaces (surgery.py)
+REPLACED = "torch2jax.configs.replaced"
 
 _PLAIN = frozenset({"int", "float", "bool", "str", "None", "Optional", "Union", "tuple", "Tuple", "Literal",
                     "typing", "Ellipsis"})
@@ -150,7 +152,7 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
         return
     held: dict[str, dict[str, str]] = {}
     used: dict[str, Config] = {}
-    holders: dict[str, set[str]] = {}  # config → the `self.<attr>` that hold it
+    holders: dict[str, dict[str, str]] = {}  # module class → {attribute holding a configuration: its class}
     static = f" = {ctx.spell_text('equinox.field')}(static=True)"
     for cls in module.body:
         if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
@@ -186,7 +188,7 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
                     continue
                 mine[attr] = c.name + static  # (quoted where the class comes later: _quote_forward_fields)
                 used[c.name] = c
-                holders.setdefault(c.name, set()).add("self." + attr)
+                holders.setdefault(cls.name.value, {})[attr] = c.name
             elif isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name) and v.value.value in params:
                 kind = params[v.value.value].fields.get(v.attr.value)
                 if kind in _SCALARS:
@@ -197,28 +199,62 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
     freeze = {n for n, c in used.items() if c.kind == "dataclass" and not c.frozen}
     ctx.analyses[FREEZE] = freeze
     for n in sorted(freeze):
-        c = configs[n]
         ctx.report(Severity.INFO, "idiom-replaced", f"@dataclass {n} → @dataclass(frozen=True): a module holds it as a "
                    "static field (eqx.field(static=True)), which eqx.filter_jit hashes and compares by value; a "
-                   "frozen dataclass is hashable", c.cls)
-        _mutations(module, ctx, c, holders[n])
+                   "frozen dataclass is hashable", configs[n].cls)
+    for cls in module.body:
+        if isinstance(cls, cst.ClassDef) and cls.name.value in held:
+            _replaced(cls, ctx, held[cls.name.value], {a: used[h] for a, h in holders.get(cls.name.value, {}).items()
+                                                       if h in freeze})
+    for n in sorted(freeze):
+        _mutations(module, ctx, configs[n])
 
 
-def _mutations(module: cst.Module, ctx, c: Config, holders: set[str]) -> None:
-    """Assignments to a field of the frozen configuration: through a holder (``self.config.block_size = n``) or a
-    name the file builds with the class (``cfg = GPTConfig(); cfg.n_layer = 4``): error findings."""
+def _field_assignments(node: cst.CSTNode, base: set[str], fields) -> list[tuple[cst.CSTNode, cst.Attribute]]:
+    """The assignments (and augmented ones) to ``<base>.<a field>`` in ``node``: (statement part, target)."""
+    out = []
+    for a in (*find_all(node, cst.Assign), *find_all(node, cst.AugAssign)):
+        for t in ([x.target for x in a.targets] if isinstance(a, cst.Assign) else [a.target]):
+            if isinstance(t, cst.Attribute) and t.attr.value in fields and dotted_text(t.value) in base:
+                out.append((a, t))
+    return out
+
+
+def _replaced(cls: cst.ClassDef, ctx, held: dict[str, str], frozen: dict[str, Config]) -> None:
+    """A frozen configuration assigned to in a method (nanoGPT's crop_block_size: ``self.config.block_size = n``):
+    model surgery (surgery.py) writes the method as one returning a new model, the configuration replaced by
+    ``dataclasses.replace``; the field is a leaf (eqx.tree_at replaces leaves only; eqx.filter_jit hashes it) and
+    REPLACED names it. An assignment in ``__init__`` (frozen at once) is an error."""
+    for attr, c in frozen.items():
+        for fn in cls.body.body:
+            if not isinstance(fn, cst.FunctionDef):
+                continue
+            hits = _field_assignments(fn, {"self." + attr}, c.fields)
+            if not hits:
+                continue
+            if fn.name.value == "__init__":
+                for node, t in hits:
+                    _refuse(ctx, node, t, c)
+                continue
+            held[attr] = c.name  # a leaf, not static
+            ctx.analyses.setdefault(REPLACED, {}).setdefault(cls.name.value, set()).add(attr)
+
+
+def _refuse(ctx, node, t: cst.Attribute, c: Config) -> None:
+    ctx.report(Severity.ERROR, "unsupported-construct", f"{code(t)} = ... assigns a field of a {c.name}, which the "
+               "translation makes frozen (a module holds it as a static field, which eqx.filter_jit must hash): "
+               f"build the configuration with its final values, e.g. `dataclasses.replace(config, {t.attr.value}=...)`, "
+               "and the model from it", node)
+
+
+def _mutations(module: cst.Module, ctx, c: Config) -> None:
+    """Assignments to a field of a name the file builds with the frozen class (``cfg = GPTConfig(); cfg.n_layer =
+    4``): error findings."""
     built = {dotted_text(a.target) for asg in find_all(module, cst.Assign)
              if isinstance(asg.value, cst.Call) and isinstance(asg.value.func, cst.Name) and asg.value.func.value == c.name
              for a in asg.targets}
-    for node in (*find_all(module, cst.Assign), *find_all(module, cst.AugAssign)):
-        targets = [a.target for a in node.targets] if isinstance(node, cst.Assign) else [node.target]
-        for t in targets:
-            if isinstance(t, cst.Attribute) and t.attr.value in c.fields and (
-                    dotted_text(t.value) in holders or dotted_text(t.value) in built):
-                ctx.report(Severity.ERROR, "unsupported-construct", f"{code(t)} = ... assigns a field of a {c.name}, "
-                           "which the translation makes frozen (a module holds it as a static field, which "
-                           "eqx.filter_jit must hash): build the configuration with its final values, e.g. "
-                           f"`dataclasses.replace(config, {t.attr.value}=...)`, and the model from it", node)
+    for node, t in _field_assignments(module, built, c.fields):
+        _refuse(ctx, node, t, c)
 
 
 def freeze(body: list, ctx) -> list:

@@ -832,7 +832,7 @@ class _DrawsOutsideInit(cst.CSTVisitor):
                                 "surgery): an Equinox module is an immutable pytree once __init__ returns, so the "
                                 "method returns a new model (eqx.tree_at for each array it replaces) and leaves this "
                                 f"one as it was: callers must rebind, `model = model.{self.method}(...)` (calls in "
-                                "this file are rebound)", self.surgery[0][0])
+                                "this file are rebound)" + self._configs(), self.surgery[0][0])
             else:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"{self.method}() assigns {assigned}: an "
                                 "Equinox module is an immutable pytree once __init__ returns (model surgery), and "
@@ -841,6 +841,15 @@ class _DrawsOutsideInit(cst.CSTVisitor):
                                 "m.<path>, model, <new value>)` for each array it replaces, and rebind the model where "
                                 "it is called", self.surgery[0][0])
             self.surgery = []
+
+    def _configs(self) -> str:
+        replaced = set().union(*self.ctx.analyses.get(configs.REPLACED, {}).values())
+        held = sorted({t for _, t in self.surgery if t.count(".") == 2 and t.split(".")[1] in replaced})
+        if not held:
+            return ""
+        return (f"; {', '.join(held)}: a field of a frozen configuration, so the new model holds a copy made by "
+                "dataclasses.replace, and the configuration object the caller passed, which PyTorch changes too, "
+                "stays as it was")
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.imports.resolve(node.func)
@@ -2359,13 +2368,15 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     drawing = {n for n, p in plans.items() if p["draws"]}
     building = _reached(methods, "__init__") | outside.get("construction", set())  # __init__ and what it calls
     plan["surgery"] = {}  # a method of model surgery → the submodule attributes (surgery.py)
+    # (and the configurations a method assigns to: replaced in the new model, configs.py)
+    operated = set(subs) | ctx.analyses.get(configs.REPLACED, {}).get(cls.name.value, set())
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
             v = _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value,
-                                  frozenset(subs) if s.name.value not in building else None)
+                                  frozenset(operated) if s.name.value not in building else None)
             scan(s, v)
             if v.functional:
-                plan["surgery"][s.name.value] = sorted(subs)
+                plan["surgery"][s.name.value] = sorted(operated)
     # self.apply(self.M) with M re-initialising layers it tests by class; the fields each statement sees
     applied = {c.args[0].value.attr.value for m in ("__init__", *called) if m in methods for c in _calls(methods[m])
                if dotted_text(c.func) == "self.apply" and len(c.args) == 1
@@ -3555,7 +3566,8 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
         cls = rewrite(cls, tying.TiedCalls(plan["tied"]))
     if plan.get("surgery"):  # model surgery → a method returning the new model
         cls = cls.with_changes(body=cls.body.with_changes(body=[
-            surgery.functional(s, frozenset(plan["surgery"][s.name.value]), ctx)
+            surgery.functional(s, frozenset(plan["surgery"][s.name.value]), ctx,
+                               frozenset(ctx.analyses.get(configs.REPLACED, {}).get(cls.name.value, ())))
             if isinstance(s, cst.FunctionDef) and s.name.value in plan["surgery"] else s for s in cls.body.body]))
     fields: dict[str, str] = {}
     body = []
