@@ -163,6 +163,7 @@ def test_a_dataclass_setting_its_own_fields_stays_a_leaf_with_a_warning():
 @pytest.mark.parametrize("change", [
     ("self.config.act ==", "self.config.weight.act =="),  # read for an attribute the dataclass has not
     ("self.fc1(x)", "self.config(self.fc1(x))"),  # called: a module, not a configuration
+    ("        self.config = config\n", "        config = make(config)\n        self.config = config\n"),  # rebound
 ])
 def test_a_parameter_read_otherwise_is_not_a_static_configuration(change):
     r = t2j(NET.replace(*change))

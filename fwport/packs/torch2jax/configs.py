@@ -132,6 +132,15 @@ def _param_config(p: cst.Param, init: cst.FunctionDef, configs: dict[str, Config
     return fits[0] if len(fits) == 1 else None
 
 
+def _bare_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names an assignment target binds (``a``, ``a, b``), not those of an attribute or subscript."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _bare_names(e.value)]
+    return []
+
+
 def _assigned_once(cls: cst.ClassDef) -> dict[str, int]:
     n: dict[str, int] = {}
     for a in find_all(cls, cst.AssignTarget):
@@ -160,8 +169,9 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
         init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
         if init is None:
             continue
+        rebound = {n.value for a in find_all(init, cst.AssignTarget) for n in _bare_names(a.target)}
         params = {p.name.value: c for p in (*init.params.params, *init.params.kwonly_params)
-                  for c in [_param_config(p, init, configs)] if c is not None}
+                  if p.name.value not in rebound for c in [_param_config(p, init, configs)] if c is not None}
         if not params:
             continue
         once = _assigned_once(cls)
