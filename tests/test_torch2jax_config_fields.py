@@ -176,3 +176,56 @@ def test_an_annotated_configuration_parameter_is_recognised():
     r = t2j(src)
     assert "    config: NetConfig = eqx.field(static=True)\n" in r.output
     assert "@dataclass(frozen=True)" in r.output
+
+
+SETS = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, skip=(1,)):
+        super().__init__()
+        self.skip = set(skip)
+        self.fc = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+    def forward(self, x):
+        for i, f in enumerate(self.fc):
+            if i not in self.skip:
+                x = torch.tanh(f(x))
+        return x
+"""
+
+
+@needs("torch", "equinox")
+def test_a_set_nothing_changes_is_a_static_frozenset_and_runs_under_filter_jit(tmp_path):
+    """A set is no pytree node (a leaf eqx.filter_jit cannot hash): one nothing changes becomes a static frozenset
+    and the model gives PyTorch's output under eqx.filter_jit; one a method changes stays, with a warning."""
+    r = t2j(SETS)
+    assert "    skip: frozenset = eqx.field(static=True)\n" in r.output
+    assert "        self.skip = frozenset(skip)\n" in r.output
+    changed = SETS.replace("        self.fc =", "        self.seen = set()\n        self.fc =") + (
+        "\n    def remember(self, n):\n        self.seen.add(n)\n")
+    r = t2j(changed)
+    assert "        self.seen = set()\n" in r.output and "    seen: object\n" in r.output
+    assert any("self.seen" in f.message and "filter_jit" in f.message for f in by(r, Severity.WARNING)), r.findings
+    body = """
+    import os
+    x = np.random.default_rng(0).standard_normal((5, 4))
+    weights = os.path.join(os.path.dirname(sys.argv[3]), "weights.npz")
+    if side == "torch":
+        torch.set_default_dtype(torch.float64)
+        torch.manual_seed(0)
+        model = ns["Net"](skip=(0, 2))
+        np.savez(weights, **{k: v.detach().numpy() for k, v in model.state_dict().items()})
+        out = model(conv(x)).detach().numpy()
+    else:
+        import equinox as eqx
+        w = np.load(weights)
+        model = ns["Net"](skip=(0, 2), key=jax.random.key(1))
+        model = eqx.tree_at(lambda m: [m.fc[1].weight, m.fc[1].bias], model, [conv(w["fc.1.weight"]), conv(w["fc.1.bias"])])
+        out = np.asarray(eqx.filter_jit(lambda m, x: jax.vmap(m)(x))(model, conv(x)))
+    np.savez(sys.argv[3], out)
+    """
+    t, j = both_sides(tmp_path, SETS, body)
+    np.testing.assert_allclose(j[0], t[0], rtol=1e-6, atol=1e-8)

@@ -18,6 +18,10 @@ in the other methods) is a field of exactly one such class and nothing calls it 
   be assigned to: an assignment to a field of one held this way (``self.config.block_size = n``, or ``cfg.x = v`` of
   a name the file builds with it) is an error finding at the assignment; a dataclass whose methods set ``self.x``
   (``__post_init__``) is not frozen and its field stays a leaf, with a warning that ``eqx.filter_jit`` cannot hash it.
+
+The same trap, a set: ``self.skip = set(...)`` (a literal, a comprehension) in ``__init__`` is no pytree node but an
+unhashable leaf; where nothing changes it, it is written ``frozenset(...)`` in a static field, else a warning. (Lists,
+tuples, dicts and namedtuples are pytree nodes whose Python leaves eqx.filter_jit hashes one by one: no trap.)
 """
 from __future__ import annotations
 
@@ -31,6 +35,8 @@ from fwport.core.names import dotted_text, find_all
 HELD = "torch2jax.configs.held"
 #: ctx.analyses: the dataclasses of the file to write ``frozen=True``
 FREEZE = "torch2jax.configs.freeze"
+#: ctx.analyses: module class → the attributes __init__ sets to a set that nothing changes (written frozenset)
+SETS = "torch2jax.configs.sets"
 #: ctx.analyses: module class → the attributes holding a configuration that a method replaces (surgery.py)
 REPLACED = "torch2jax.configs.replaced"
 
@@ -156,10 +162,11 @@ def _assigned_once(cls: cst.ClassDef) -> dict[str, int]:
 
 def plan(module: cst.Module, ctx, classes: set[str]) -> None:
     """Which attributes of the module classes hold a configuration (or a scalar read of one), into ctx.analyses."""
+    _sets(module, ctx, classes)
     configs = analyse(module, ctx)
     if not configs:
         return
-    held: dict[str, dict[str, str]] = {}
+    held: dict[str, dict[str, str]] = ctx.analyses.setdefault(HELD, {})
     used: dict[str, Config] = {}
     holders: dict[str, dict[str, str]] = {}  # module class → {attribute holding a configuration: its class}
     static = f" = {ctx.spell_text('equinox.field')}(static=True)"
@@ -204,8 +211,7 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
                 if kind in _SCALARS:
                     mine[attr] = kind + static
         if mine:
-            held[cls.name.value] = mine
-    ctx.analyses[HELD] = held
+            held.setdefault(cls.name.value, {}).update(mine)
     freeze = {n for n, c in used.items() if c.kind == "dataclass" and not c.frozen}
     ctx.analyses[FREEZE] = freeze
     for n in sorted(freeze):
@@ -290,3 +296,68 @@ def freeze(body: list, ctx) -> list:
             s = s.with_changes(decorators=decs)
         out.append(s)
     return out
+
+
+_SET_CHANGES = frozenset({"add", "update", "discard", "remove", "pop", "clear", "intersection_update",
+                          "difference_update", "symmetric_difference_update"})
+
+
+def _is_set(v: cst.BaseExpression) -> bool:
+    return isinstance(v, (cst.Set, cst.SetComp)) or isinstance(v, cst.Call) and dotted_text(v.func) == "set"
+
+
+def _sets(module: cst.Module, ctx, classes: set[str]) -> None:
+    """``self.names = set(...)`` (a literal, a comprehension) in ``__init__``: a set is no pytree node, so it would be
+    a leaf that eqx.filter_jit cannot hash. Where nothing changes it (``.add``, ``|=``, another assignment) it is
+    written ``frozenset(...)``, a static field; else a warning."""
+    static = f" = {ctx.spell_text('equinox.field')}(static=True)"
+    for cls in module.body:
+        if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
+            continue
+        init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+        if init is None:
+            continue
+        once = _assigned_once(cls)
+        for st in init.body.body:
+            if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign)
+                    and len(st.body[0].targets) == 1 and _is_set(st.body[0].value)):
+                continue
+            t = dotted_text(st.body[0].targets[0].target) or ""
+            if not (t.startswith("self.") and t.count(".") == 1):
+                continue
+            changed = once.get(t[5:]) != 1 or any(
+                isinstance(c.func, cst.Attribute) and dotted_text(c.func.value) == t and c.func.attr.value in _SET_CHANGES
+                for c in find_all(cls, cst.Call))
+            if changed:
+                ctx.report(Severity.WARNING, "unsupported-construct", f"{t} is a set that the module changes: a leaf "
+                           "of the Equinox module, which eqx.filter_jit cannot hash (unhashable type: 'set'); keep it "
+                           "outside the module, or build it once as a frozenset (eqx.field(static=True))", st)
+                continue
+            ctx.analyses.setdefault(HELD, {}).setdefault(cls.name.value, {})[t[5:]] = "frozenset" + static
+            ctx.analyses.setdefault(SETS, {}).setdefault(cls.name.value, set()).add(t[5:])
+            ctx.report(Severity.INFO, "idiom-replaced", f"{t} = set → frozenset, a static field: a set is a leaf of "
+                       "an Equinox module that eqx.filter_jit cannot hash; nothing changes this one", st)
+
+
+class _Frozensets(cst.CSTTransformer):
+    def __init__(self, attrs: set[str]):
+        super().__init__()
+        self.attrs = attrs
+
+    def visit_FunctionDef(self, node) -> bool:
+        return node.name.value == "__init__"
+
+    def leave_Assign(self, original, updated):
+        t = dotted_text(updated.targets[0].target) or "" if len(updated.targets) == 1 else ""
+        if not (t[5:] in self.attrs and t.startswith("self.") and _is_set(updated.value)):
+            return updated
+        v = updated.value
+        if isinstance(v, cst.Call):  # set(x) → frozenset(x)
+            return updated.with_changes(value=v.with_changes(func=cst.Name("frozenset")))
+        return updated.with_changes(value=cst.Call(cst.Name("frozenset"), [cst.Arg(v)]))
+
+
+def frozensets(cls: cst.ClassDef, ctx) -> cst.ClassDef:
+    """The sets _sets chose, in the class's ``__init__``, written ``frozenset(...)``."""
+    attrs = ctx.analyses.get(SETS, {}).get(cls.name.value)
+    return cls.visit(_Frozensets(attrs)) if attrs else cls
