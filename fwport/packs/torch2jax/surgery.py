@@ -169,6 +169,8 @@ class _Method(cst.CSTTransformer):
         super().__init__()
         self.modules, self.tree_at, self.index, self.new = modules, tree_at, index, new
         self.members: dict[str, cst.BaseExpression] = {}  # a loop's name → its iterable (self read as new)
+        self.configs: frozenset[str] = frozenset()  # the fields holding a frozen configuration (configs.py)
+        self.replace = ""  # how dataclasses.replace is spelled
 
     def visit_FunctionDef(self, node) -> bool:
         return False
@@ -201,6 +203,12 @@ class _Method(cst.CSTTransformer):
         if target is None:
             return updated
         root = _root(target).value
+        if isinstance(target, cst.Attribute) and (dotted_text(target.value) or "")[5:] in self.configs:
+            # a field of a frozen configuration (configs.py): the new model holds a copy with that field replaced
+            held = code(_renamed(target.value, "self", self.new))
+            line = (f"{self.new} = {self.tree_at}(lambda m: {code(_renamed(target.value, 'self', 'm'))}, {self.new}, "
+                    f"{self.replace}({held}, {target.attr.value}={code(updated.body[0].value)}))")
+            return updated.with_changes(body=[cst.parse_statement(line).body[0]])
         if root == "self":
             path = code(_renamed(target, "self", "m"))
         else:  # a loop's member: its place in the list the loop runs over
@@ -209,7 +217,7 @@ class _Method(cst.CSTTransformer):
         return updated.with_changes(body=[cst.parse_statement(line).body[0]])
 
 
-def functional(fn: cst.FunctionDef, modules: frozenset[str], ctx) -> cst.FunctionDef:
+def functional(fn: cst.FunctionDef, modules: frozenset[str], ctx, configs: frozenset[str] = frozenset()) -> cst.FunctionDef:
     """The method with its surgery written as replacements returning the new model."""
     body = list(fn.body.body)
     first = next(i for i, st in enumerate(body) if _holds_surgery(st, modules, _loop_members(st, modules)))
@@ -220,7 +228,9 @@ def functional(fn: cst.FunctionDef, modules: frozenset[str], ctx) -> cst.Functio
     start = cst.parse_statement(f"{new} = self").with_changes(leading_lines=body[first].leading_lines)
     rest[0] = rest[0].with_changes(leading_lines=[])
     block = fn.body.with_changes(body=[*body[:first], start, *rest, cst.parse_statement(f"return {new}")])
-    return fn.with_changes(body=block.visit(_Method(modules, ctx.spell_text("equinox.tree_at"), index, new)))
+    method = _Method(modules, ctx.spell_text("equinox.tree_at"), index, new)
+    method.configs, method.replace = configs, ctx.spell_text("dataclasses.replace") if configs else ""
+    return fn.with_changes(body=block.visit(method))
 
 
 def _loop_members(st: cst.CSTNode, modules) -> dict[str, None]:

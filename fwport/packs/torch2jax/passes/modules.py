@@ -34,7 +34,7 @@ from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, modes, ranks
-from fwport.packs.torch2jax import surgery, tying
+from fwport.packs.torch2jax import configs, surgery, tying
 from fwport.packs.torch2jax.batch import DROP, FUNCTION_DIMS, NEGATIVE_FIELDS, SEQ_PROVEN, Forward, names_in
 
 PLANS = "torch2jax.modules"
@@ -125,6 +125,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     ctx.analyses[UNSIZED] = _unsized_names(module)
     outside["predicates"] = _predicates(module)
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
+    configs.plan(module, ctx, classes)  # configuration objects held → static fields (configs.py)
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
             _layer_subclass(s, ctx)
@@ -831,7 +832,7 @@ class _DrawsOutsideInit(cst.CSTVisitor):
                                 "surgery): an Equinox module is an immutable pytree once __init__ returns, so the "
                                 "method returns a new model (eqx.tree_at for each array it replaces) and leaves this "
                                 f"one as it was: callers must rebind, `model = model.{self.method}(...)` (calls in "
-                                "this file are rebound)", self.surgery[0][0])
+                                "this file are rebound)" + self._configs(), self.surgery[0][0])
             else:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"{self.method}() assigns {assigned}: an "
                                 "Equinox module is an immutable pytree once __init__ returns (model surgery), and "
@@ -840,6 +841,15 @@ class _DrawsOutsideInit(cst.CSTVisitor):
                                 "m.<path>, model, <new value>)` for each array it replaces, and rebind the model where "
                                 "it is called", self.surgery[0][0])
             self.surgery = []
+
+    def _configs(self) -> str:
+        replaced = set().union(*self.ctx.analyses.get(configs.REPLACED, {}).values())
+        held = sorted({t for _, t in self.surgery if t.count(".") == 2 and t.split(".")[1] in replaced})
+        if not held:
+            return ""
+        return (f"; {', '.join(held)}: a field of a frozen configuration, so the new model holds a copy made by "
+                "dataclasses.replace, and the configuration object the caller passed, which PyTorch changes too, "
+                "stays as it was")
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.imports.resolve(node.func)
@@ -2358,13 +2368,15 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     drawing = {n for n, p in plans.items() if p["draws"]}
     building = _reached(methods, "__init__") | outside.get("construction", set())  # __init__ and what it calls
     plan["surgery"] = {}  # a method of model surgery → the submodule attributes (surgery.py)
+    # (and the configurations a method assigns to: replaced in the new model, configs.py)
+    operated = set(subs) | ctx.analyses.get(configs.REPLACED, {}).get(cls.name.value, set())
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
             v = _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value,
-                                  frozenset(subs) if s.name.value not in building else None)
+                                  frozenset(operated) if s.name.value not in building else None)
             scan(s, v)
             if v.functional:
-                plan["surgery"][s.name.value] = sorted(subs)
+                plan["surgery"][s.name.value] = sorted(operated)
     # self.apply(self.M) with M re-initialising layers it tests by class; the fields each statement sees
     applied = {c.args[0].value.attr.value for m in ("__init__", *called) if m in methods for c in _calls(methods[m])
                if dotted_text(c.func) == "self.apply" and len(c.args) == 1
@@ -2869,7 +2881,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
             if len(kinds) == 1 and (next(iter(kinds)) or "").startswith(ctx.spell_text("equinox.nn.")):
                 returns[stmt.name.value] = next(iter(kinds))  # `def conv3x3(...): return eqx.nn.Conv2d(...)`
         body.append(stmt)
-    body = _quote_forward_fields(body)
+    body = _quote_forward_fields(configs.freeze(body, ctx))
     operated = {m for p in plans.values() for m in p.get("surgery", {})}
     if operated:  # `model.crop_block_size(n)` as a statement → `model = model.crop_block_size(n)` (surgery.py)
         body = [rewrite(s, surgery.Rebind(frozenset(operated))) for s in body]
@@ -3548,13 +3560,15 @@ class _Dropped(cst.CSTTransformer):
 
 
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
+    cls = configs.frozensets(cls, ctx)  # a set nothing changes → a frozenset, a static field (configs.py)
     if plan.get("tied"):  # the tie and the output layer it replaced go (tying.py)
         cls = rewrite(cls, tying.Dropped())
     if isinstance(plan.get("tied"), dict):  # a tie under a flag: the output layer's calls choose by it
         cls = rewrite(cls, tying.TiedCalls(plan["tied"]))
     if plan.get("surgery"):  # model surgery → a method returning the new model
         cls = cls.with_changes(body=cls.body.with_changes(body=[
-            surgery.functional(s, frozenset(plan["surgery"][s.name.value]), ctx)
+            surgery.functional(s, frozenset(plan["surgery"][s.name.value]), ctx,
+                               frozenset(ctx.analyses.get(configs.REPLACED, {}).get(cls.name.value, ())))
             if isinstance(s, cst.FunctionDef) and s.name.value in plan["surgery"] else s for s in cls.body.body]))
     fields: dict[str, str] = {}
     body = []
@@ -3606,6 +3620,9 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             # iteration, as PyTorch's generator moves on
             s = rewrite(s, _LoopKeys(ctx, not plan.get("key_required")))
         body.append(s)
+    for name, ann in ctx.analyses.get(configs.HELD, {}).get(cls.name.value, {}).items():
+        if name in fields:  # a configuration object, or a scalar read of one: static (configs.py)
+            fields[name] = ann
     lines = [statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:
         at = _docstring_end(body)
