@@ -921,8 +921,9 @@ class _ModelApiPass(cst.CSTTransformer):
         if not isinstance(index.expression if negative else index, cst.Integer):  # type: ignore[attr-defined]
             return
         k = -int(index.expression.value) if negative else int(index.value)  # type: ignore[attr-defined]
-        recorded = k >= 0 and self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
+        recorded = self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
         sequential = self._sequential_name(value.value)
+        recorded = recorded and (k >= 0 or sequential is not None)  # (a negative index: counted from SPANS' end)
         if not (recorded or sequential):
             return
         name = value.value.value
@@ -934,14 +935,17 @@ class _ModelApiPass(cst.CSTTransformer):
         called = id(node) in self._called and sequential is not None
 
         def apply(orig: cst.Subscript, upd: cst.Subscript) -> cst.BaseExpression:
-            target = next((r.target for r in ctx.layers if r.scope == name and r.source == f"layers[{k}]"),
-                          None) if recorded and not called else None
+            spans = (ctx.analyses.get(SPANS, {}).get(name) if sequential else None) or (None, False)
+            at = k if k >= 0 else len(spans[0]) + k if spans[0] is not None and not spans[1] else None
+            # a layer with weights (model.layers[-1].bias): the module holding them, not the layer's slice
+            target = next((r.target for r in ctx.layers if r.scope == name and r.source == f"layers[{at}]"),
+                          None) if recorded and not called and at is not None and at >= 0 else None
             if target is not None:
                 out = f"{name}[{target}]" if target.isdigit() else f"{name}.{target}"
                 ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers[{k}] → {out}: the module that layer "
-                           "became", orig)
+                           "became" + (" (holding its weights)" if k < 0 else ""), orig)
                 return cst.parse_expression(out)
-            spans, nchw = (ctx.analyses.get(SPANS, {}).get(name) if sequential else None) or (None, False)
+            spans, nchw = spans
             if nchw:
                 ctx.report(Severity.ERROR, "unsupported-construct", _NCHW_LAYERS.format(f"{name}.layers[{k}]", name),
                            orig)
