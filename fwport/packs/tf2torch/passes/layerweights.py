@@ -385,7 +385,8 @@ class _Reads(cst.CSTVisitor):
                 return False
             if len(arrays.elements) != len(entries):
                 ctx.report(Severity.ERROR, "unsupported-construct",
-                           f"{render(node.func.value)}.set_weights(...) of {len(arrays.elements)} arrays; the "
+                           f"{render(node.func.value)}.set_weights(...) of {len(arrays.elements)} array"
+                           f"{'s' * (len(arrays.elements) != 1)}; the "
                            f"{rule.names[0].rsplit('.', 1)[-1]} has {len(entries)} ({shown}): Keras raises here", node)
                 return True
         elif not isinstance(arrays, cst.Name):

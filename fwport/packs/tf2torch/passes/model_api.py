@@ -1597,7 +1597,7 @@ class _ModelApiPass(cst.CSTTransformer):
             if isinstance(value, cst.List):
                 values = [code(e.value) for e in value.elements]
                 if len(values) != len(entries):
-                    refuse(orig, weights_refused(f"{len(values)} arrays given to a layer of {len(entries)} "
+                    refuse(orig, weights_refused(f"{len(values)} array{'s' * (len(values) != 1)} given to a layer of {len(entries)} "
                                                  f"({', '.join(w.source for w in entries)})"),
                            orig.body[0].value.func.value)
                     return orig
