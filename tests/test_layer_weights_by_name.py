@@ -6,7 +6,6 @@ translation copies each into its torch parameter moved by the rule's weight map,
 way. Checked by running the program in Keras and its translation in torch: the same outputs, the same arrays read."""
 from __future__ import annotations
 
-import json
 import textwrap
 
 import numpy as np
@@ -79,7 +78,6 @@ def test_weights_set_and_read_by_layer_name_match_keras():
     assert "head_weights = [model.head.weight.T.detach().cpu().numpy()]" in out
     assert "seq[2].bias.data.copy_(" in out and "get_layer" not in out and ".layers" not in out
     tail = '''
-import json
 x = np.random.default_rng(1).standard_normal((2, 6, 6, 3)).astype("float32")
 x2 = np.random.default_rng(2).standard_normal((3, 3)).astype("float32")
 '''
