@@ -32,6 +32,9 @@ from fwport.core.position import render
 #: the weight names of Keras's built-in layers
 KERAS_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance",
                            "recurrent_kernel", "depthwise_kernel", "pointwise_kernel"})
+#: (ctx.analyses) ids of the ``layer.get_weights`` / ``layer.kernel`` attributes this pass translates (valuekinds
+#: leaves them to it)
+HANDLED = "layer_weights.handled"
 TRIGGER = fast(r"\.\s*(?:" + "|".join(sorted(KERAS_WEIGHTS | {"get_weights", "set_weights"})) + r")\b")
 
 
@@ -170,6 +173,12 @@ class _Reads(cst.CSTVisitor):
             scan(body, b)
         out = {}
         for name, values in b.values.items():
+            if len(values) == 1 and isinstance(values[0], cst.Subscript) \
+                    and isinstance(values[0].value, cst.Attribute) and values[0].value.attr.value == "layers":
+                record = self._record(values[0])  # e = model.layers[0]: the module holding that layer's weights
+                if record is not None:
+                    out[name] = ("alias", record)
+                continue
             if len(values) != 1 or not isinstance(values[0], cst.Call):
                 continue
             func = values[0].func
@@ -208,6 +217,8 @@ class _Reads(cst.CSTVisitor):
         scopes = self.local_layers[-1:] if len(self.local_layers) > 1 else self.local_layers
         for scope in scopes:
             found = scope.get(receiver.value)
+            if isinstance(found, tuple) and found[0] == "alias":
+                return found[1]
             if isinstance(found, tuple) and found[0] != "instance":
                 from fwport.core.result import LayerRecord
                 self.bound[receiver.value] = found[1]
@@ -325,6 +336,7 @@ class _Reads(cst.CSTVisitor):
                 f".{maps[0].target}" + ("" if maps[0].ops[0].op == "copy" else
                                         f" ({maps[0].ops[0].render()} of it); the value read is Keras's"))
         call = self._kept(record)
+        self.ctx.analyses.setdefault(HANDLED, set()).add(id(node))
         if call is None:
             self.ctx.plans.add(node, _reader(maps[0], receiver[len(render(node.value)):]), descend=True,
                                by="layer_weights")
@@ -354,6 +366,7 @@ class _Reads(cst.CSTVisitor):
         entries = _weight_list(rule, record.variant, self._layer_call(record))
         if isinstance(entries, str):
             return False
+        ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
         below = ""
         if record.scope == "" and record.target != record.source:
             below = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in record.target[len(record.source) + 1:].split("."))
