@@ -78,6 +78,7 @@ def test_weights_set_and_read_by_layer_name_match_keras():
     assert "head_weights = [model.head.weight.T.detach().cpu().numpy()]" in out
     assert "seq[2].bias.data.copy_(" in out and "get_layer" not in out and ".layers" not in out
     tail = '''
+import json
 x = np.random.default_rng(1).standard_normal((2, 6, 6, 3)).astype("float32")
 x2 = np.random.default_rng(2).standard_normal((3, 3)).astype("float32")
 '''
@@ -140,3 +141,51 @@ def test_weights_by_position_fwport_cannot_place_are_errors():
     code = [line for line in r.output.splitlines() if not line.lstrip().startswith("#")]
     assert sum("get_layer(" in line for line in code) == 3
     assert "torch.no_grad" not in r.output
+
+
+ALIASED = '''
+import numpy as np
+import tensorflow as tf
+
+model = tf.keras.Sequential([
+    tf.keras.Input(shape=(5,), dtype="int32"),
+    tf.keras.layers.Embedding(20, 4),
+    tf.keras.layers.Flatten(),
+    tf.keras.layers.Dense(3, activation="relu"),
+    tf.keras.layers.Dense(1),
+])
+rng = np.random.default_rng(0)
+e = model.layers[0]
+e.set_weights([rng.standard_normal((20, 4))])
+d = model.layers[2]
+d.set_weights([rng.standard_normal((20, 3)), rng.standard_normal(3)])
+model.layers[-1].set_weights([rng.standard_normal((3, 1)), rng.standard_normal(1)])
+table = e.get_weights()[0]
+kernel = d.get_weights()[0]
+'''
+
+
+def test_weights_of_a_layer_bound_to_a_name_from_model_layers_match_keras():
+    """e = model.layers[0]; e.set_weights / e.get_weights(): the name holds the module with the layer's weights, and
+    its arrays go in and come out in Keras's layout (the Dense kernel (in, out)): the same table, kernel and output."""
+    r = tr(ALIASED)
+    assert not errors(r), errors(r)
+    assert "e = model[0]" in r.output and "kernel = [d.weight.T.detach().cpu().numpy()" in r.output
+    tail = '''
+import json
+x = np.array([[1, 2, 3, 4, 19], [0, 5, 5, 7, 8]], dtype="int32")
+'''
+    keras_tail = tail + '''
+print(json.dumps({"out": np.asarray(model(x)).tolist(), "table": table.tolist(), "kernel": kernel.tolist()}))
+'''
+    torch_tail = tail + '''
+with torch.no_grad():
+    print(json.dumps({"out": model(torch.as_tensor(x, dtype=torch.long)).numpy().tolist(), "table": table.tolist(),
+                      "kernel": kernel.tolist()}))
+'''
+    k = _run("keras", textwrap.dedent(ALIASED), keras_tail)
+    t = _run("torch", r.output, torch_tail)
+    for key in ("table", "kernel"):
+        np.testing.assert_allclose(np.array(t[key]), np.array(k[key]), rtol=1e-6, atol=1e-6)
+    assert np.shape(t["kernel"]) == (20, 3)
+    np.testing.assert_allclose(np.array(t["out"]), np.array(k["out"]), rtol=1e-5, atol=1e-5)
