@@ -352,9 +352,9 @@ class _Reads(cst.CSTVisitor):
         self.ctx.plans.add(node, apply, descend=True, by="layer_weights")
 
     def _layer_call(self, record) -> cst.Call | None:
-        """The Keras call a record's layer was made by, where known (a local name's binding, a model's layer)."""
+        """The Keras call a model's layer was made by, where known."""
         from fwport.packs.tf2torch.passes.sequential import LAYER_CALLS
-        return self._kept(record) or self.ctx.analyses.get(LAYER_CALLS, {}).get((record.scope, record.source))
+        return self.ctx.analyses.get(LAYER_CALLS, {}).get((record.scope, record.source))
 
     def _weights_call(self, node: cst.Call, record, rule) -> bool:
         """``layer.get_weights()`` → the parameters in Keras's order and layout as NumPy arrays; a statement
@@ -363,29 +363,25 @@ class _Reads(cst.CSTVisitor):
         False: not one of these (the error stands)."""
         from fwport.packs.tf2torch.passes.model_api import _keras_layout_of, _torch_layout_of, _weight_list
         method, ctx = node.func.attr.value, self.ctx
+        if self._kept(record) is not None:
+            return False  # a layer made alone (dense = layers.Dense(4)): a Lazy module until called, unlike Keras's
         entries = _weight_list(rule, record.variant, self._layer_call(record))
         if isinstance(entries, str):
             return False
-        ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
-        below = ""
-        if record.scope == "" and record.target != record.source:
-            below = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in record.target[len(record.source) + 1:].split("."))
         shown = ", ".join(w.source for w in entries)
-        call = self._kept(record)
         if method == "get_weights":
             if node.args:
                 return False
 
             def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
-                if call is not None and _refused(ctx, call):
-                    return upd
-                path = render(upd.func.value) + below
+                path = render(upd.func.value)
                 out = "[" + ", ".join(f"{_keras_layout_of(f'{path}.{w.target}', w.ops)}.detach().cpu().numpy()"
                                       for w in entries) + "]"
                 ctx.report(Severity.INFO, "idiom-replaced", f"{render(orig.func.value)}.get_weights() → {out}: copies "
                            f"of the parameters as NumPy arrays in Keras's order ({shown}) and layout", orig)
                 return cst.parse_expression(out)
             ctx.plans.add(node, apply, descend=True, by="layer_weights")
+            ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
             return True
         line = getattr(self, "line", None)
         if not (len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star
@@ -401,15 +397,16 @@ class _Reads(cst.CSTVisitor):
                            f"{render(node.func.value)}.set_weights(...) of {len(arrays.elements)} array"
                            f"{'s' * (len(arrays.elements) != 1)}; the "
                            f"{rule.names[0].rsplit('.', 1)[-1]} has {len(entries)} ({shown}): Keras raises here", node)
+                ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
                 return True
         elif not isinstance(arrays, cst.Name):
             return False
 
+        ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
+
         def apply_line(orig: cst.SimpleStatementLine, upd: cst.SimpleStatementLine) -> cst.BaseStatement:
-            if call is not None and _refused(ctx, call):
-                return upd
             set_call = upd.body[0].value
-            path = render(set_call.func.value) + below
+            path = render(set_call.func.value)
             given = set_call.args[0].value
             values = ([render(e.value) for e in given.elements] if isinstance(given, cst.List)
                       else [f"{render(given)}[{i}]" for i in range(len(entries))])
