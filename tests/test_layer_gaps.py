@@ -159,7 +159,7 @@ def test_get_layer_on_translated_models_is_the_module_holding_its_weights():
     r = tr(_GET_LAYER)
     assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
     out = r.output
-    assert "model.emb.weight.data.copy_(torch.as_tensor(" in out
+    assert "with torch.no_grad():\n    model.emb.weight.copy_(torch.as_tensor(" in out
     assert "table = [model.emb.weight.detach().cpu().numpy()][0]" in out
     assert "model.head.requires_grad_(False)" in out and "model.emb.requires_grad_(False)" in out
     assert "s[2].requires_grad_(False)" in out and "get_layer" not in out
@@ -188,27 +188,28 @@ print(json.dumps({"table": table.tolist(),
 
 
 def test_get_layer_where_the_translation_has_no_one_module_stays_an_error():
-    """A name no layer has, a Dense's get_weights() (Keras's kernel is the transposed weight: by position it is no
-    torch parameter), a layer read as an object: each an error, the call left as written."""
+    """A name no layer has, an LSTM's get_weights() (its gates' order and bias halves are no one permutation of
+    Keras's arrays), a layer read as an object: each an error, the call left as written."""
     r = tr('''
         import keras
         from keras import layers
 
 
         def build():
-            inp = keras.Input(shape=(8,))
-            out = layers.Dense(4, name="head")(inp)
+            inp = keras.Input(shape=(5, 8))
+            x = layers.LSTM(6, name="rnn")(inp)
+            out = layers.Dense(4, name="head")(x)
             return keras.Model(inp, out)
 
 
         model = build()
         model.get_layer("nope").trainable = False
-        w = model.get_layer("head").get_weights()
+        w = model.get_layer("rnn").get_weights()
         layer = model.get_layer("head")
     ''')
     errors = messages(r, Severity.ERROR)
     assert len(errors) == 3 and all(m.startswith("model.get_layer(") for m in errors)
-    assert any("get_weights() gives Keras's arrays by position" in m for m in errors)
+    assert any("get_weights() gives Keras's arrays by position" in m and "not of a LSTM" in m for m in errors)
     code_lines = [line for line in r.output.splitlines() if not line.lstrip().startswith("#")]
     assert sum("model.get_layer(" in line for line in code_lines) == 3
 

@@ -32,6 +32,9 @@ from fwport.core.position import render
 #: the weight names of Keras's built-in layers
 KERAS_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance",
                            "recurrent_kernel", "depthwise_kernel", "pointwise_kernel"})
+#: (ctx.analyses) ids of the ``layer.get_weights`` / ``layer.kernel`` attributes this pass translates (valuekinds
+#: leaves them to it)
+HANDLED = "layer_weights.handled"
 TRIGGER = fast(r"\.\s*(?:" + "|".join(sorted(KERAS_WEIGHTS | {"get_weights", "set_weights"})) + r")\b")
 
 
@@ -45,6 +48,12 @@ def _path(node: cst.BaseExpression) -> tuple[str, list[str]] | None:
         elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
                 and isinstance(node.slice[0].slice.value, cst.Integer):
             parts.append(node.slice[0].slice.value.value)
+            node = node.value
+        elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and isinstance(node.slice[0].slice.value, cst.UnaryOperation) \
+                and isinstance(node.slice[0].slice.value.operator, cst.Minus) \
+                and isinstance(node.slice[0].slice.value.expression, cst.Integer):
+            parts.append("-" + node.slice[0].slice.value.expression.value)  # model.layers[-1]
             node = node.value
         elif isinstance(node, cst.Name):
             return node.value, parts[::-1]
@@ -164,6 +173,12 @@ class _Reads(cst.CSTVisitor):
             scan(body, b)
         out = {}
         for name, values in b.values.items():
+            if len(values) == 1 and isinstance(values[0], cst.Subscript) \
+                    and isinstance(values[0].value, cst.Attribute) and values[0].value.attr.value == "layers":
+                record = self._record(values[0])  # e = model.layers[0]: the module holding that layer's weights
+                if record is not None:
+                    out[name] = ("alias", record)
+                continue
             if len(values) != 1 or not isinstance(values[0], cst.Call):
                 continue
             func = values[0].func
@@ -202,6 +217,8 @@ class _Reads(cst.CSTVisitor):
         scopes = self.local_layers[-1:] if len(self.local_layers) > 1 else self.local_layers
         for scope in scopes:
             found = scope.get(receiver.value)
+            if isinstance(found, tuple) and found[0] == "alias":
+                return found[1]
             if isinstance(found, tuple) and found[0] != "instance":
                 from fwport.core.result import LayerRecord
                 self.bound[receiver.value] = found[1]
@@ -217,6 +234,9 @@ class _Reads(cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.line = node
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.classes.pop()
@@ -255,6 +275,8 @@ class _Reads(cst.CSTVisitor):
             record = self._record(func.value)
             rule = self.ctx.pack.rules.get(record.rule)
             if rule is None:
+                return
+            if self._weights_call(node, record, rule):
                 return
             shown = receiver = render(func.value)
             if record.scope == "" and record.target != record.source:
@@ -314,6 +336,7 @@ class _Reads(cst.CSTVisitor):
                 f".{maps[0].target}" + ("" if maps[0].ops[0].op == "copy" else
                                         f" ({maps[0].ops[0].render()} of it); the value read is Keras's"))
         call = self._kept(record)
+        self.ctx.analyses.setdefault(HANDLED, set()).add(id(node))
         if call is None:
             self.ctx.plans.add(node, _reader(maps[0], receiver[len(render(node.value)):]), descend=True,
                                by="layer_weights")
@@ -327,6 +350,75 @@ class _Reads(cst.CSTVisitor):
             ctx.report(Severity.INFO, "idiom-replaced", info, original_node)
             return read(original_node, updated_node)
         self.ctx.plans.add(node, apply, descend=True, by="layer_weights")
+
+    def _layer_call(self, record) -> cst.Call | None:
+        """The Keras call a model's layer was made by, where known."""
+        from fwport.packs.tf2torch.passes.sequential import LAYER_CALLS
+        return self.ctx.analyses.get(LAYER_CALLS, {}).get((record.scope, record.source))
+
+    def _weights_call(self, node: cst.Call, record, rule) -> bool:
+        """``layer.get_weights()`` → the parameters in Keras's order and layout as NumPy arrays; a statement
+        ``layer.set_weights([k, b])`` (or of a name holding the list) → each array copied into its parameter under
+        torch.no_grad(), moved to torch's layout: for a layer whose list fwport knows (model_api._weight_list).
+        False: not one of these (the error stands)."""
+        from fwport.packs.tf2torch.passes.model_api import _keras_layout_of, _torch_layout_of, _weight_list
+        method, ctx = node.func.attr.value, self.ctx
+        if self._kept(record) is not None:
+            return False  # a layer made alone (dense = layers.Dense(4)): a Lazy module until called, unlike Keras's
+        entries = _weight_list(rule, record.variant, self._layer_call(record))
+        if isinstance(entries, str):
+            return False
+        shown = ", ".join(w.source for w in entries)
+        if method == "get_weights":
+            if node.args:
+                return False
+
+            def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+                path = render(upd.func.value)
+                out = "[" + ", ".join(f"{_keras_layout_of(f'{path}.{w.target}', w.ops)}.detach().cpu().numpy()"
+                                      for w in entries) + "]"
+                ctx.report(Severity.INFO, "idiom-replaced", f"{render(orig.func.value)}.get_weights() → {out}: copies "
+                           f"of the parameters as NumPy arrays in Keras's order ({shown}) and layout", orig)
+                return cst.parse_expression(out)
+            ctx.plans.add(node, apply, descend=True, by="layer_weights")
+            ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
+            return True
+        line = getattr(self, "line", None)
+        if not (len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star
+                and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1
+                and isinstance(line.body[0], cst.Expr) and line.body[0].value is node and ctx.plans.get(line) is None):
+            return False
+        arrays = node.args[0].value
+        if isinstance(arrays, cst.List):
+            if not all(isinstance(e, cst.Element) for e in arrays.elements):
+                return False
+            if len(arrays.elements) != len(entries):
+                ctx.report(Severity.ERROR, "unsupported-construct",
+                           f"{render(node.func.value)}.set_weights(...) of {len(arrays.elements)} array"
+                           f"{'s' * (len(arrays.elements) != 1)}; the "
+                           f"{rule.names[0].rsplit('.', 1)[-1]} has {len(entries)} ({shown}): Keras raises here", node)
+                ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
+                return True
+        elif not isinstance(arrays, cst.Name):
+            return False
+
+        ctx.analyses.setdefault(HANDLED, set()).add(id(node.func))
+
+        def apply_line(orig: cst.SimpleStatementLine, upd: cst.SimpleStatementLine) -> cst.BaseStatement:
+            set_call = upd.body[0].value
+            path = render(set_call.func.value)
+            given = set_call.args[0].value
+            values = ([render(e.value) for e in given.elements] if isinstance(given, cst.List)
+                      else [f"{render(given)}[{i}]" for i in range(len(entries))])
+            as_tensor = ctx.spell_text("torch.as_tensor")
+            body = "".join(f"    {path}.{w.target}.copy_({_torch_layout_of(f'{as_tensor}({v})', w.ops)})\n"
+                           for w, v in zip(entries, values))
+            ctx.report(Severity.INFO, "idiom-replaced", f"{render(orig.body[0].value.func.value)}.set_weights(...) → "
+                       f"each array ({shown}) copied into its parameter in torch's layout under torch.no_grad()", orig)
+            block = cst.parse_statement(f"with {ctx.spell_text('torch.no_grad')}():\n{body}")
+            return block.with_changes(leading_lines=orig.leading_lines)
+        ctx.plans.add(line, apply_line, descend=True, by="layer_weights")
+        return True
 
     def _when_translated(self, node: cst.Call, record, report) -> None:
         """``report()`` now, or for a layer held in a local name, in the rewrite once its call is known translated
@@ -404,6 +496,12 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         records.setdefault((r.scope, r.target), r)
     for r in ctx.layers:  # model.layers[0] (Keras's path, where model_api's edit is not applied yet)
         records.setdefault((r.scope, r.source.replace("[", ".").replace("]", "")), r)
+    from fwport.packs.tf2torch.passes.sequential import SPANS
+    for scope, found in ctx.analyses.get(SPANS, {}).items():  # model.layers[-1] of a Sequential: counted from its end
+        spans = found[0] if found else None
+        for r in ctx.layers if spans else ():
+            if r.scope == scope and r.source.startswith("layers[") and r.source[7:-1].isdigit():
+                records.setdefault((scope, f"layers.{int(r.source[7:-1]) - len(spans)}"), r)
     scopes = {s for s, _ in records}
     inst = _Instances()
     scan(module, inst)

@@ -155,6 +155,48 @@ def _keras_layout_of(param: str, ops) -> str | None:
     return None
 
 
+#: layers whose get_weights() lists their rule's weight maps in the maps' order (the order Keras creates them in);
+#: the flags that leave one out: a Dense's / convolution's bias without use_bias, a normalization's gamma / beta
+_ORDERED_WEIGHTS = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-transpose", "conv3d-transpose",
+                    "embedding", "batch-normalization", "layer-normalization", "group-normalization"}
+_OPTIONAL_WEIGHTS = {"use_bias": "bias", "center": "beta", "scale": "gamma"}
+
+
+def _weight_list(rule, variant, call) -> list | str:
+    """The weight maps of what Keras's ``layer.get_weights()`` lists for this layer, in its order, each moved by
+    one index permutation (so either way round is one ``permute``), or why fwport cannot say."""
+    kind = rule.names[0].rsplit(".", 1)[-1]
+    if rule.id not in _ORDERED_WEIGHTS:
+        return f"fwport knows the arrays of get_weights() of a Dense, a convolution, an Embedding and a normalization, not of a {kind}"
+    entries = list(rule.weights_for(variant))
+    positional = [p.name for p in rule.params if p.kind == "positional"]
+    for flag, weight in _OPTIONAL_WEIGHTS.items():
+        if not any(p.name == flag for p in rule.params) or not isinstance(call, cst.Call):
+            continue
+        value = call_argument(call, flag, positional.index(flag) if flag in positional else None)
+        if value is None or literal_value(value, None) is True:
+            continue
+        if literal_value(value, None) is False and flag == "use_bias":
+            entries = [w for w in entries if w.source != weight]
+            continue
+        return f"{flag}={code(value)} changes which weights the {kind} has"
+    for w in entries:
+        if _keras_layout_of(w.target, w.ops) is None:
+            return (f"the {kind}'s {w.source} is stored as torch's {w.target} by "
+                    f"{', '.join(o.render() for o in w.ops)} here, not one permutation of its axes")
+    return entries
+
+
+def _torch_layout_of(value: str, ops) -> str:
+    """``value`` (a tensor in Keras's layout) moved to torch's by a weight map of one index permutation."""
+    op, params = ops[0].op, ops[0].params
+    if op == "copy":
+        return value
+    if not params or [int(p) for p in params] == [1, 0]:
+        return f"{value}.T"
+    return f"{value}.permute({', '.join(params)})"
+
+
 def plan_attribute(ctx: FileContext, node: cst.Attribute, by: str, descend: bool = True, why_more: str = "") -> None:
     """``<model>.<attr>`` (one of ATTRIBUTES): its PyTorch expression planned with an info finding, or an error
     (the node settled) where there is none; ``why_more`` adds to the finding's reason."""
@@ -739,6 +781,7 @@ class _ModelApiPass(cst.CSTTransformer):
         # id(model.get_layer(...)) → (how it is used: "requires_grad_" | "get_weights" | "set_weights", the call
         # using it): the uses of a layer a translation can give (_plan_get_layer)
         self._layer_uses: dict[int, tuple[str, cst.Call]] = {}
+        self._line_plans: dict[int, object] = {}  # id of a set_weights line → its edit (leave_SimpleStatementLine)
 
     def _left(self, receiver: cst.BaseExpression) -> bool:
         """``receiver`` is a functional model the functional pass leaves as written: a Keras object, whose methods and
@@ -844,7 +887,7 @@ class _ModelApiPass(cst.CSTTransformer):
                 and isinstance(func.value.func, cst.Attribute) and func.value.func.attr.value == "get_layer"):
             self._layer_uses[id(func.value)] = (func.attr.value, node)
         if isinstance(func, cst.Attribute) and func.attr.value in _VARIABLE_WRITES and _layer_variable(func.value):
-            self._layer_uses[id(func.value.value)] = ("write", func.value)  # get_layer(...).kernel.assign(v)
+            self._layer_uses[id(func.value.value)] = ("assign", func.value)  # get_layer(...).kernel.assign(v)
         return not self.ctx.is_settled(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -879,8 +922,9 @@ class _ModelApiPass(cst.CSTTransformer):
         if not isinstance(index.expression if negative else index, cst.Integer):  # type: ignore[attr-defined]
             return
         k = -int(index.expression.value) if negative else int(index.value)  # type: ignore[attr-defined]
-        recorded = k >= 0 and self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
+        recorded = self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
         sequential = self._sequential_name(value.value)
+        recorded = recorded and (k >= 0 or sequential is not None)  # (a negative index: counted from SPANS' end)
         if not (recorded or sequential):
             return
         name = value.value.value
@@ -892,14 +936,17 @@ class _ModelApiPass(cst.CSTTransformer):
         called = id(node) in self._called and sequential is not None
 
         def apply(orig: cst.Subscript, upd: cst.Subscript) -> cst.BaseExpression:
-            target = next((r.target for r in ctx.layers if r.scope == name and r.source == f"layers[{k}]"),
-                          None) if recorded and not called else None
+            spans = (ctx.analyses.get(SPANS, {}).get(name) if sequential else None) or (None, False)
+            at = k if k >= 0 else len(spans[0]) + k if spans[0] is not None and not spans[1] else None
+            # a layer with weights (model.layers[-1].bias): the module holding them, not the layer's slice
+            target = next((r.target for r in ctx.layers if r.scope == name and r.source == f"layers[{at}]"),
+                          None) if recorded and not called and at is not None and at >= 0 else None
             if target is not None:
                 out = f"{name}[{target}]" if target.isdigit() else f"{name}.{target}"
                 ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers[{k}] → {out}: the module that layer "
-                           "became", orig)
+                           "became" + (" (holding its weights)" if k < 0 else ""), orig)
                 return cst.parse_expression(out)
-            spans, nchw = (ctx.analyses.get(SPANS, {}).get(name) if sequential else None) or (None, False)
+            spans, nchw = spans
             if nchw:
                 ctx.report(Severity.ERROR, "unsupported-construct", _NCHW_LAYERS.format(f"{name}.layers[{k}]", name),
                            orig)
@@ -1424,7 +1471,7 @@ class _ModelApiPass(cst.CSTTransformer):
         how, outer = use
         if how == "tap":  # (its keras.Model(...) translated: the functional pass replaces the whole statement)
             return not self._left_value(outer)
-        if how in ("read", "write") and not (isinstance(outer, cst.Attribute) and outer.value is call):
+        if how in ("read", "write", "assign") and not (isinstance(outer, cst.Attribute) and outer.value is call):
             return False
         name = call_argument(call, "name", 0)
         index = call_argument(call, "index", 1)
@@ -1432,11 +1479,20 @@ class _ModelApiPass(cst.CSTTransformer):
         at = literal_value(index, None) if index is not None else None
         if not ((isinstance(key, str) and index is None) or (type(at) is int and name is None)):
             return False
-        if how == "set_weights" and not (len(outer.args) == 1 and not outer.args[0].star and outer.args[0].keyword is None
-                                         and isinstance(outer.args[0].value, cst.List)
-                                         and len(outer.args[0].value.elements) == 1
-                                         and isinstance(outer.args[0].value.elements[0], cst.Element)):
-            return False
+        line = None  # the statement line that is this set_weights(...) call alone: it becomes a `with torch.no_grad():`
+        if how == "set_weights":
+            if not (len(outer.args) == 1 and not outer.args[0].star and outer.args[0].keyword is None):
+                return False
+            arrays = outer.args[0].value
+            statement = getattr(self, "_statement", None)
+            if (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                    and isinstance(statement.body[0], cst.Expr) and statement.body[0].value is outer
+                    and (isinstance(arrays, cst.Name) or isinstance(arrays, cst.List) and all(
+                        isinstance(e, cst.Element) for e in arrays.elements))):
+                line = statement
+            elif not (isinstance(arrays, cst.List) and len(arrays.elements) == 1
+                      and isinstance(arrays.elements[0], cst.Element)):
+                return False
         if how == "get_weights" and outer.args:
             return False
         scopes = self._records_scope(call.func.value)  # type: ignore[attr-defined]
@@ -1477,7 +1533,7 @@ class _ModelApiPass(cst.CSTTransformer):
             ctx.plans.add(call, apply, descend=False, by="model_api")
             return True
 
-        if how in ("read", "write"):
+        if how in ("read", "write", "assign"):
             var = outer.attr.value
 
             def apply_variable(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
@@ -1495,39 +1551,109 @@ class _ModelApiPass(cst.CSTTransformer):
                 text = (_keras_layout_of(f"{torch_path(found[0])}.{entries[0].target}", entries[0].ops)
                         if len(entries) == 1 else None)
                 if text is None:
-                    return refuse(orig, METHODS["get_layer"] + f"; {var} is read here, which fwport gives only "
+                    return refuse(orig, METHODS["get_layer"] + f"; {var} is {'written' if how == 'assign' else 'read'} "
+                                  "here, which fwport gives only "
                                   "for a layer it knows as one module whose weight map moves that variable to one "
                                   "parameter by a transpose or permutation (a Dense, a convolution): read the torch "
                                   "parameter by name")
                 ctx.report(Severity.INFO, "idiom-replaced", f"{shown} → {text}: the torch parameter in Keras's layout "
-                           f"({found[1]} maps its {var} to {entries[0].target} by {entries[0].ops[0].op})", orig)
+                           f"({found[1]} maps its {var} to {entries[0].target} by {entries[0].ops[0].op})"
+                           + ("; a view of it, so a value assigned to it lands in the parameter" if how == "assign"
+                              else ""), orig)
                 return cst.parse_expression(text)
             ctx.plans.add(outer, apply_variable, descend=False, by="model_api")
             return True
 
-        def apply_weights(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+        def weight_list():
+            """(torch path, the weight maps of Keras's get_weights() list in order) or why there are none."""
+            from fwport.packs.tf2torch.passes.sequential import LAYER_CALLS
             found = module_of()
-            rule = pack.rules.get(found[1]) if found is not None else None
-            entries = rule.weights_for(None) if rule is not None else ()
-            if found is None or found[2] is not None or len(entries) != 1 or any(
-                    o.op != "copy" for o in entries[0].ops):
-                return refuse(orig, METHODS["get_layer"] + f"; {how}() gives Keras's arrays by position, "
-                              "which fwport maps to torch parameters only for a layer of one variable it copies as "
-                              "it is (an Embedding's table): read or load the parameters by name (state_dict)",
-                              orig.func.value)
-            param = f"{torch_path(found[0])}.{entries[0].target}"
-            if how == "get_weights":
-                out = f"[{param}.detach().cpu().numpy()]"
-                why = "Keras's one array, a copy"
+            if found is None:
+                return ("fwport does not know this layer as one module of the translation holding its weights (a "
+                        "layer without weights or name=\"...\", or one it translates into several)")
+            rule = pack.rules.get(found[1])
+            if rule is None:
+                return "its rule is not known"
+            calls = ctx.analyses.get(LAYER_CALLS, {})
+            call_of = next((calls[(sc, src)] for sc in scopes.split("|") for (s2, src), v in
+                            ctx.analyses.get("layers.weights", {}).items() if s2 == sc and v is found
+                            and (sc, src) in calls), None)
+            listed = _weight_list(rule, found[2], call_of)
+            return listed if isinstance(listed, str) else (torch_path(found[0]), listed)
+
+        def weights_refused(why: str) -> str:
+            return (METHODS["get_layer"] + f"; {how}() gives Keras's arrays by position, in Keras's layout, which "
+                    f"fwport maps to the torch parameters only where it knows the layer's list: {why}; read or load "
+                    "the parameters by name (state_dict), transposed or permuted as the rule's weight map says")
+
+        def copies(path: str, entries, values: list[str]) -> list[str]:
+            as_tensor = ctx.spell_text("torch.as_tensor")
+            return [f"{path}.{w.target}.copy_({_torch_layout_of(f'{as_tensor}({v})', w.ops)})"
+                    for w, v in zip(entries, values)]
+
+        def shown_list(path: str, entries) -> str:
+            return ", ".join(f"{w.source} → {path}.{w.target}" + ("" if w.ops[0].op == "copy" else
+                                                                 f" ({w.ops[0].render()})") for w in entries)
+
+        def apply_line(orig: cst.SimpleStatementLine, upd: cst.SimpleStatementLine) -> cst.BaseStatement:
+            listed = weight_list()
+            if isinstance(listed, str):
+                refuse(orig, weights_refused(listed), orig.body[0].value.func.value)
+                return orig
+            path, entries = listed
+            value = upd.body[0].value.args[0].value
+            if isinstance(value, cst.List):
+                values = [code(e.value) for e in value.elements]
+                if len(values) != len(entries):
+                    refuse(orig, weights_refused(f"{len(values)} array{'s' * (len(values) != 1)} given to a layer of {len(entries)} "
+                                                 f"({', '.join(w.source for w in entries)})"),
+                           orig.body[0].value.func.value)
+                    return orig
             else:
-                value = code(orig.args[0].value.elements[0].value)
-                out = f"{param}.data.copy_({ctx.spell_text('torch.as_tensor')}({value}))"
-                why = "the array loaded into the parameter, in place, without recording a gradient"
-            ctx.report(Severity.INFO, "idiom-replaced", f"{what}.{how}(...) → {out}: {why} ({found[1]} copies "
-                       f"its {entries[0].source} as torch's {entries[0].target})", orig)
+                values = [f"{code(value)}[{i}]" for i in range(len(entries))]
+            lines = copies(path, entries, values)
+            ctx.report(Severity.INFO, "idiom-replaced", f"{what}.set_weights(...) → each array copied into its "
+                       f"parameter in torch's layout under torch.no_grad() ({shown_list(path, entries)})", orig)
+            body = "".join(f"    {t}\n" for t in lines)
+            block = cst.parse_statement(f"with {ctx.spell_text('torch.no_grad')}():\n{body}")
+            return block.with_changes(leading_lines=orig.leading_lines)
+
+        if line is not None:
+            self._line_plans[id(line)] = apply_line
+            return True
+
+        def apply_weights(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+            listed = weight_list()
+            if isinstance(listed, str):
+                return refuse(orig, weights_refused(listed), orig.func.value)
+            path, entries = listed
+            if how == "get_weights":
+                out = "[" + ", ".join(f"{_keras_layout_of(f'{path}.{w.target}', w.ops)}.detach().cpu().numpy()"
+                                      for w in entries) + "]"
+                ctx.report(Severity.INFO, "idiom-replaced", f"{what}.get_weights() → {out}: copies of the "
+                           f"parameters as NumPy arrays in Keras's order and layout ({shown_list(path, entries)})",
+                           orig)
+                return cst.parse_expression(out)
+            if len(entries) != 1:
+                return refuse(orig, weights_refused(f"a layer of {len(entries)} weights given one array"),
+                              orig.func.value)
+            value = code(orig.args[0].value.elements[0].value)
+            out = (f"{path}.{entries[0].target}.data.copy_("
+                   f"{_torch_layout_of(ctx.spell_text('torch.as_tensor') + f'({value})', entries[0].ops)})")
+            ctx.report(Severity.INFO, "idiom-replaced", f"{what}.set_weights(...) → {out}: the array loaded into "
+                       f"the parameter, in place, without recording a gradient ({shown_list(path, entries)})", orig)
             return cst.parse_expression(out)
         ctx.plans.add(outer, apply_weights, descend=False, by="model_api")
         return True
+
+    def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine,
+                                  updated_node: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+        """A ``model.get_layer(...).set_weights(arrays)`` line (_plan_get_layer): planned on the line as it leaves
+        this pass, which the rule pass walks."""
+        apply = self._line_plans.pop(id(original_node), None)
+        if apply is not None:
+            self.ctx.plans.add(updated_node, apply, descend=True, by="model_api")
+        return updated_node
 
     def _said_before(self, call: cst.Call) -> str | None:
         """The method, when this call's statement carries the `# fwport:` comment an earlier

@@ -996,12 +996,17 @@ LAYER_NAMES = "layers.names"
 #: [start, end) of each of Keras's ``model.layers`` in order, and whether it was made channels-first; None where a
 #: layer was not translated (or two Sequentials share the scope): model_api writes ``model.layers`` by it
 SPANS = "layers.spans"
+#: (ctx.analyses) (model scope, "layers[k]") → the Keras layer's call (its use_bias / center / scale say which
+#: weights get_weights() lists)
+LAYER_CALLS = "layers.calls"
 
 
 def remember_layer(ctx: FileContext, scope: str, k: int, target: str, rule_id: str, variant, call) -> None:
     """Record that the weights of Keras's ``model.layers[k]`` of ``scope`` are those of the torch module at
     ``target``, and its name where the source gives one (WHOLE_LAYERS, LAYER_NAMES)."""
     ctx.analyses.setdefault(WHOLE_LAYERS, {})[(scope, f"layers[{k}]")] = (target, rule_id, variant)
+    if isinstance(call, cst.Call):
+        ctx.analyses.setdefault(LAYER_CALLS, {})[(scope, f"layers[{k}]")] = call
     name = call_argument(call, "name") if isinstance(call, cst.Call) else None
     value = literal_value(name, None) if name is not None else None
     if isinstance(value, str) and value:

@@ -576,6 +576,9 @@ class _Edits(_Paths):
                          "'dense/kernel'): iterate `for name, p in model.named_parameters()` and accept its names, "
                          "or keep a list of Keras's names yourself")
         elif kind == "layer" and attr in _LAYER_ONLY:
+            from fwport.packs.tf2torch.passes.layerweights import HANDLED
+            if id(node) in self.ctx.analyses.get(HANDLED, ()):
+                return  # (e = model.layers[0]; e.get_weights(): layer_weights translated it)
             message = (f"{text}: the layer taken out of the translated model is the torch module it became, which "
                        f"has no Keras attribute .{attr} (an AttributeError): read the module's own (parameters(), "
                        "weight / bias in torch's layout, its class name) or write it by hand")
