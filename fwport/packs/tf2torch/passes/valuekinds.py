@@ -187,6 +187,8 @@ class _Scope(BindingWalker):
         self.values: dict[str, list] = {}
         self._unpacked: dict[int, cst.BaseExpression] = {}
         self._paired: dict[int, cst.BaseExpression] = {}  # a name of a tuple target given its own element
+        #: (id(iterable), name) → the name's place in a loop's flat pair target (``for k, m in d.items()``: m → 1)
+        self.pair_place: dict[tuple[int, str], int] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -197,6 +199,10 @@ class _Scope(BindingWalker):
     def visit_For(self, node: cst.For) -> None:
         if isinstance(node.target, (cst.Tuple, cst.List)):
             self._leaves(node.target, node.iter)
+            if len(node.target.elements) == 2:
+                for i, e in enumerate(node.target.elements):
+                    if isinstance(e.value, cst.Name):
+                        self.pair_place[(id(node.iter), e.value.value)] = i
         else:
             self._unpacked[id(node.target)] = node.iter  # (the loop's iterable, for its elements)
         return super().visit_For(node)
@@ -724,6 +730,9 @@ class _Edits(_Paths):
                     infos = self._elements(v, scopes[:depth + 1], path[:depth], seen)
                 elif how == "for" and isinstance(v, cst.Name):  # for m in nets
                     infos = self._container(v, scopes[:depth + 1], path[:depth], seen)
+                elif how == "for" and isinstance(v, cst.Call):  # for m in models.values(); for k, m in ....items()
+                    place = self._scope_bindings(depth, node).pair_place.get((id(v), name))
+                    infos = self._iterated(v, place, scopes[:depth + 1], path[:depth], seen)
                 elif how == "value" and isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name):  # nets[0]
                     infos = self._container(v.value, scopes[:depth + 1], path[:depth], seen)
                 else:
@@ -754,6 +763,27 @@ class _Edits(_Paths):
                 out.extend(infos)
             return out
         return None
+
+    def _iterated(self, call: cst.Call, place: int | None, scopes: list, path: list, seen: frozenset) -> list | None:
+        """The models a loop's name may be over ``call``: ``d.values()`` (the name the whole target), ``d.items()``
+        and ``enumerate(nets)`` (the name the second of a pair target, ``place`` 1), ``d`` / ``nets`` a container
+        the scopes write out (or a list written in place); None where not known."""
+        if call.args and not (isinstance(call.func, cst.Name) and call.func.value == "enumerate"
+                              and len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None):
+            return None
+        if isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            if not (method == "values" and place is None or method == "items" and place == 1):
+                return None
+            inner = call.func.value
+        elif isinstance(call.func, cst.Name) and call.func.value == "enumerate" and place == 1 \
+                and not any("enumerate" in self._scope_bindings(d, scopes[d]).values for d in range(len(scopes))):
+            inner = call.args[0].value
+        else:
+            return None
+        if isinstance(inner, (cst.List, cst.Tuple)):
+            return self._elements(inner, scopes, path, seen)
+        return self._container(inner, scopes, path, seen) if isinstance(inner, cst.Name) else None
 
     def _elements(self, value, scopes: list, path: list, seen: frozenset) -> list | None:
         """The models (ctx.models' infos) of the elements of a list / tuple / dict written out (names the scopes
@@ -869,7 +899,7 @@ class _Edits(_Paths):
                 return
             model = name in self.a.models(path)
             if not model and not any(name in param_names(f) for f in self.scopes[1:]) and not any(
-                    how == "for" and isinstance(v, (cst.List, cst.Tuple, cst.Name))
+                    how == "for" and isinstance(v, (cst.List, cst.Tuple, cst.Name, cst.Call))
                     or how == "value" and isinstance(v, cst.Subscript) for how, v in self._innermost(name)):
                 return
             infos = self._infos(name)
