@@ -468,6 +468,7 @@ class _Edits(_Paths):
         self.classes = 0  # the depth of classes around the node visited
         self._class_stack: list[tuple[cst.ClassDef, int]] = []  # (class, len(self.scopes) where it is defined)
         self._held: dict[tuple[int, str], list | None] = {}  # (id(class), attribute) → _held_infos's answer
+        self._comps: list = []  # the comprehensions around the node visited
         self._params: dict[tuple[int, str], list | None] = {}  # (id(function), parameter) → _param_infos's answer
 
     def _outputs(self, depth: int) -> set[str]:
@@ -633,6 +634,7 @@ class _Edits(_Paths):
         self._metric_names(node.target, node.iter, node.body)
 
     def _comp(self, node, parts) -> None:
+        self._comps.append(node)
         comp = node.for_in
         if comp.inner_for_in is None:
             for part in parts:
@@ -646,6 +648,47 @@ class _Edits(_Paths):
 
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
         self._comp(node, (node.elt,))
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comps.append(node)
+
+    def _left_comp(self, original_node) -> None:
+        self._comps.pop()
+
+    leave_DictComp = leave_ListComp = leave_GeneratorExp = leave_SetComp = _left_comp
+
+    def _comp_infos(self, name: str) -> tuple[bool, list | None]:
+        """(whether a comprehension around the walk binds ``name``, the models it may be there: ``[m(x) for m in
+        nets]``, ``{k: m(x) for k, m in models.items()}``, as a loop's name (_infos); None where not known)."""
+        for comp in reversed(self._comps):
+            c = comp.for_in
+            found = None
+            while c is not None:
+                t = c.target
+                if isinstance(t, cst.Name) and t.value == name:
+                    found = (c.iter, None)
+                elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                        e.value.value == name for e in t.elements if isinstance(e.value, cst.Name)):
+                    places = [i for i, e in enumerate(t.elements) if isinstance(e.value, cst.Name)
+                              and e.value.value == name]
+                    found = (c.iter, places[0] if len(t.elements) == 2 and len(places) == 1 else -1)
+                elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                        isinstance(a, cst.Name) and a.value == name for a in find_all(t, cst.Name)):
+                    found = (None, -1)  # (nested deeper: not followed)
+                c = c.inner_for_in
+            if found is None:
+                continue
+            v, place = found
+            if place == -1 or v is None:
+                return True, None
+            if isinstance(v, (cst.List, cst.Tuple)) and place is None:
+                return True, self._elements(v, self.scopes, self.path, frozenset())
+            if isinstance(v, cst.Name) and place is None:
+                return True, self._container(v, self.scopes, self.path, frozenset())
+            if isinstance(v, cst.Call):
+                return True, self._iterated(v, place, self.scopes, self.path, frozenset())
+            return True, None
+        return False, None
 
     def _keras_kind(self, value: cst.BaseExpression, path: str) -> str | None:
         """"weight" / "layer" where ``value`` is one of a translated model's weights (its trainable_variables /
@@ -1002,6 +1045,16 @@ class _Edits(_Paths):
             name = render(node.func)
         else:
             name = node.func.value
+            bound, infos = self._comp_infos(name)
+            if bound:  # [m(x) for m in nets]: the comprehension's name
+                if infos is not None and any(i is not None and "nchw" in (i.layout, i.output_layout) for i in infos):
+                    if None in infos:
+                        self._refuse(node, f"{name} is bound to a Sequential model fwport made channels-first (NCHW) "
+                                     "and to a value not known here; permute by hand (x.movedim(-1, 1); the output "
+                                     "back with y.movedim(1, -1))")
+                    else:
+                        self._moves(node, name, infos)
+                return
             if self._nchw_layer(name, node):
                 return
             model = name in self.a.models(path)
