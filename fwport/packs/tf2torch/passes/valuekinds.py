@@ -1039,7 +1039,6 @@ class _Edits(_Paths):
         out (each of its elements')."""
         if not self.ctx.models or not any("nchw" in (m.layout, m.output_layout) for m in self.ctx.models.values()):
             return
-        from fwport.packs.tf2torch.passes.sequential import RANKS
         if isinstance(node.func, cst.Subscript):
             model, infos = False, self._container(node.func.value, self.scopes, self.path, frozenset())
             name = render(node.func)
