@@ -761,8 +761,7 @@ class _Edits(_Paths):
             out = []
             for how, v in values:
                 if how == "value" and isinstance(v, cst.Call):
-                    if render(v.func) in ("nn.Sequential", "torch.nn.Sequential",
-                                          render(self.ctx.spell("torch.nn.Sequential"))):
+                    if render(v.func) in ("nn.Sequential", "torch.nn.Sequential", self._sequential_text()):
                         keys = [f"{fn}.{name}", fn] if fn else [name]
                         info = next((models[k] for k in keys if k in models and models[k].kind == "sequential"), None)
                     elif isinstance(v.func, cst.Name):
@@ -791,6 +790,14 @@ class _Edits(_Paths):
                 out.extend(infos)
             return out
         return None
+
+    def _sequential_text(self) -> str:
+        """How the output spells torch.nn.Sequential (asked without noting its import: a file that writes no
+        nn.Sequential needs none)."""
+        before = set(self.ctx.needed_imports)
+        text = self.ctx.spell_text("torch.nn.Sequential")
+        self.ctx.needed_imports.intersection_update(before)
+        return text
 
     def _container(self, name: cst.Name | None, scopes: list, path: list, seen: frozenset) -> list | None:
         """The models (ctx.models' infos) the elements of the list / tuple / dict ``name`` is bound to (every binding
