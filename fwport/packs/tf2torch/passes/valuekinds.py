@@ -1307,7 +1307,8 @@ CHECKS_TRIGGER = fast(r"\bSequential\b|\.\s*(?:layers|metrics|trainable_variable
 def run_checks(module: cst.Module, ctx: FileContext) -> cst.Module:
     """(read-only, after numpy_values and layer_weights, whose edits it finds) ``model(x)`` of a Sequential made
     channels-first, called on Keras's channels-last data: the input moved channels-first, the output back
-    (_Edits._layout); a Keras attribute read on a translated model's weight or layer that the translation has not:
+    (_Edits._layout; through loops over containers of models, _iterated, and a plain class's self.model,
+    _held_call); a Keras attribute read on a translated model's weight or layer that the translation has not:
     an error (_Edits.visit_Attribute). Returns ``module`` itself."""
     scan(module, _Edits(ctx, module, _analysis(ctx), checks=True))
     return module
