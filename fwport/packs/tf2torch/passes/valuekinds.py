@@ -187,6 +187,8 @@ class _Scope(BindingWalker):
         self.values: dict[str, list] = {}
         self._unpacked: dict[int, cst.BaseExpression] = {}
         self._paired: dict[int, cst.BaseExpression] = {}  # a name of a tuple target given its own element
+        #: (id(iterable), name) → the name's place in a loop's flat pair target (``for k, m in d.items()``: m → 1)
+        self.pair_place: dict[tuple[int, str], int] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -197,6 +199,10 @@ class _Scope(BindingWalker):
     def visit_For(self, node: cst.For) -> None:
         if isinstance(node.target, (cst.Tuple, cst.List)):
             self._leaves(node.target, node.iter)
+            if len(node.target.elements) == 2:
+                for i, e in enumerate(node.target.elements):
+                    if isinstance(e.value, cst.Name):
+                        self.pair_place[(id(node.iter), e.value.value)] = i
         else:
             self._unpacked[id(node.target)] = node.iter  # (the loop's iterable, for its elements)
         return super().visit_For(node)
@@ -460,6 +466,9 @@ class _Edits(_Paths):
         self._bindings: dict[int, _Scope] = {}  # per scope: its bindings (made when asked)
         self._tested: set[tuple[str, str]] | None = None  # (value, attribute) of each hasattr(value, "attr") (when asked)
         self.classes = 0  # the depth of classes around the node visited
+        self._class_stack: list[tuple[cst.ClassDef, int]] = []  # (class, len(self.scopes) where it is defined)
+        self._held: dict[tuple[int, str], list | None] = {}  # (id(class), attribute) → _held_infos's answer
+        self._comps: list = []  # the comprehensions around the node visited
         self._params: dict[tuple[int, str], list | None] = {}  # (id(function), parameter) → _param_infos's answer
 
     def _outputs(self, depth: int) -> set[str]:
@@ -492,10 +501,12 @@ class _Edits(_Paths):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:
         self.classes += 1
+        self._class_stack.append((node, len(self.scopes)))
         return super().visit_ClassDef(node)
 
     def leave_ClassDef(self, original_node) -> None:
         self.classes -= 1
+        self._class_stack.pop()
         super().leave_ClassDef(original_node)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -510,6 +521,8 @@ class _Edits(_Paths):
         if self.checks and not self.classes and isinstance(node.func, cst.Subscript) \
                 and isinstance(node.func.value, cst.Name):
             self._layout(node, path)  # (models["cnn"](x), nets[0](x))
+        if self.checks and self.classes and isinstance(node.func, cst.Attribute):
+            self._held_call(node)  # (self.model(x), self.model.fit(...) in a plain class)
         if self.checks:
             return
         q = self.qualname(node.func)
@@ -624,6 +637,7 @@ class _Edits(_Paths):
         self._metric_names(node.target, node.iter, node.body)
 
     def _comp(self, node, parts) -> None:
+        self._comps.append(node)
         comp = node.for_in
         if comp.inner_for_in is None:
             for part in parts:
@@ -637,6 +651,47 @@ class _Edits(_Paths):
 
     def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
         self._comp(node, (node.elt,))
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comps.append(node)
+
+    def _left_comp(self, original_node) -> None:
+        self._comps.pop()
+
+    leave_DictComp = leave_ListComp = leave_GeneratorExp = leave_SetComp = _left_comp
+
+    def _comp_infos(self, name: str) -> tuple[bool, list | None]:
+        """(whether a comprehension around the walk binds ``name``, the models it may be there: ``[m(x) for m in
+        nets]``, ``{k: m(x) for k, m in models.items()}``, as a loop's name (_infos); None where not known)."""
+        for comp in reversed(self._comps):
+            c = comp.for_in
+            found = None
+            while c is not None:
+                t = c.target
+                if isinstance(t, cst.Name) and t.value == name:
+                    found = (c.iter, None)
+                elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                        e.value.value == name for e in t.elements if isinstance(e.value, cst.Name)):
+                    places = [i for i, e in enumerate(t.elements) if isinstance(e.value, cst.Name)
+                              and e.value.value == name]
+                    found = (c.iter, places[0] if len(t.elements) == 2 and len(places) == 1 else -1)
+                elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                        isinstance(a, cst.Name) and a.value == name for a in find_all(t, cst.Name)):
+                    found = (None, -1)  # (nested deeper: not followed)
+                c = c.inner_for_in
+            if found is None:
+                continue
+            v, place = found
+            if place == -1 or v is None:
+                return True, None
+            if isinstance(v, (cst.List, cst.Tuple)) and place is None:
+                return True, self._elements(v, self.scopes, self.path, frozenset())
+            if isinstance(v, cst.Name) and place is None:
+                return True, self._container(v, self.scopes, self.path, frozenset())
+            if isinstance(v, cst.Call):
+                return True, self._iterated(v, place, self.scopes, self.path, frozenset())
+            return True, None
+        return False, None
 
     def _keras_kind(self, value: cst.BaseExpression, path: str) -> str | None:
         """"weight" / "layer" where ``value`` is one of a translated model's weights (its trainable_variables /
@@ -709,8 +764,7 @@ class _Edits(_Paths):
             out = []
             for how, v in values:
                 if how == "value" and isinstance(v, cst.Call):
-                    if render(v.func) in ("nn.Sequential", "torch.nn.Sequential",
-                                          render(self.ctx.spell("torch.nn.Sequential"))):
+                    if render(v.func) in ("nn.Sequential", "torch.nn.Sequential", self._sequential_text()):
                         keys = [f"{fn}.{name}", fn] if fn else [name]
                         info = next((models[k] for k in keys if k in models and models[k].kind == "sequential"), None)
                     elif isinstance(v.func, cst.Name):
@@ -727,6 +781,9 @@ class _Edits(_Paths):
                     infos = self._elements(v, scopes[:depth + 1], path[:depth], seen)
                 elif how == "for" and isinstance(v, cst.Name):  # for m in nets
                     infos = self._container(v, scopes[:depth + 1], path[:depth], seen)
+                elif how == "for" and isinstance(v, cst.Call):  # for m in models.values(); for k, m in ....items()
+                    place = self._scope_bindings(depth, node).pair_place.get((id(v), name))
+                    infos = self._iterated(v, place, scopes[:depth + 1], path[:depth], seen)
                 elif how == "value" and isinstance(v, cst.Subscript) and isinstance(v.value, cst.Name):  # nets[0]
                     infos = self._container(v.value, scopes[:depth + 1], path[:depth], seen)
                 else:
@@ -736,6 +793,14 @@ class _Edits(_Paths):
                 out.extend(infos)
             return out
         return None
+
+    def _sequential_text(self) -> str:
+        """How the output spells torch.nn.Sequential (asked without noting its import: a file that writes no
+        nn.Sequential needs none)."""
+        before = set(self.ctx.needed_imports)
+        text = self.ctx.spell_text("torch.nn.Sequential")
+        self.ctx.needed_imports.intersection_update(before)
+        return text
 
     def _container(self, name: cst.Name | None, scopes: list, path: list, seen: frozenset) -> list | None:
         """The models (ctx.models' infos) the elements of the list / tuple / dict ``name`` is bound to (every binding
@@ -757,6 +822,27 @@ class _Edits(_Paths):
                 out.extend(infos)
             return out
         return None
+
+    def _iterated(self, call: cst.Call, place: int | None, scopes: list, path: list, seen: frozenset) -> list | None:
+        """The models a loop's name may be over ``call``: ``d.values()`` (the name the whole target), ``d.items()``
+        and ``enumerate(nets)`` (the name the second of a pair target, ``place`` 1), ``d`` / ``nets`` a container
+        the scopes write out (or a list written in place); None where not known."""
+        if call.args and not (isinstance(call.func, cst.Name) and call.func.value == "enumerate"
+                              and len(call.args) == 1 and not call.args[0].star and call.args[0].keyword is None):
+            return None
+        if isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            if not (method == "values" and place is None or method == "items" and place == 1):
+                return None
+            inner = call.func.value
+        elif isinstance(call.func, cst.Name) and call.func.value == "enumerate" and place == 1 \
+                and not any("enumerate" in self._scope_bindings(d, scopes[d]).values for d in range(len(scopes))):
+            inner = call.args[0].value
+        else:
+            return None
+        if isinstance(inner, (cst.List, cst.Tuple)):
+            return self._elements(inner, scopes, path, seen)
+        return self._container(inner, scopes, path, seen) if isinstance(inner, cst.Name) else None
 
     def _elements(self, value, scopes: list, path: list, seen: frozenset) -> list | None:
         """The models (ctx.models' infos) of the elements of a list / tuple / dict written out (names the scopes
@@ -854,6 +940,107 @@ class _Edits(_Paths):
                 out.append(None)
         return out
 
+    def _held_call(self, node: cst.Call) -> None:
+        """In a method of a plain class (no base class: a trainer, not a Keras subclass, which the subclass pass
+        translates), ``self.model(x)`` where ``self.model`` holds a Sequential the passes made channels-first
+        (``self.model = model`` in ``__init__``, ``Trainer(build_model())``; _held_infos): its input moved, as
+        ``model(x)``'s (_layout); ``self.model.fit(...)`` (a Keras model method, which the translated module has not):
+        an error."""
+        cls, depth = self._class_stack[-1]
+        if any(b.value.value != "object" if isinstance(b.value, cst.Name) else True for b in cls.bases) \
+                or len(self.scopes) <= depth or not any(stmt is self.scopes[depth] for stmt in cls.body.body):
+            return
+        method = self.scopes[depth]
+        params = method.params.params
+        if not params or len(self.scopes) > depth + 1 and any(
+                "self" in param_names(f) for f in self.scopes[depth + 1:]):
+            return  # (a static method; a nested function's own self)
+        me = params[0].name.value
+        func = node.func
+        if isinstance(func.value, cst.Name) and func.value.value == me:
+            attr, keras_method = func.attr.value, None
+        elif isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name) \
+                and func.value.value.value == me and func.attr.value in _KERAS_MODEL_METHODS:
+            attr, keras_method = func.value.attr.value, func.attr.value
+        else:
+            return
+        if self.ctx.plans.get(node) is not None or self.ctx.is_settled(node):
+            return
+        infos = self._held_infos(cls, depth, attr)
+        if not infos or all(i is None for i in infos):
+            return  # (nothing the file builds: not one of its models)
+        name = f"{me}.{attr}"
+        if keras_method is not None:
+            from fwport.packs.tf2torch.passes.model_api import METHODS
+            self._refuse(node, f"{name} holds a model the translation makes a torch module ({cls.name.value}("
+                         f"...) is given it), which has no Keras method .{keras_method}(): {METHODS[keras_method]}")
+            return
+        nchw = any(i is not None and "nchw" in (i.layout, i.output_layout) for i in infos)
+        if nchw and None in infos:
+            self._refuse(node, f"{name} is given a Sequential model fwport made channels-first (NCHW) by a "
+                         f"construction of {cls.name.value}, and elsewhere a value not known here; its channels-last "
+                         "inputs cannot be moved for one and kept for the other: give it models the file builds, or "
+                         "permute by hand (x.movedim(-1, 1); the output back with y.movedim(1, -1))")
+            return
+        if nchw:
+            self._moves(node, name, infos)
+
+    def _held_infos(self, cls: cst.ClassDef, depth: int, attr: str) -> list | None:
+        """The models (ctx.models' infos; None where not known) ``self.<attr>`` of the plain class ``cls`` (defined
+        in ``self.scopes[depth - 1]``) may hold: its every assignment is in ``__init__``, of a builder's call or of a
+        parameter, which every construction ``Cls(...)`` of the class in the scope defining it gives (a name bound
+        there, a builder's call); None where it is assigned nowhere."""
+        key = (id(cls), attr)
+        if key in self._held:
+            return self._held[key]
+        self._held[key] = None
+        values: list = []
+        for fn in (stmt for stmt in cls.body.body if isinstance(stmt, cst.FunctionDef)):
+            me = fn.params.params[0].name.value if fn.params.params else None
+            for target, value in _attribute_assignments(fn, me, attr):
+                values.append((fn, target, value))
+        if not values:
+            return None
+        out: list = []
+        for fn, target, value in values:
+            if fn.name.value != "__init__" or target is None:
+                out.append(None)
+            elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                out.append(self.ctx.models.get(value.func.value))
+            elif isinstance(value, cst.Name) and value.value in param_names(fn) \
+                    and value.value not in self._scope_bindings(0, fn).values:
+                out.extend(self._constructed(cls, fn, depth, value.value))
+            else:
+                out.append(None)
+        self._held[key] = out
+        return out
+
+    def _constructed(self, cls: cst.ClassDef, init: cst.FunctionDef, depth: int, param: str) -> list:
+        """The models each construction ``Cls(...)`` of the class, in the scope defining it, gives ``__init__``'s
+        ``param`` (None where not known); [None] where the class is made nowhere or its name is read otherwise."""
+        parent = self.scopes[depth - 1]
+        body = parent.body if isinstance(parent, cst.Module) else parent.body.body
+        if not any(stmt is cls for stmt in body):
+            return [None]
+        called = cls.name.value
+        sites = _Sites(cls, lambda f: called in param_names(f) or called in self._scope_bindings(0, f).values)
+        scan(parent if isinstance(parent, cst.Module) else parent.body, sites)
+        if not sites.calls:
+            return [None]
+        out: list = [None] if sites.other else []
+        scopes, path = self.scopes[:depth], self.path[:depth - 1]
+        for call, stack in sites.calls:
+            args = bind_def(call, init, skip=1)
+            value = args.get(param) if args is not None else None
+            if isinstance(value, cst.Name):
+                infos = self._infos(value.value, [*scopes, *stack], [*path, *(f.name.value for f in stack)])
+                out.extend(infos if infos is not None else [None])
+            elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+                out.append(self.ctx.models.get(value.func.value))
+            else:
+                out.append(None)
+        return out
+
     def _layout(self, node: cst.Call, path: str) -> None:
         """``model(x)`` of a Sequential the passes made channels-first (NCHW), called on Keras's channels-last
         data: ``model(x.movedim(-1, 1))`` (images of a known rank), its feature-map output moved back
@@ -862,17 +1049,26 @@ class _Edits(_Paths):
         out (each of its elements')."""
         if not self.ctx.models or not any("nchw" in (m.layout, m.output_layout) for m in self.ctx.models.values()):
             return
-        from fwport.packs.tf2torch.passes.sequential import RANKS
         if isinstance(node.func, cst.Subscript):
             model, infos = False, self._container(node.func.value, self.scopes, self.path, frozenset())
             name = render(node.func)
         else:
             name = node.func.value
+            bound, infos = self._comp_infos(name)
+            if bound:  # [m(x) for m in nets]: the comprehension's name
+                if infos is not None and any(i is not None and "nchw" in (i.layout, i.output_layout) for i in infos):
+                    if None in infos:
+                        self._refuse(node, f"{name} is bound to a Sequential model fwport made channels-first (NCHW) "
+                                     "and to a value not known here; permute by hand (x.movedim(-1, 1); the output "
+                                     "back with y.movedim(1, -1))")
+                    else:
+                        self._moves(node, name, infos)
+                return
             if self._nchw_layer(name, node):
                 return
             model = name in self.a.models(path)
             if not model and not any(name in param_names(f) for f in self.scopes[1:]) and not any(
-                    how == "for" and isinstance(v, (cst.List, cst.Tuple, cst.Name))
+                    how == "for" and isinstance(v, (cst.List, cst.Tuple, cst.Name, cst.Call))
                     or how == "value" and isinstance(v, cst.Subscript) for how, v in self._innermost(name)):
                 return
             infos = self._infos(name)
@@ -885,8 +1081,6 @@ class _Edits(_Paths):
                          "be moved for one and kept for the other: give it models the file builds, or permute by "
                          "hand (x.movedim(-1, 1); the output back with y.movedim(1, -1))")
             return
-        arg = next((a for a in node.args if not a.star and (a.keyword is None or a.keyword.value in ("x", "inputs"))),
-                   None)
         if infos is None:
             # a name the file binds to a channels-first Sequential somewhere, here to something not known
             if any(i.layout == "nchw" or i.output_layout == "nchw" for k, i in self.ctx.models.items()
@@ -896,6 +1090,14 @@ class _Edits(_Paths):
                              "bind one model to the name, or permute by hand (x.movedim(-1, 1); the output back "
                              "with y.movedim(1, -1))")
             return
+        self._moves(node, name, infos)
+
+    def _moves(self, node: cst.Call, name: str, infos: list) -> None:
+        """``name(x)`` of the models ``infos`` (one a Sequential made channels-first): the input moved channels-first
+        and the feature-map output back where every one is alike and its ranks are known; else an error."""
+        from fwport.packs.tf2torch.passes.sequential import RANKS
+        arg = next((a for a in node.args if not a.star and (a.keyword is None or a.keyword.value in ("x", "inputs"))),
+                   None)
         ranks = {self.ctx.analyses.get(RANKS, {}).get(i.scope, (None, None)) if i.kind == "sequential"
                  else (None, None) for i in infos}
         layouts = {(i.layout, i.output_layout) for i in infos}
@@ -1037,6 +1239,44 @@ class _Sites(cst.CSTVisitor):
             self.other = True
 
 
+#: the Keras model methods a translated module has not (model_api.METHODS's), called on ``self.model`` in a plain class
+_KERAS_MODEL_METHODS = frozenset({"compile", "fit", "fit_generator", "train_on_batch", "evaluate", "evaluate_generator",
+                                  "test_on_batch", "predict", "predict_generator", "predict_on_batch", "summary",
+                                  "save", "save_weights", "load_weights", "get_weights", "set_weights", "get_layer",
+                                  "count_params", "to_json", "get_config"})
+
+
+def _attribute_assignments(fn: cst.FunctionDef, me: str | None, attr: str) -> list:
+    """(target, value) of each binding of ``me.attr`` in ``fn`` (nested functions' too): target None where it is
+    no plain ``me.attr = value`` (a tuple target, an augmented assignment, a loop's name)."""
+    if me is None:
+        return []
+
+    def hit(t) -> bool:
+        return isinstance(t, cst.Attribute) and t.attr.value == attr and isinstance(t.value, cst.Name) \
+            and t.value.value == me
+    out = []
+    for node in (n for kind in (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.WithItem)
+                 for n in find_all(fn.body, kind)):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                if hit(t.target):
+                    out.append((t.target, node.value))
+                elif any(hit(a) for a in find_all(t.target, cst.Attribute)):
+                    out.append((None, None))
+        elif isinstance(node, cst.AnnAssign):
+            if hit(node.target):
+                out.append((node.target, node.value) if node.value is not None else (None, None))
+        elif isinstance(node, cst.AugAssign):
+            if hit(node.target):
+                out.append((None, None))
+        else:
+            t = node.target if isinstance(node, cst.For) else (node.asname.name if node.asname else None)
+            if t is not None and any(hit(a) for a in (t, *find_all(t, cst.Attribute))):
+                out.append((None, None))
+    return out
+
+
 def _moved(node: cst.BaseExpression, source: int, destination: int) -> cst.Call:
     """``node.movedim(source, destination)`` (parenthesized where it needs it)."""
     if not isinstance(node, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) and not node.lpar:
@@ -1061,14 +1301,17 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module
 
 
-#: the trigger of run_checks: a Sequential (called on channels-last data), a model's weights or layers read
-CHECKS_TRIGGER = fast(r"\bSequential\b|\.\s*(?:layers|metrics|trainable_variables|trainable_weights|variables|weights)\b")
+#: the trigger of run_checks: a Sequential (called on channels-last data), a model's weights or layers read, a Keras
+#: model method called on an attribute (self.model.fit(...) in a trainer class)
+CHECKS_TRIGGER = fast(r"\bSequential\b|\.\s*(?:layers|metrics|trainable_variables|trainable_weights|variables|weights)\b"
+                      r"|\bself\.\w+\.(?:compile|fit|evaluate|predict|train_on_batch|save_weights|load_weights)\b")
 
 
 def run_checks(module: cst.Module, ctx: FileContext) -> cst.Module:
     """(read-only, after numpy_values and layer_weights, whose edits it finds) ``model(x)`` of a Sequential made
     channels-first, called on Keras's channels-last data: the input moved channels-first, the output back
-    (_Edits._layout); a Keras attribute read on a translated model's weight or layer that the translation has not:
+    (_Edits._layout; through loops over containers of models, _iterated, and a plain class's self.model,
+    _held_call); a Keras attribute read on a translated model's weight or layer that the translation has not:
     an error (_Edits.visit_Attribute). Returns ``module`` itself."""
     scan(module, _Edits(ctx, module, _analysis(ctx), checks=True))
     return module
