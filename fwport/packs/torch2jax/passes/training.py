@@ -1560,9 +1560,10 @@ class _Pass(cst.CSTTransformer):
         return updated
 
     def check_host_random(self, loop, body, plan, model) -> None:
-        """numpy's (or Python's) random numbers drawn inside the loss, or in a function of the file it calls, are
-        drawn once when eqx.filter_jit traces the train_step: every step would reuse them. A warning naming the
-        fix (a key per step, jax.random)."""
+        """numpy's (or Python's) random numbers drawn inside the loss, or in a function of the file it calls, would be
+        drawn once when eqx.filter_jit traces the train_step, and reused at every step: that step is written without
+        the jit (HOST_RANDOM), its draws made at each call, in PyTorch's order from numpy's own generator (WGAN-GP's
+        interpolation weights). An info finding says so and how to jit it (a key per step, jax.random)."""
         if model is None:
             return
         block, _ = _split_block(body, plan, model)
@@ -1571,10 +1572,13 @@ class _Pass(cst.CSTTransformer):
         for s in block:
             seen += [code(funcs[c.func.value]) for c in _calls(s) if isinstance(c.func, cst.Name) and c.func.value in funcs]
         if any(re.search(r"\b(np|numpy|random)\.random\b|\brandom\.(random|uniform|gauss)\(", t) for t in seen):
-            self.ctx.report(Severity.WARNING, "unsupported-construct",
-                            "the loss draws numpy random numbers (here or in a function it calls): inside the "
-                            "@eqx.filter_jit train_step they are drawn once, when it is traced, and reused at every step; "
-                            "give train_step a key (split per step) and draw them with jax.random", loop)
+            f = self.scopes[-1] if len(self.scopes) == 1 else None
+            self.ctx.analyses.setdefault(HOST_RANDOM, set()).add((f.name.value if f is not None else "", plan[0]))
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            "the loss draws numpy random numbers (here or in a function it calls): its step is written "
+                            "without @eqx.filter_jit, which would draw them once, when it traces the step, and reuse them "
+                            "at every step; unjitted, they are drawn at each step as in PyTorch (slower); to jit it, give "
+                            "the step a key (split per step) and draw them with jax.random", loop)
 
     def check_keys(self, loop, body, plan) -> None:
         """A model whose layers draw random numbers in training (dropout) needs a key per step: where the
@@ -2708,7 +2712,18 @@ def _given_models(module: cst.Module, models: set[str]) -> dict[str, set[str]]:
 THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
 GLOBAL_TRAINED = "torch2jax.global-trained"  # ctx.analyses: function → the module-level optimizer and model it steps
 KEYED = "torch2jax.keyed-steps"  # ctx.analyses: (function or "", optimizer) of the loops whose train_step takes a key
+HOST_RANDOM = "torch2jax.host-random-steps"  # ctx.analyses: (function or "", optimizer or model) of the steps whose
+# loss draws numpy's random numbers: written without @eqx.filter_jit (check_host_random)
 GLOBALS = "torch2jax.globals"  # ctx.analyses: top-level function → the module-level names it rebinds (`global`)
+
+
+def _jit_lines(ctx, fn, opt: str, spell) -> tuple[str, str]:
+    """The decorator line of a written step, and the comment line its body starts with: ``@eqx.filter_jit``, or none
+    and a comment saying why where its loss draws numpy's random numbers (HOST_RANDOM, check_host_random)."""
+    if (fn.name.value if fn is not None else "", opt) not in ctx.analyses.get(HOST_RANDOM, ()):
+        return f"@{spell('equinox.filter_jit')}\n", ""
+    return "", ("    # not jitted: the loss draws numpy random numbers, which eqx.filter_jit would draw once, when it\n"
+                "    # traces this function, and reuse at every step\n")
 
 
 class _LocalNames(cst.CSTVisitor):
@@ -4988,8 +5003,9 @@ class _Finish(cst.CSTTransformer):
         name = "sgd_step" if "sgd_step" not in taken else f"sgd_step_{model}"
         params = ", ".join([model, *inputs, *rates, *(p for p, _ in clipped)])
         aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
-        text = (f"@{f('equinox.filter_jit')}\n"
-                f"def {name}({params}):\n"
+        jit, unjitted = _jit_lines(self.ctx, self.scopes[-1] if len(self.scopes) == 1 else None, model, f)
+        text = (jit +
+                f"def {name}({params}):\n" + unjitted +
                 f"    def loss_fn({model}):\n"
                 f"        pass\n\n"
                 + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model})\n"
@@ -5134,8 +5150,9 @@ class _Finish(cst.CSTTransformer):
                 f"{indent}grad_norm = {f('optax.global_norm')}(grads)\n"
                 f"{indent}grads = {f('jax.tree_util.tree_map')}(lambda g: g * {f('jax.numpy.minimum')}(1.0, max_grad_norm "
                 f"/ (grad_norm + 1e-6)), grads)\n")
-        text = (f"@{f('equinox.filter_jit')}\n"
-                f"def {step_name}({params}):\n"
+        jit, unjitted = _jit_lines(self.ctx, fn, opt, f)
+        text = (jit +
+                f"def {step_name}({params}):\n" + unjitted +
                 f"    def loss_fn({model}{carried}):\n"
                 f"        pass\n\n"
                 + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model}{carried})\n"
