@@ -335,30 +335,56 @@ _RUN_WGAN_GP = (_RUN_N_CRITIC.replace('shapes = {"g0": (8, 4), "g3": (3, 8), "d0
                 .replace('last_fake=g["last_fake"]', 'd_losses=g["d_losses"]'))
 
 
-def test_a_critic_step_with_the_gradient_penalty_trains_as_pytorch_does(tmp_path):
+#: the penalty's own backward() before the critic's step (its gradients added to the loss's), its grad_outputs
+#: torch.ones_like of the critic's output
+_TWO_BACKWARDS = [
+    ("    fake = Variable(Tensor(real_samples.shape[0], 1).fill_(1.0), requires_grad=False)\n",
+     "    fake = torch.ones_like(d_interpolates)\n"),
+    ("    d_loss = -torch.mean(real_validity) + torch.mean(fake_validity) + lambda_gp * gradient_penalty\n"
+     "    d_loss.backward()\n",
+     "    d_loss = -torch.mean(real_validity) + torch.mean(fake_validity)\n    d_loss.backward()\n"
+     "    gp = lambda_gp * gradient_penalty\n    gp.backward()\n"),
+    ("    d_losses.append(d_loss.item())\n", "    d_losses.append(d_loss.item() + gp.item())\n"),
+]
+
+
+@pytest.mark.parametrize("variant", ["one_loss", "two_backwards"])
+def test_a_critic_step_with_the_gradient_penalty_trains_as_pytorch_does(tmp_path, variant):
     """WGAN-GP's loop (tests/data/torch_wgan_gp_train.py): the critic's loss adds lambda_gp times the gradient
     penalty, whose interpolation weights numpy draws at every step, stepped by Adam at each of five batches, the
     generator at every second. The critic's step is one eqx.filter_value_and_grad of a loss_fn holding the penalty
     (jax.grad of the critic with respect to its input, inside the differentiated loss), not jitted: the weights
     drawn at each step in PyTorch's order from the same numpy seed. Losses and weights equal PyTorch's; the same
-    step jitted (its weights drawn once, when traced) does not."""
+    step jitted (its weights drawn once, when traced) does not. two_backwards: the penalty's backward() apart,
+    before the same step: its loss added to the critic's in the one loss_fn."""
     import numpy as np
-    text, findings = _translate(WGAN_GP.read_text())
+    src = WGAN_GP.read_text()
+    for old, new in _TWO_BACKWARDS if variant == "two_backwards" else []:
+        assert old in src
+        src = src.replace(old, new)
+    original = tmp_path / "orig.py"
+    original.write_text(src)
+    text, findings = _translate(src)
     assert not [f for f in findings if f.severity is Severity.ERROR], findings
-    assert "    d_loss, grads = eqx.filter_value_and_grad(loss_fn)(discriminator)\n" in text
     assert "jax.vmap(jax.grad(lambda x: jnp.sum(D(x))))(interpolates)" in text
-    assert "autograd.grad(" not in text and ".backward()" not in text
+    assert "autograd.grad(" not in text and ".backward()" not in text and "d_interpolates" not in text
+    if variant == "one_loss":
+        assert "    d_loss, grads = eqx.filter_value_and_grad(loss_fn)(discriminator)\n" in text
+    else:
+        assert "        return d_loss + gp, (d_loss, gp)\n" in text, text
     out = tmp_path / "out.py"
     out.write_text(text)
-    jitted = tmp_path / "jitted.py"
-    jitted.write_text(text.replace("def train_step_D(", "@eqx.filter_jit\ndef train_step_D("))
-    t, j, k = (printed_json(_RUN_WGAN_GP, path, side) for path, side in
-               ((WGAN_GP, "torch"), (out, "jax"), (jitted, "jax")))
+    runs = [(original, "torch"), (out, "jax")]
+    if variant == "one_loss":
+        jitted = tmp_path / "jitted.py"
+        jitted.write_text(text.replace("def train_step_D(", "@eqx.filter_jit\ndef train_step_D("))
+        runs.append((jitted, "jax"))
+    t, j, *k = (printed_json(_RUN_WGAN_GP, path, side) for path, side in runs)
     assert len(t["d_losses"]) == 5 and len(t["g_losses"]) == 3
     for name in ("d_losses", "g_losses", "d0", "d2", "g0"):
         np.testing.assert_allclose(j[name], t[name], rtol=1e-4, atol=1e-5, err_msg=name)
-    # jitted, the step reuses the interpolation weights drawn when it was traced: its later losses are not PyTorch's
-    assert np.abs(np.asarray(k["d_losses"][1:]) - np.asarray(t["d_losses"][1:])).max() > 1e-3
+    if k:  # jitted, the step reuses the interpolation weights drawn when it was traced: its later losses are not PyTorch's
+        assert np.abs(np.asarray(k[0]["d_losses"][1:]) - np.asarray(t["d_losses"][1:])).max() > 1e-3
 
 
 TWO_BN = ROOT / "tests" / "data" / "torch_gan_two_batchnorm.py"

@@ -4141,14 +4141,20 @@ def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
         others = [s for s in scope if s is not stmt]
         return any(reads(s, name) for s in others) or reads(stmt.body[0].value, name)
 
+    def kept(stmts: list, names: set) -> list:  # until none goes (`ones = torch.ones_like(o)` gone, then `o = D(x)`)
+        while True:
+            left = [s for s in stmts if keep(s, names, stmts)]
+            if len(left) == len(stmts):
+                return left
+            stmts = left
+
     top = {n for fn, n in dropped if fn is None}
     body = []
     for stmt in module.body:
         if isinstance(stmt, cst.FunctionDef):
             names = {n for fn, n in dropped if fn == stmt.name.value}
             if names:
-                inner = [s for s in stmt.body.body if keep(s, names, stmt.body.body)]
-                stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+                stmt = stmt.with_changes(body=stmt.body.with_changes(body=kept(list(stmt.body.body), names)))
         if top and not keep(stmt, top, module.body):
             continue
         body.append(stmt)
