@@ -163,13 +163,42 @@ def test_other_autograd_grad_calls_stay_errors(body):
     assert any(f.severity == Severity.ERROR and "torch.autograd.grad" in f.message for f in findings), findings
 
 
-def test_gradient_penalty_and_its_gradient_equal_pytorch(tmp_path):
+#: other spellings of the penalty (dualgan.py, stargan.py): numpy's ones as grad_outputs through the type alias; a
+#: critic with two outputs, the penalty on the first
+_GP_SPELLINGS = {
+    "numpy_ones": [("fake = Variable(Tensor(real_samples.shape[0], 1).fill_(1.0), requires_grad=False)",
+                    "fake = Variable(Tensor(np.ones(d_interpolates.shape)), requires_grad=False)")],
+    "two_outputs": [("        return self.model(img_flat)\n", "        return self.model(img_flat), img_flat.sum(1)\n"),
+                    ("    d_interpolates = D(interpolates)\n", "    d_interpolates, _ = D(interpolates)\n")],
+}
+
+
+@pytest.mark.parametrize("spelling", sorted(_GP_SPELLINGS))
+def test_other_gradient_penalty_spellings_translate(spelling):
+    src = GP.read_text()
+    for old, new in _GP_SPELLINGS[spelling]:
+        assert old in src
+        src = src.replace(old, new)
+    text, findings = _translate(src)
+    assert not [f for f in findings if f.severity >= Severity.WARNING], findings
+    picked = "[0]" if spelling == "two_outputs" else ""
+    assert f"gradients = jax.vmap(jax.grad(lambda x: jnp.sum(D(x){picked})))(interpolates)" in text, text
+    assert "d_interpolates" not in text and "fake =" not in text  # D(x) and the ones: nothing reads them
+
+
+@pytest.mark.parametrize("spelling", ["data_file", *sorted(_GP_SPELLINGS)])
+def test_gradient_penalty_and_its_gradient_equal_pytorch(tmp_path, spelling):
     import numpy as np
-    text, _ = _translate(GP.read_text())
+    src = GP.read_text()
+    for old, new in _GP_SPELLINGS.get(spelling, []):
+        src = src.replace(old, new)
+    original = tmp_path / "gp.py"
+    original.write_text(src)
+    text, _ = _translate(src)
     jax_file = tmp_path / "gp_jax.py"
     jax_file.write_text(text)
     outs = {}
-    for side, path in (("torch", GP), ("jax", jax_file)):
+    for side, path in (("torch", original), ("jax", jax_file)):
         p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(tmp_path / f"{side}.npz")],
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]

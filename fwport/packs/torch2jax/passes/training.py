@@ -1057,7 +1057,7 @@ class _Pass(cst.CSTTransformer):
             self.plan_checkpoint_saves(node)
         if len(self.scopes) == 1:
             found = _input_grads(node, self.ctx, self.models | self.model_params(), self.whole,
-                                 self.ctx.analyses.setdefault(DROPPED, set()))
+                                 self.ctx.analyses.setdefault(DROPPED, set()), self.aliases)
             self.input_grads.update(found)
             self.gradient_names = {t.target.value for a in _scope_assigns(node) for t in a.targets
                                    if isinstance(t.target, cst.Name) and any(id(sub) in found for sub in _subscripts(a.value))}
@@ -2469,8 +2469,34 @@ def _last_value(body: list, name: str, before) -> cst.BaseExpression | None:
     return None
 
 
-def _ones(node: cst.BaseExpression, ctx) -> bool:
-    """An array of ones: ``X(...).fill_(1.0)``, ``torch.ones(...)`` / ``ones_like``, under ``Variable(...)``."""
+def _last_output(body: list, name: str, before) -> tuple[cst.BaseExpression | None, int | None]:
+    """``name``'s value as _last_value gives it (index None), or where the last statement binding ``name`` before
+    ``before`` unpacks a value into names (``o, _ = D(x)``, a model with several outputs): that value and
+    ``name``'s position among them."""
+    value, index = None, None
+    for st in body:
+        if st is before:
+            return value, index
+        if _assigns(st, name):
+            value, index = st.body[0].value, None
+        elif _is_assign(st) and len(st.body[0].targets) == 1 and isinstance(st.body[0].targets[0].target, cst.Tuple) \
+                and name in target_names(st.body[0].targets[0].target):
+            elements = st.body[0].targets[0].target.elements
+            named = [isinstance(e.value, cst.Name) and e.value.value == name for e in elements]
+            value, index = (st.body[0].value, named.index(True)) if any(named) and all(
+                isinstance(e.value, cst.Name) for e in elements) else (None, None)
+    return None, None
+
+
+#: the calls that make a tensor of numpy's array (``torch.FloatTensor(np.ones(shape))``), beside a legacy type alias's
+_FROM_NUMPY = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor",
+                         "torch.DoubleTensor", "torch.cuda.FloatTensor", "torch.cuda.DoubleTensor"})
+
+
+def _ones(node: cst.BaseExpression, ctx, aliases=()) -> bool:
+    """An array of ones: ``X(...).fill_(1.0)``, ``torch.ones(...)`` / ``ones_like``, a tensor of numpy's ones
+    (``FloatTensor(np.ones(o.shape))``, ``FloatTensor`` a legacy type alias of ALIASES or torch's), under
+    ``Variable(...)``."""
     while isinstance(node, cst.Call) and ctx.imports.resolve(node.func) in ("torch.autograd.Variable",
                                                                             "torch.autograd.variable.Variable"):
         node = node.args[0].value
@@ -2479,15 +2505,20 @@ def _ones(node: cst.BaseExpression, ctx) -> bool:
     if isinstance(node.func, cst.Attribute) and node.func.attr.value == "fill_" and len(node.args) == 1:
         v = node.args[0].value
         return isinstance(v, (cst.Integer, cst.Float)) and float(v.value) == 1.0
+    if len(node.args) == 1 and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Call) and (
+            isinstance(node.func, cst.Name) and node.func.value in aliases or ctx.imports.resolve(node.func) in _FROM_NUMPY):
+        return ctx.imports.resolve(node.args[0].value.func) in ("numpy.ones", "numpy.ones_like")
     return ctx.imports.resolve(node.func) in ("torch.ones", "torch.ones_like")
 
 
-def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dropped: set) -> dict[int, str]:
+def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dropped: set,
+                 aliases=()) -> dict[int, str]:
     """The gradient penalty's ``torch.autograd.grad(outputs=o, inputs=x, grad_outputs=ones, ...)[0]`` in a
     top-level function, where ``o = D(x)`` is assigned before it and ``D`` is a model (of the file's calls or a
     parameter every call gives one): → ``jax.vmap(jax.grad(lambda x: jnp.sum(D(x))))(x)``, the gradient of each
     example's output (a translated module takes one example; a whole-graph model without vmap). Torch's sum over
     the batch weighted by ones is that per example gradient when the examples do not mix (no BatchNorm in D).
+    ``o, _ = D(x)`` (a model with several outputs): the gradient of that output, ``jnp.sum(D(x)[0])``.
     ``o = D(x)`` and the ones are removed when nothing else reads them (DROPPED)."""
     out: dict[int, str] = {}
     body = list(fn.body.body)
@@ -2511,17 +2542,18 @@ def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dr
                     x = x.elements[0].value
                 if not (isinstance(o, cst.Name) and isinstance(x, cst.Name) and isinstance(g, cst.Name)):
                     continue
-                value = _last_value(body, o.value, st)
+                value, index = _last_output(body, o.value, st)
                 if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in models
                         and len(value.args) == 1 and isinstance(value.args[0].value, cst.Name)
                         and value.args[0].value.value == x.value and not value.args[0].keyword):
                     continue
                 ones = _last_value(body, g.value, st)
-                if ones is None or not _ones(ones, ctx):
+                if ones is None or not _ones(ones, ctx, aliases):
                     continue
                 d = value.func.value
                 v = "xi" if d == "x" else "x"
-                grad = f"{{grad}}(lambda {v}: {{sum}}({d}({v})))"
+                picked = "" if index is None else f"[{index}]"  # the output differentiated, of several
+                grad = f"{{grad}}(lambda {v}: {{sum}}({d}({v}){picked}))"
                 out[id(sub)] = f"{grad}({x.value})" if d in whole else f"{{vmap}}({grad})({x.value})"
                 dropped.update({(fn.name.value, o.value), (fn.name.value, g.value)})
     return out
@@ -4133,13 +4165,20 @@ def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
         return name in n.loaded
 
     def keep(stmt, scope_names: set, scope) -> bool:
-        if not _is_assign(stmt) or len(stmt.body[0].targets) != 1 or not isinstance(stmt.body[0].targets[0].target, cst.Name):
+        if not _is_assign(stmt) or len(stmt.body[0].targets) != 1:
             return True
-        name = stmt.body[0].targets[0].target.value
-        if name not in scope_names:
+        target = stmt.body[0].targets[0].target
+        if isinstance(target, cst.Tuple) and all(isinstance(e.value, cst.Name) for e in target.elements):
+            # `o, _ = D(x)`: a recorded name unpacked beside names nothing reads (`_`)
+            names = [e.value.value for e in target.elements]
+            if not any(n in scope_names for n in names) or not all(n in scope_names or n == "_" for n in names):
+                return True
+        elif isinstance(target, cst.Name) and target.value in scope_names:
+            names = [target.value]
+        else:
             return True
         others = [s for s in scope if s is not stmt]
-        return any(reads(s, name) for s in others) or reads(stmt.body[0].value, name)
+        return any(reads(s, n) for n in names for s in others) or any(reads(stmt.body[0].value, n) for n in names)
 
     def kept(stmts: list, names: set) -> list:  # until none goes (`ones = torch.ones_like(o)` gone, then `o = D(x)`)
         while True:
