@@ -243,6 +243,33 @@ def test_two_optimizers_in_one_scope_get_a_state_and_a_step_each():
     assert "@eqx.filter_jit\ndef train_step_D" not in text and "def train_step_D(" in text
 
 
+_ONE_LOSS_TWO_STEPS = """import torch
+from torch import nn
+
+D_A = nn.Linear(6, 1)
+D_B = nn.Linear(6, 1)
+optimizer_D_A = torch.optim.Adam(D_A.parameters(), lr=0.001)
+optimizer_D_B = torch.optim.Adam(D_B.parameters(), lr=0.001)
+for a, b in batches:
+    optimizer_D_A.zero_grad()
+    optimizer_D_B.zero_grad()
+    D_loss = torch.mean(D_A(a)) + torch.mean(D_B(b))
+    D_loss.backward()
+    optimizer_D_A.step()
+    optimizer_D_B.step()
+"""
+
+
+def test_one_backward_stepped_by_two_optimizers_is_an_error():
+    """dualgan's critics: one loss's backward() feeds two optimizers' step(): a train_step of the first alone
+    would leave the second model untrained (its step() not translated), so the loop stays, with an error."""
+    text, findings = _translate(_ONE_LOSS_TWO_STEPS)
+    errs = [f for f in findings if f.severity is Severity.ERROR]
+    assert any("D_loss.backward() gives its gradients to optimizer_D_A.step() and to optimizer_D_B.step()" in f.message
+               for f in errs), findings
+    assert "def train_step" not in text and "    D_loss.backward()\n" in text
+
+
 _BLOCKS = """import torch.nn as nn
 
 

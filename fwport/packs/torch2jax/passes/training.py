@@ -3902,6 +3902,16 @@ def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | No
         return (f"{other}.backward() adds its gradients to {loss}'s before {opt}.step(); fwport rewrites one "
                 f"backward() per step: compute both losses first and step on their sum ({loss}_total = {loss} + "
                 f"{other}; {loss}_total.backward()), which gives the same gradients")
+    zeroed = {_method_stmt(st, "zero_grad") for st in body} - {None}  # optimizers (a scheduler has no zero_grad)
+    for st in body[step + 1:]:
+        if _backward(st):
+            break
+        also = _method_stmt(st, "step")
+        if also is not None and also != opt and also in zeroed:  # dualgan: D_loss = D_A_loss + D_B_loss
+            return (f"{loss}.backward() gives its gradients to {opt}.step() and to {also}.step() after it (one loss "
+                    f"training two models); fwport writes one train_step per optimizer, each with its own loss: give "
+                    f"each optimizer its own loss and backward() (a sum's part that does not reach a model adds nothing "
+                    "to its gradients), or write one step over both models by hand")
     if not _split_block(body, plan, model)[0]:  # dcgan's generator loss through an earlier `fake = netG(noise)`
         return (f"no statement computing {loss} calls {model}: {loss}.backward() reaches it through a value computed "
                 f"earlier, which a JAX loss function does not differentiate; compute that value again after "
