@@ -95,6 +95,45 @@ def test_what_numpy_or_a_container_also_has_is_left_alone():
     assert "x.view(" in body and "seen.add(1)" in body and "a.repeat(2, 1)" in body
     assert "a.std(), a.std(0), a.view(np.uint8)" in body
     assert "jnp.exp(x)" in body and "np.exp(x)" in body
+    # a tensor's would be unbiased: a warning each, with the jnp spelling of PyTorch's
+    warned = [f.message for f in r.findings if f.severity is Severity.WARNING and f.code == "approximate"]
+    assert any("a.std() is left as written" in m and "jnp.std(a, ddof=1)" in m for m in warned), warned
+    assert any("a.std(0) is left as written" in m and "jnp.std(a, axis=0, ddof=1)" in m for m in warned), warned
+
+
+BIASED = """
+import torch
+
+
+def spread(x):
+    y = torch.abs(x)
+    return y.std(), y.var(1)
+"""
+
+
+def test_an_argument_less_std_left_as_written_differs_by_the_factor_its_warning_gives(tmp_path):
+    """y.std() / y.var(1) on a tensor, left as written (numpy's spelling too): run on jax arrays they are PyTorch's
+    times sqrt((N - 1) / N) and (N - 1) / N, N the values reduced, as the warnings say."""
+    src = textwrap.dedent(BIASED).lstrip("\n")
+    r = translate_source(src, "f.py", "torch2jax")
+    warned = [f.message for f in r.findings if f.severity is Severity.WARNING]
+    assert any("sqrt(N / (N - 1))" in m for m in warned) and any("by a factor N / (N - 1)" in m for m in warned), warned
+    (tmp_path / "orig.py").write_text(src)
+    (tmp_path / "jax.py").write_text(r.output)
+    driver = SIDE_HEAD + textwrap.dedent("""
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    if side == "torch":
+        import torch
+        x = torch.from_numpy(x)
+    else:
+        import jax.numpy as jnp
+        x = jnp.asarray(x)
+    np.savez(sys.argv[3], *[np.asarray(o) for o in ns["spread"](x)])
+    """)
+    t, j = (saved_arrays(driver, side, tmp_path / path, tmp_path / f"{side}.npz")
+            for side, path in (("torch", "orig.py"), ("jax", "jax.py")))
+    np.testing.assert_allclose(t[0] / j[0], np.sqrt(15 / 14), rtol=1e-12)
+    np.testing.assert_allclose(t[1] / j[1], 5 / 4, rtol=1e-12)
 
 
 def test_a_torch_only_method_not_translated_is_an_error_naming_the_line():

@@ -302,7 +302,13 @@ def lbfgs(m, ctx):
     updates (LBFGS_STEPS) → ``optax.lbfgs(learning_rate=lr, memory_size=history_size, linesearch=None)``
     (PyTorch's default takes no line search; optax's default would take a zoom line search); elsewhere refused."""
     if code(m.node) not in ctx.analyses.get(LBFGS_STEPS, ()):
-        m.fail(ctx, "unsupported-construct", _options(m)["message"])
+        search = m.kwargs.get("line_search_fn")
+        why = "" if search is None or code(search) == "None" else (
+            f"line_search_fn={code(search)} is PyTorch's own strong-Wolfe line search (cubic interpolation, up to 25 "
+            "evaluations per iteration, counted against max_eval); optax's zoom line search (optax.lbfgs()'s default) "
+            "checks the same conditions (c1=1e-4, c2=0.9) but tries other step sizes, so the parameters after a step "
+            "differ from PyTorch's. ")
+        m.fail(ctx, "unsupported-construct", why + _options(m)["message"])
         return None
     lr = code(m.kwargs["lr"]) if "lr" in m.kwargs else "1.0"
     memory = code(m.kwargs["history_size"]) if "history_size" in m.kwargs else "100"

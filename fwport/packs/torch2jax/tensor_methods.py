@@ -697,6 +697,17 @@ class _TensorCalls(cst.CSTVisitor):
                            "array has, not translated" + (" with these arguments" if name in METHODS else "")
                            + ": left as written it fails (AttributeError); write its jnp counterpart "
                            "(jnp.<function>(x, ...); x = x.at[...].set(...) for an in-place method)", original)
+            elif out is None and name in ("std", "var") and len(original.args) <= 1 \
+                    and not any(a.keyword or a.star for a in original.args) and not self.ctx.is_settled(original):
+                # x.std() / x.std(1): numpy's spelling too, so left as written; a tensor's would be unbiased
+                size = "sqrt(N / (N - 1))" if name == "std" else "N / (N - 1)"
+                recv = code(original.func.value)
+                self.ctx.report(Severity.WARNING, "approximate", f"{code(original)} is left as written: a jax array's "
+                                f"(and numpy's) .{name}() divides by N, PyTorch's tensor .{name}() by N - 1 (unbiased): "
+                                f"where {recv} is a PyTorch tensor, this is smaller than PyTorch's by a factor {size} "
+                                f"(N the values reduced); write jnp.{name}({recv}"
+                                + (f", axis={code(original.args[0].value)}" if original.args else "") + ", ddof=1)",
+                                original)
             if out is not None and name == "argsort":
                 from fwport.packs.torch2jax.ops import ARGSORT_TIES, argsort_unstable
                 stable = next((a.value for a in original.args if a.keyword is not None and a.keyword.value == "stable"),

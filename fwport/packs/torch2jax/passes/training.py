@@ -1057,7 +1057,7 @@ class _Pass(cst.CSTTransformer):
             self.plan_checkpoint_saves(node)
         if len(self.scopes) == 1:
             found = _input_grads(node, self.ctx, self.models | self.model_params(), self.whole,
-                                 self.ctx.analyses.setdefault(DROPPED, set()))
+                                 self.ctx.analyses.setdefault(DROPPED, set()), self.aliases)
             self.input_grads.update(found)
             self.gradient_names = {t.target.value for a in _scope_assigns(node) for t in a.targets
                                    if isinstance(t.target, cst.Name) and any(id(sub) in found for sub in _subscripts(a.value))}
@@ -1560,9 +1560,10 @@ class _Pass(cst.CSTTransformer):
         return updated
 
     def check_host_random(self, loop, body, plan, model) -> None:
-        """numpy's (or Python's) random numbers drawn inside the loss, or in a function of the file it calls, are
-        drawn once when eqx.filter_jit traces the train_step: every step would reuse them. A warning naming the
-        fix (a key per step, jax.random)."""
+        """numpy's (or Python's) random numbers drawn inside the loss, or in a function of the file it calls, would be
+        drawn once when eqx.filter_jit traces the train_step, and reused at every step: that step is written without
+        the jit (HOST_RANDOM), its draws made at each call, in PyTorch's order from numpy's own generator (WGAN-GP's
+        interpolation weights). An info finding says so and how to jit it (a key per step, jax.random)."""
         if model is None:
             return
         block, _ = _split_block(body, plan, model)
@@ -1571,10 +1572,13 @@ class _Pass(cst.CSTTransformer):
         for s in block:
             seen += [code(funcs[c.func.value]) for c in _calls(s) if isinstance(c.func, cst.Name) and c.func.value in funcs]
         if any(re.search(r"\b(np|numpy|random)\.random\b|\brandom\.(random|uniform|gauss)\(", t) for t in seen):
-            self.ctx.report(Severity.WARNING, "unsupported-construct",
-                            "the loss draws numpy random numbers (here or in a function it calls): inside the "
-                            "@eqx.filter_jit train_step they are drawn once, when it is traced, and reused at every step; "
-                            "give train_step a key (split per step) and draw them with jax.random", loop)
+            f = self.scopes[-1] if len(self.scopes) == 1 else None
+            self.ctx.analyses.setdefault(HOST_RANDOM, set()).add((f.name.value if f is not None else "", plan[0]))
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            "the loss draws numpy random numbers (here or in a function it calls): its step is written "
+                            "without @eqx.filter_jit, which would draw them once, when it traces the step, and reuse them "
+                            "at every step; unjitted, they are drawn at each step as in PyTorch (slower); to jit it, give "
+                            "the step a key (split per step) and draw them with jax.random", loop)
 
     def check_keys(self, loop, body, plan) -> None:
         """A model whose layers draw random numbers in training (dropout) needs a key per step: where the
@@ -2467,8 +2471,34 @@ def _last_value(body: list, name: str, before) -> cst.BaseExpression | None:
     return None
 
 
-def _ones(node: cst.BaseExpression, ctx) -> bool:
-    """An array of ones: ``X(...).fill_(1.0)``, ``torch.ones(...)`` / ``ones_like``, under ``Variable(...)``."""
+def _last_output(body: list, name: str, before) -> tuple[cst.BaseExpression | None, int | None]:
+    """``name``'s value as _last_value gives it (index None), or where the last statement binding ``name`` before
+    ``before`` unpacks a value into names (``o, _ = D(x)``, a model with several outputs): that value and
+    ``name``'s position among them."""
+    value, index = None, None
+    for st in body:
+        if st is before:
+            return value, index
+        if _assigns(st, name):
+            value, index = st.body[0].value, None
+        elif _is_assign(st) and len(st.body[0].targets) == 1 and isinstance(st.body[0].targets[0].target, cst.Tuple) \
+                and name in target_names(st.body[0].targets[0].target):
+            elements = st.body[0].targets[0].target.elements
+            named = [isinstance(e.value, cst.Name) and e.value.value == name for e in elements]
+            value, index = (st.body[0].value, named.index(True)) if any(named) and all(
+                isinstance(e.value, cst.Name) for e in elements) else (None, None)
+    return None, None
+
+
+#: the calls that make a tensor of numpy's array (``torch.FloatTensor(np.ones(shape))``), beside a legacy type alias's
+_FROM_NUMPY = frozenset({"torch.tensor", "torch.from_numpy", "torch.as_tensor", "torch.Tensor", "torch.FloatTensor",
+                         "torch.DoubleTensor", "torch.cuda.FloatTensor", "torch.cuda.DoubleTensor"})
+
+
+def _ones(node: cst.BaseExpression, ctx, aliases=()) -> bool:
+    """An array of ones: ``X(...).fill_(1.0)``, ``torch.ones(...)`` / ``ones_like``, a tensor of numpy's ones
+    (``FloatTensor(np.ones(o.shape))``, ``FloatTensor`` a legacy type alias of ALIASES or torch's), under
+    ``Variable(...)``."""
     while isinstance(node, cst.Call) and ctx.imports.resolve(node.func) in ("torch.autograd.Variable",
                                                                             "torch.autograd.variable.Variable"):
         node = node.args[0].value
@@ -2477,15 +2507,20 @@ def _ones(node: cst.BaseExpression, ctx) -> bool:
     if isinstance(node.func, cst.Attribute) and node.func.attr.value == "fill_" and len(node.args) == 1:
         v = node.args[0].value
         return isinstance(v, (cst.Integer, cst.Float)) and float(v.value) == 1.0
+    if len(node.args) == 1 and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Call) and (
+            isinstance(node.func, cst.Name) and node.func.value in aliases or ctx.imports.resolve(node.func) in _FROM_NUMPY):
+        return ctx.imports.resolve(node.args[0].value.func) in ("numpy.ones", "numpy.ones_like")
     return ctx.imports.resolve(node.func) in ("torch.ones", "torch.ones_like")
 
 
-def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dropped: set) -> dict[int, str]:
+def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dropped: set,
+                 aliases=()) -> dict[int, str]:
     """The gradient penalty's ``torch.autograd.grad(outputs=o, inputs=x, grad_outputs=ones, ...)[0]`` in a
     top-level function, where ``o = D(x)`` is assigned before it and ``D`` is a model (of the file's calls or a
     parameter every call gives one): → ``jax.vmap(jax.grad(lambda x: jnp.sum(D(x))))(x)``, the gradient of each
     example's output (a translated module takes one example; a whole-graph model without vmap). Torch's sum over
     the batch weighted by ones is that per example gradient when the examples do not mix (no BatchNorm in D).
+    ``o, _ = D(x)`` (a model with several outputs): the gradient of that output, ``jnp.sum(D(x)[0])``.
     ``o = D(x)`` and the ones are removed when nothing else reads them (DROPPED)."""
     out: dict[int, str] = {}
     body = list(fn.body.body)
@@ -2509,17 +2544,18 @@ def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dr
                     x = x.elements[0].value
                 if not (isinstance(o, cst.Name) and isinstance(x, cst.Name) and isinstance(g, cst.Name)):
                     continue
-                value = _last_value(body, o.value, st)
+                value, index = _last_output(body, o.value, st)
                 if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in models
                         and len(value.args) == 1 and isinstance(value.args[0].value, cst.Name)
                         and value.args[0].value.value == x.value and not value.args[0].keyword):
                     continue
                 ones = _last_value(body, g.value, st)
-                if ones is None or not _ones(ones, ctx):
+                if ones is None or not _ones(ones, ctx, aliases):
                     continue
                 d = value.func.value
                 v = "xi" if d == "x" else "x"
-                grad = f"{{grad}}(lambda {v}: {{sum}}({d}({v})))"
+                picked = "" if index is None else f"[{index}]"  # the output differentiated, of several
+                grad = f"{{grad}}(lambda {v}: {{sum}}({d}({v}){picked}))"
                 out[id(sub)] = f"{grad}({x.value})" if d in whole else f"{{vmap}}({grad})({x.value})"
                 dropped.update({(fn.name.value, o.value), (fn.name.value, g.value)})
     return out
@@ -2710,7 +2746,18 @@ def _given_models(module: cst.Module, models: set[str]) -> dict[str, set[str]]:
 THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
 GLOBAL_TRAINED = "torch2jax.global-trained"  # ctx.analyses: function → the module-level optimizer and model it steps
 KEYED = "torch2jax.keyed-steps"  # ctx.analyses: (function or "", optimizer) of the loops whose train_step takes a key
+HOST_RANDOM = "torch2jax.host-random-steps"  # ctx.analyses: (function or "", optimizer or model) of the steps whose
+# loss draws numpy's random numbers: written without @eqx.filter_jit (check_host_random)
 GLOBALS = "torch2jax.globals"  # ctx.analyses: top-level function → the module-level names it rebinds (`global`)
+
+
+def _jit_lines(ctx, fn, opt: str, spell) -> tuple[str, str]:
+    """The decorator line of a written step, and the comment line its body starts with: ``@eqx.filter_jit``, or none
+    and a comment saying why where its loss draws numpy's random numbers (HOST_RANDOM, check_host_random)."""
+    if (fn.name.value if fn is not None else "", opt) not in ctx.analyses.get(HOST_RANDOM, ()):
+        return f"@{spell('equinox.filter_jit')}\n", ""
+    return "", ("    # not jitted: the loss draws numpy random numbers, which eqx.filter_jit would draw once, when it\n"
+                "    # traces this function, and reuse at every step\n")
 
 
 class _LocalNames(cst.CSTVisitor):
@@ -3857,6 +3904,16 @@ def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | No
         return (f"{other}.backward() adds its gradients to {loss}'s before {opt}.step(); fwport rewrites one "
                 f"backward() per step: compute both losses first and step on their sum ({loss}_total = {loss} + "
                 f"{other}; {loss}_total.backward()), which gives the same gradients")
+    zeroed = {_method_stmt(st, "zero_grad") for st in body} - {None}  # optimizers (a scheduler has no zero_grad)
+    for st in body[step + 1:]:
+        if _backward(st):
+            break
+        also = _method_stmt(st, "step")
+        if also is not None and also != opt and also in zeroed:  # dualgan: D_loss = D_A_loss + D_B_loss
+            return (f"{loss}.backward() gives its gradients to {opt}.step() and to {also}.step() after it (one loss "
+                    f"training two models); fwport writes one train_step per optimizer, each with its own loss: give "
+                    f"each optimizer its own loss and backward() (a sum's part that does not reach a model adds nothing "
+                    "to its gradients), or write one step over both models by hand")
     if not _split_block(body, plan, model)[0]:  # dcgan's generator loss through an earlier `fake = netG(noise)`
         return (f"no statement computing {loss} calls {model}: {loss}.backward() reaches it through a value computed "
                 f"earlier, which a JAX loss function does not differentiate; compute that value again after "
@@ -4120,13 +4177,27 @@ def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
         return name in n.loaded
 
     def keep(stmt, scope_names: set, scope) -> bool:
-        if not _is_assign(stmt) or len(stmt.body[0].targets) != 1 or not isinstance(stmt.body[0].targets[0].target, cst.Name):
+        if not _is_assign(stmt) or len(stmt.body[0].targets) != 1:
             return True
-        name = stmt.body[0].targets[0].target.value
-        if name not in scope_names:
+        target = stmt.body[0].targets[0].target
+        if isinstance(target, cst.Tuple) and all(isinstance(e.value, cst.Name) for e in target.elements):
+            # `o, _ = D(x)`: a recorded name unpacked beside names nothing reads (`_`)
+            names = [e.value.value for e in target.elements]
+            if not any(n in scope_names for n in names) or not all(n in scope_names or n == "_" for n in names):
+                return True
+        elif isinstance(target, cst.Name) and target.value in scope_names:
+            names = [target.value]
+        else:
             return True
         others = [s for s in scope if s is not stmt]
-        return any(reads(s, name) for s in others) or reads(stmt.body[0].value, name)
+        return any(reads(s, n) for n in names for s in others) or any(reads(stmt.body[0].value, n) for n in names)
+
+    def kept(stmts: list, names: set) -> list:  # until none goes (`ones = torch.ones_like(o)` gone, then `o = D(x)`)
+        while True:
+            left = [s for s in stmts if keep(s, names, stmts)]
+            if len(left) == len(stmts):
+                return left
+            stmts = left
 
     top = {n for fn, n in dropped if fn is None}
     body = []
@@ -4134,8 +4205,7 @@ def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
         if isinstance(stmt, cst.FunctionDef):
             names = {n for fn, n in dropped if fn == stmt.name.value}
             if names:
-                inner = [s for s in stmt.body.body if keep(s, names, stmt.body.body)]
-                stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+                stmt = stmt.with_changes(body=stmt.body.with_changes(body=kept(list(stmt.body.body), names)))
         if top and not keep(stmt, top, module.body):
             continue
         body.append(stmt)
@@ -4991,8 +5061,9 @@ class _Finish(cst.CSTTransformer):
         name = "sgd_step" if "sgd_step" not in taken else f"sgd_step_{model}"
         params = ", ".join([model, *inputs, *rates, *(p for p, _ in clipped)])
         aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
-        text = (f"@{f('equinox.filter_jit')}\n"
-                f"def {name}({params}):\n"
+        jit, unjitted = _jit_lines(self.ctx, self.scopes[-1] if len(self.scopes) == 1 else None, model, f)
+        text = (jit +
+                f"def {name}({params}):\n" + unjitted +
                 f"    def loss_fn({model}):\n"
                 f"        pass\n\n"
                 + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model})\n"
@@ -5137,8 +5208,9 @@ class _Finish(cst.CSTTransformer):
                 f"{indent}grad_norm = {f('optax.global_norm')}(grads)\n"
                 f"{indent}grads = {f('jax.tree_util.tree_map')}(lambda g: g * {f('jax.numpy.minimum')}(1.0, max_grad_norm "
                 f"/ (grad_norm + 1e-6)), grads)\n")
-        text = (f"@{f('equinox.filter_jit')}\n"
-                f"def {step_name}({params}):\n"
+        jit, unjitted = _jit_lines(self.ctx, fn, opt, f)
+        text = (jit +
+                f"def {step_name}({params}):\n" + unjitted +
                 f"    def loss_fn({model}{carried}):\n"
                 f"        pass\n\n"
                 + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model}{carried})\n"
