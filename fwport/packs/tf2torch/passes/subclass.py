@@ -372,7 +372,21 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             updated_node = self._forward(plan, original_node, updated_node)
         elif original_node is plan.build_fn and plan.build_static:
             updated_node = _optional_second_param(updated_node)
+        if original_node is plan.init_fn and self._needs_super_init(plan, original_node):
+            updated_node = _with_super_init(updated_node)
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{plan.name}.__init__ calls no super().__init__() "
+                            "(a tf.Module runs without it) → super().__init__() first: an nn.Module must set up "
+                            "its parameter registry before an attribute holds a parameter", original_node.name)
         return updated_node
+
+    def _needs_super_init(self, plan: "_Plan", init: cst.FunctionDef) -> bool:
+        """An ``__init__`` of a class deriving directly from tf.Module (nn.Module's __init__ is then the parent's)
+        with no ``super().__init__`` / ``super(C, self).__init__`` / ``<Base>.__init__(self, ...)`` call."""
+        if not any(b.keyword is None and self.ctx.imports.resolve(b.value) == "tensorflow.Module"
+                   for b in plan.node.bases) or len(plan.node.bases) != 1:
+            return False
+        return not any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "__init__"
+                       for c in find_all(init.body, cst.Call))
 
     def _in_method(self) -> cst.FunctionDef | None:
         """The method of the current class we are in (the outermost function below the class)."""
@@ -2213,6 +2227,17 @@ class _Returns(cst.CSTVisitor):
 
     def visit_Return(self, node: cst.Return) -> None:
         self.out.append(node.value if node.value is not None else cst.Name("None"))
+
+
+def _with_super_init(fn: cst.FunctionDef) -> cst.FunctionDef:
+    """``fn`` with ``super().__init__()`` as its first statement (after a docstring)."""
+    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else [fn.body]
+    at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) and \
+        isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
+    line = cst.SimpleStatementLine([cst.Expr(cst.parse_expression("super().__init__()"))])
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return fn.with_changes(body=cst.IndentedBlock([line, cst.SimpleStatementLine(list(fn.body.body))]))
+    return fn.with_changes(body=fn.body.with_changes(body=[*body[:at], line, *body[at:]]))
 
 
 def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:

@@ -3850,10 +3850,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif name in _names_in([small]):
                 return None
         after = self._until_rebound(body, i + 1, name)
-        from fwport.packs.tf2torch.passes.variables import variable_bindings  # the sources' bindings
+        from fwport.packs.tf2torch.passes.variables import tf_module_instances, variable_bindings  # the sources
         if not hasattr(self, "_variable_bindings"):
             self._variable_bindings = variable_bindings(self.module, self.ctx)
-        names, attrs = self._variable_bindings
+        names, attrs, lists = self._variable_bindings
+        if not hasattr(self, "_tf_module_instances"):
+            self._tf_module_instances = tf_module_instances(self.module, self.ctx)
         calls: list[tuple[int, cst.Call]] = []  # (statement index in body, the gradient call)
         deleted: list[int] = []  # `del tape` statements (their lines go)
         defs: list[cst.FunctionDef] = []  # functions defined after the tape that bind their own `name`
@@ -3884,6 +3886,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if len(c.args) != 2 or any(a.keyword or a.star for a in c.args):
                 return None
             sources = c.args[1].value
+            if self._variable_list(sources, lists) is not None:
+                continue  # model.trainable_variables, a tf.Module's variables, params = [w, b]: leaves, a tuple
             items = [e.value for e in sources.elements if not isinstance(e, cst.StarredElement)] if isinstance(
                 sources, (cst.List, cst.Tuple)) else [sources]
             if isinstance(sources, (cst.List, cst.Tuple)) and len(items) != len(sources.elements) or not items:
@@ -3898,7 +3902,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             target, sources = c.args[0].value, c.args[1].value
             t = code(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(target)})"
             retain = ", retain_graph=True" if n < len(calls) - 1 else ""
-            single = not isinstance(sources, (cst.List, cst.Tuple))
+            single = not isinstance(sources, (cst.List, cst.Tuple)) and self._variable_list(sources, lists) is None
             replaced[id(c)] = parsed_expression(f"{grad}({t}.sum(), {code(sources)}{retain})" + ("[0]" if single else ""))
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"tf.GradientTape{' (persistent)' if persistent else ''} whose gradients no optimizer "
@@ -3914,6 +3918,24 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             else:
                 out.append(rewrite(body[at], _Replace(replaced)) if any(a == at for a, _ in calls) else body[at])
         return out, last + 1
+
+    def _variable_list(self, sources: cst.BaseExpression, lists: set[str]) -> str | None:
+        """What a tape's sources are when they are a list of variables that the translation makes a list of leaf
+        tensors requiring grad: ``X.trainable_variables`` / ``X.trainable_weights`` (the parameters that train,
+        model_api / variables), ``M.variables`` / ``M.weights`` of a model (model_api) or of an instance of a
+        tf.Module class of the file (variables), a name bound only to lists of variables; else None."""
+        if isinstance(sources, cst.Name) and sources.value in lists:
+            return "a list of tf.Variables"
+        if not (isinstance(sources, cst.Attribute) and isinstance(sources.value, (cst.Name, cst.Attribute))):
+            return None
+        attr, receiver = sources.attr.value, sources.value
+        if attr in _VARIABLE_LISTS:
+            return f"{code(receiver)}'s trainable parameters"
+        if attr in ("variables", "weights") and (
+                isinstance(receiver, cst.Name) and receiver.value in self._tf_module_instances
+                or self.models.is_model_expr(receiver, self._chain())):
+            return f"{code(receiver)}'s parameters"
+        return None
 
     def _watch_of(self, stmt, name: str) -> str | None:
         """``<name>.watch(x)`` as a statement → x."""
