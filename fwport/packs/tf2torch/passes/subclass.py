@@ -333,6 +333,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         updated_node = updated_node.with_changes(bases=bases)
         if plan.build_static:
             updated_node = self._call_build_from_init(plan, original_node, updated_node)
+        if plan.init_fn is not None and self._needs_super_init(plan, plan.init_fn):
+            updated_node = self._super_init_first(plan, original_node, updated_node)
         if plan.lazy_build is not None:
             updated_node = self._lazy_build(plan, original_node, updated_node)
         return updated_node
@@ -372,11 +374,6 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             updated_node = self._forward(plan, original_node, updated_node)
         elif original_node is plan.build_fn and plan.build_static:
             updated_node = _optional_second_param(updated_node)
-        if original_node is plan.init_fn and self._needs_super_init(plan, original_node):
-            updated_node = _with_super_init(updated_node)
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{plan.name}.__init__ calls no super().__init__() "
-                            "(a tf.Module runs without it) → super().__init__() first: an nn.Module must set up "
-                            "its parameter registry before an attribute holds a parameter", original_node.name)
         return updated_node
 
     def _needs_super_init(self, plan: "_Plan", init: cst.FunctionDef) -> bool:
@@ -1840,6 +1837,36 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                    f"module.build(input_shape) once after constructing the module (before creating the optimizer "
                    "or loading weights), or pass the sizes to __init__ and create the parameters there", fn)
 
+    def _super_init_first(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        """``super().__init__()`` first in ``__init__`` (after its docstring), on a line of its own where the blank
+        line after ``__init__`` can go (the file keeps its line count: later findings keep their lines), else
+        before the first statement after a semicolon."""
+        body = list(updated.body.body)
+        idx = next((i for i, s in enumerate(original.body.body) if s is plan.init_fn), None)
+        if idx is None or not isinstance(body[idx].body, cst.IndentedBlock):
+            return updated
+        init = body[idx]
+        stmts = list(init.body.body)
+        at = 1 if len(stmts) > 1 and isinstance(stmts[0], cst.SimpleStatementLine) and isinstance(
+            stmts[0].body[0], cst.Expr) and isinstance(stmts[0].body[0].value, (cst.SimpleString,
+                                                                                cst.ConcatenatedString)) else 0
+        call = cst.parse_statement("super().__init__()\n")
+        nxt = body[idx + 1] if idx + 1 < len(body) else None
+        if nxt is not None and nxt.leading_lines and nxt.leading_lines[0].comment is None:
+            body[idx + 1] = nxt.with_changes(leading_lines=list(nxt.leading_lines)[1:])
+            stmts.insert(at, call.with_changes(leading_lines=stmts[at].leading_lines))
+            stmts[at + 1] = stmts[at + 1].with_changes(leading_lines=[])
+        elif isinstance(stmts[at], cst.SimpleStatementLine):
+            first = call.body[0].with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
+            stmts[at] = stmts[at].with_changes(body=[first, *stmts[at].body])
+        else:
+            return updated
+        body[idx] = init.with_changes(body=init.body.with_changes(body=stmts))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{plan.name}.__init__ calls no super().__init__() (a "
+                        "tf.Module runs without it) → super().__init__() first: an nn.Module must set up its "
+                        "parameter registry before an attribute holds a parameter", plan.init_fn.name)
+        return updated.with_changes(body=updated.body.with_changes(body=body))
+
     def _call_build_from_init(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         """``self.build()`` at the end of ``__init__``, on the blank line that follows it."""
         body = list(updated.body.body)
@@ -2227,17 +2254,6 @@ class _Returns(cst.CSTVisitor):
 
     def visit_Return(self, node: cst.Return) -> None:
         self.out.append(node.value if node.value is not None else cst.Name("None"))
-
-
-def _with_super_init(fn: cst.FunctionDef) -> cst.FunctionDef:
-    """``fn`` with ``super().__init__()`` as its first statement (after a docstring)."""
-    body = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else [fn.body]
-    at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) and \
-        isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
-    line = cst.SimpleStatementLine([cst.Expr(cst.parse_expression("super().__init__()"))])
-    if not isinstance(fn.body, cst.IndentedBlock):
-        return fn.with_changes(body=cst.IndentedBlock([line, cst.SimpleStatementLine(list(fn.body.body))]))
-    return fn.with_changes(body=fn.body.with_changes(body=[*body[:at], line, *body[at:]]))
 
 
 def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:

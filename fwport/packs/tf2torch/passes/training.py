@@ -3318,6 +3318,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 done = self._plain_tape(stmt, tape, body, i, source[1] if source else tape[1])
+                if done is None and getattr(self, "_plain_refused", None) is tape[1]:
+                    out.append(stmt)  # refused with its reason (_unordered_use): not an optimizer step either
+                    i += 1
+                    continue
             if done is None and _persistent_only(tape[1]):  # several gradients, several optimizers
                 done = self._tapes_step(stmt, body, i, report=True)
                 if done is None and self.ctx.is_settled(tape[1]):
@@ -3896,6 +3900,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 if not (isinstance(s, cst.Name) and (s.value in names or s.value in watched)
                         or isinstance(s, cst.Attribute) and s.attr.value in attrs):
                     return None
+        for at, c in calls:
+            unordered = self._unordered_use(c, body[at], body[at + 1:])
+            if unordered is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", unordered, call)
+                self.ctx.settle(call)
+                self.ctx.settle(tape[1])
+                self._plain_refused = tape[1]
+                return None
         grad = self.ctx.spell_text("torch.autograd.grad")
         replaced: dict[int, cst.Call] = {}
         for n, (_, c) in enumerate(calls):
@@ -3918,6 +3930,37 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             else:
                 out.append(rewrite(body[at], _Replace(replaced)) if any(a == at for a, _ in calls) else body[at])
         return out, last + 1
+
+    def _unordered_use(self, c: cst.Call, line, rest: list) -> str | None:
+        """Why the gradients of ``c`` (a tape.gradient call over a tf.Module instance's variables) cannot be
+        translated: TensorFlow lists a tf.Module's variables sorted by attribute name, the translated module's
+        parameters() in the order they were assigned, so only gradients paired with those same variables by
+        ``zip(grads, M.variables)`` are the same; an index or an unpacking may pick another variable's."""
+        sources = c.args[1].value
+        if not (isinstance(sources, cst.Attribute) and isinstance(sources.value, cst.Name)
+                and sources.value.value in self._tf_module_instances):
+            return None
+        why = (f"tf.GradientTape: the gradients over {code(sources)} (a tf.Module's, which TensorFlow lists sorted by "
+               "attribute name, where the translated module's parameters() come in the order they were assigned) "
+               "are used otherwise than paired by zip() with those same variables; write "
+               f"`for g, v in zip(grads, {code(sources)}): ...`, or name the variables in the gradient call "
+               f"(tape.gradient(loss, [{code(sources.value)}.w, {code(sources.value)}.b]))")
+        a = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if not (isinstance(a, cst.Assign) and a.value is c and len(a.targets) == 1
+                and isinstance(a.targets[0].target, cst.Name)):
+            return why
+        name, wanted = a.targets[0].target.value, code(sources)
+        zipped: set[int] = set()  # the names paired by zip(name, sources) / zip(sources, name)
+        for z in (z for stmt in rest for z in find_all(stmt, cst.Call)):
+            if (isinstance(z.func, cst.Name) and z.func.value == "zip" and len(z.args) == 2
+                    and not any(x.keyword or x.star for x in z.args)):
+                texts = [code(x.value) for x in z.args]
+                if sorted(texts) == sorted([name, wanted]):
+                    zipped |= {id(x.value) for x in z.args}
+        for n in (n for stmt in rest for n in find_all(stmt, cst.Name)):
+            if n.value == name and id(n) not in zipped:
+                return why
+        return None
 
     def _variable_list(self, sources: cst.BaseExpression, lists: set[str]) -> str | None:
         """What a tape's sources are when they are a list of variables that the translation makes a list of leaf
