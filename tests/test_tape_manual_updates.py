@@ -203,3 +203,31 @@ def test_gradients_of_a_tf_module_by_position_are_an_error():
     lines = out.splitlines()
     at = next(i for i, t in enumerate(lines) if "with tf.GradientTape() as tape:" in t)
     assert lines[at - 1].lstrip().startswith("# fwport: unsupported-construct: tf.GradientTape: the gradients over")
+
+
+def test_tf_module_init_without_super_gets_nn_module_s_and_later_comments_keep_their_lines():
+    out, errors = _translate("""
+        import tensorflow as tf
+        class Scale(tf.Module):
+            def __init__(self):
+                self.s = tf.Variable(2.0)
+            def __call__(self, x):
+                return x * self.s
+        class Shift(tf.Module):
+            def __init__(self):
+                '''Adds t.'''
+                self.t = tf.Variable(1.0)
+        class Kept(tf.Module):
+            def __init__(self):
+                super().__init__(name="kept")
+                self.u = tf.Variable(1.0)
+        m = Scale()
+        print(m(3.0), tf.not_an_op(1))
+        """)
+    assert "    def __init__(self):\n        super().__init__()\n        self.s = nn.Parameter(" in out
+    assert "        '''Adds t.'''\n        super().__init__()\n        self.t = nn.Parameter(" in out
+    assert out.count("super().__init__()") == 3 and "__fwport_line__" not in out
+    assert [f.line for f in errors] == [16]
+    lines = out.splitlines()
+    at = next(i for i, t in enumerate(lines) if t.startswith("print(m(3.0)"))
+    assert lines[at - 1].startswith("# fwport: no-rule: tensorflow.not_an_op")

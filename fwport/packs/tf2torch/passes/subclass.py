@@ -1840,7 +1840,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     def _super_init_first(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         """``super().__init__()`` first in ``__init__`` (after its docstring), on a line of its own where the blank
         line after ``__init__`` can go (the file keeps its line count: later findings keep their lines), else
-        before the first statement after a semicolon."""
+        split off the first statement at the end (training.finish)."""
         body = list(updated.body.body)
         idx = next((i for i, s in enumerate(original.body.body) if s is plan.init_fn), None)
         if idx is None or not isinstance(body[idx].body, cst.IndentedBlock):
@@ -1857,8 +1857,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             stmts.insert(at, call.with_changes(leading_lines=stmts[at].leading_lines))
             stmts[at + 1] = stmts[at + 1].with_changes(leading_lines=[])
         elif isinstance(stmts[at], cst.SimpleStatementLine):
-            first = call.body[0].with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
+            # no blank line to take: `__fwport_line__(super().__init__()); <first statement>`, which the training
+            # pass's finish step splits into two lines once every finding has its line (training.MARK)
+            first = cst.Expr(cst.parse_expression("__fwport_line__(super().__init__())"),
+                             semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
             stmts[at] = stmts[at].with_changes(body=[first, *stmts[at].body])
+            self.ctx.options["_split_lines"] = True
         else:
             return updated
         body[idx] = init.with_changes(body=init.body.with_changes(body=stmts))
