@@ -231,3 +231,48 @@ def test_tf_module_init_without_super_gets_nn_module_s_and_later_comments_keep_t
     lines = out.splitlines()
     at = next(i for i, t in enumerate(lines) if t.startswith("print(m(3.0)"))
     assert lines[at - 1].startswith("# fwport: no-rule: tensorflow.not_an_op")
+
+
+def test_a_tf_module_given_a_list_of_modules_is_an_error():
+    # tf.Module tracks the variables of the modules in a list attribute; nn.Module registers none of them (only an
+    # nn.ModuleList's), so the translated parameters() would miss them and the update would skip those layers
+    src = textwrap.dedent("""
+        import tensorflow as tf
+
+
+        class Dense(tf.Module):
+            def __init__(self, n_in, n_out):
+                self.w = tf.Variable(tf.random.normal([n_in, n_out]))
+
+            def __call__(self, x):
+                return tf.nn.relu(x @ self.w)
+
+
+        class MLP(tf.Module):
+            def __init__(self, layers):
+                self.layers = layers
+
+            def __call__(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        model = MLP([Dense(3, 4), Dense(4, 1)])
+        x = tf.random.normal([8, 3])
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(model(x) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        for g, v in zip(grads, model.trainable_variables):
+            v.assign_sub(0.1 * g)
+        """)
+    out, errors = _translate(src)
+    assert [f.line for f in errors] == [24], [f.message for f in errors]
+    assert "nn.ModuleList" in errors[0].message and "model = MLP(...)" in errors[0].message
+    assert "tape.gradient(loss," in out and "torch.autograd.grad" not in out
+    # the same loop over a module that holds its layers itself is translated
+    out, errors = _translate(src.replace("self.layers = layers", "self.layers = [Dense(3, 4), Dense(4, 1)]")
+                             .replace("MLP([Dense(3, 4), Dense(4, 1)])", "MLP(None)"))
+    assert not errors, [f.message for f in errors]
+    assert "self.layers = nn.ModuleList([Dense(3, 4), Dense(4, 1)])" in out
+    assert "grads = torch.autograd.grad(loss.sum(), [p for p in model.parameters() if p.requires_grad])" in out

@@ -3940,6 +3940,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if not (isinstance(sources, cst.Attribute) and isinstance(sources.value, cst.Name)
                 and sources.value.value in self._tf_module_instances):
             return None
+        classes = {s.name.value for s in self.module.body if isinstance(s, cst.ClassDef)}
+        for made in self._tf_module_instances[sources.value.value]:
+            for arg in made.args:
+                if isinstance(arg.value, (cst.List, cst.Tuple)) and any(
+                        isinstance(e.value, cst.Call) and isinstance(e.value.func, cst.Name)
+                        and e.value.func.value in classes for e in arg.value.elements):
+                    return (f"tf.GradientTape: {code(sources.value)} = {code(made.func)}(...) is given a list of "
+                            f"modules ({code(arg.value)[:60]}), whose variables TensorFlow tracks in a list "
+                            "attribute, where an nn.Module registers only the modules assigned to it directly or "
+                            f"in an nn.ModuleList, so {code(sources.value)}.parameters() would miss theirs; keep "
+                            f"the list as nn.ModuleList(...) in {code(made.func)}.__init__, then translate again")
         why = (f"tf.GradientTape: the gradients over {code(sources)} (a tf.Module's, which TensorFlow lists sorted by "
                "attribute name, where the translated module's parameters() come in the order they were assigned) "
                "are used otherwise than paired by zip() with those same variables; write "

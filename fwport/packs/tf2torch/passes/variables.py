@@ -146,7 +146,7 @@ class _Methods(cst.CSTVisitor):
         self.detach_reported = False
         self.module: cst.Module | None = None  # the file (run sets it), for _own_attributes
         self.own: set[str] | None = None
-        self.tf_modules: set[str] | None = None  # tf_module_instances
+        self.tf_modules: dict | None = None  # tf_module_instances
         self.bindings: tuple[dict, set[str]] | None = None  # _module_bindings
 
     def _receiver(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
@@ -337,7 +337,7 @@ class _Methods(cst.CSTVisitor):
                             f"and fwport does not translate its attribute {attr}; write it by hand", node)
 
 
-    def _tf_modules(self) -> set[str]:
+    def _tf_modules(self) -> dict:
         if self.tf_modules is None:
             self.tf_modules = tf_module_instances(self.module, self.ctx)
         return self.tf_modules
@@ -414,9 +414,9 @@ def _binding_count(module: cst.Module, name: str) -> int:
     return n
 
 
-def tf_module_instances(module: cst.Module, ctx: FileContext) -> set[str]:
+def tf_module_instances(module: cst.Module, ctx: FileContext) -> dict[str, list[cst.Call]]:
     """The names bound only to ``C(...)``, C a top-level class of the file deriving (through classes of the file)
-    from tf.Module: its ``.variables`` is the translated module's parameters."""
+    from tf.Module: its ``.variables`` is the translated module's parameters. Each with its constructor calls."""
     classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
     keras = ctx.analyses.get(KERAS_CLASSES, set())
     found: set[str] = set()
@@ -433,13 +433,13 @@ def tf_module_instances(module: cst.Module, ctx: FileContext) -> set[str]:
                 found.add(c.name.value)
                 changed = True
     if not found:
-        return set()
-    made: dict[str, int] = {}
+        return {}
+    made: dict[str, list[cst.Call]] = {}
     for a in find_all(module, cst.Assign):
         if (len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call)
                 and isinstance(a.value.func, cst.Name) and a.value.func.value in found):
-            made[a.targets[0].target.value] = made.get(a.targets[0].target.value, 0) + 1
-    return {name for name, n in made.items() if n == _binding_count(module, name)}
+            made.setdefault(a.targets[0].target.value, []).append(a.value)
+    return {name: calls for name, calls in made.items() if len(calls) == _binding_count(module, name)}
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
