@@ -276,3 +276,27 @@ def test_a_tf_module_given_a_list_of_modules_is_an_error():
     assert not errors, [f.message for f in errors]
     assert "self.layers = nn.ModuleList([Dense(3, 4), Dense(4, 1)])" in out
     assert "grads = torch.autograd.grad(loss.sum(), [p for p in model.parameters() if p.requires_grad])" in out
+
+
+def test_gradients_returned_to_an_optimizer_elsewhere_stay_an_error():
+    # (the tf guide's custom training walkthrough) a function returns the gradients, its caller applies them
+    # with apply_gradients: a torch optimizer has none, so the tape is not taken for a manual update
+    out, errors = _translate("""
+        import tensorflow as tf
+        from tensorflow import keras
+
+        model = keras.Sequential([keras.layers.Dense(3)])
+        optimizer = keras.optimizers.SGD(0.01)
+
+
+        def grad(model, x, y):
+            with tf.GradientTape() as tape:
+                loss_value = tf.reduce_mean((model(x) - y) ** 2)
+            return loss_value, tape.gradient(loss_value, model.trainable_variables)
+
+
+        loss_value, grads = grad(model, tf.ones([2, 4]), tf.zeros([2, 3]))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        """)
+    assert any("tf.GradientTape" in f.message and f.line == 9 for f in errors), [f.message for f in errors]
+    assert "torch.autograd.grad" not in out

@@ -3891,7 +3891,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 return None
             sources = c.args[1].value
             if self._variable_list(sources, lists) is not None:
-                continue  # model.trainable_variables, a tf.Module's variables, params = [w, b]: leaves, a tuple
+                # model.trainable_variables, a tf.Module's variables, params = [w, b]: leaves, a tuple; not where
+                # the file applies gradients with an optimizer (returned from here, applied elsewhere: the
+                # optimizer forms, or their errors)
+                if not hasattr(self, "_applies_gradients"):
+                    self._applies_gradients = "apply_gradients" in _attrs_in(self.module.body)
+                if self._applies_gradients:
+                    return None
+                continue
             items = [e.value for e in sources.elements if not isinstance(e, cst.StarredElement)] if isinstance(
                 sources, (cst.List, cst.Tuple)) else [sources]
             if isinstance(sources, (cst.List, cst.Tuple)) and len(items) != len(sources.elements) or not items:
