@@ -361,6 +361,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         updated_node = updated_node.with_changes(bases=bases)
         if plan.build_static:
             updated_node = self._call_build_from_init(plan, original_node, updated_node)
+        if plan.init_fn is not None and self._needs_super_init(plan, plan.init_fn):
+            updated_node = self._super_init_first(plan, original_node, updated_node)
         if plan.lazy_build is not None:
             updated_node = self._lazy_build(plan, original_node, updated_node)
         if plan.fixed_modes:
@@ -403,6 +405,15 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         elif original_node is plan.build_fn and plan.build_static:
             updated_node = _optional_second_param(updated_node)
         return updated_node
+
+    def _needs_super_init(self, plan: "_Plan", init: cst.FunctionDef) -> bool:
+        """An ``__init__`` of a class deriving directly from tf.Module (nn.Module's __init__ is then the parent's)
+        with no ``super().__init__`` / ``super(C, self).__init__`` / ``<Base>.__init__(self, ...)`` call."""
+        if not any(b.keyword is None and self.ctx.imports.resolve(b.value) == "tensorflow.Module"
+                   for b in plan.node.bases) or len(plan.node.bases) != 1:
+            return False
+        return not any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "__init__"
+                       for c in find_all(init.body, cst.Call))
 
     def _in_method(self) -> cst.FunctionDef | None:
         """The method of the current class we are in (the outermost function below the class)."""
@@ -1905,6 +1916,40 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         ctx.report(Severity.ERROR, "shape-unknown", f"build() is kept, but torch never calls it: {why}. Call "
                    f"module.build(input_shape) once after constructing the module (before creating the optimizer "
                    "or loading weights), or pass the sizes to __init__ and create the parameters there", fn)
+
+    def _super_init_first(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        """``super().__init__()`` first in ``__init__`` (after its docstring), on a line of its own where the blank
+        line after ``__init__`` can go (the file keeps its line count: later findings keep their lines), else
+        split off the first statement at the end (training.finish)."""
+        body = list(updated.body.body)
+        idx = next((i for i, s in enumerate(original.body.body) if s is plan.init_fn), None)
+        if idx is None or not isinstance(body[idx].body, cst.IndentedBlock):
+            return updated
+        init = body[idx]
+        stmts = list(init.body.body)
+        at = 1 if len(stmts) > 1 and isinstance(stmts[0], cst.SimpleStatementLine) and isinstance(
+            stmts[0].body[0], cst.Expr) and isinstance(stmts[0].body[0].value, (cst.SimpleString,
+                                                                                cst.ConcatenatedString)) else 0
+        call = cst.parse_statement("super().__init__()\n")
+        nxt = body[idx + 1] if idx + 1 < len(body) else None
+        if nxt is not None and nxt.leading_lines and nxt.leading_lines[0].comment is None:
+            body[idx + 1] = nxt.with_changes(leading_lines=list(nxt.leading_lines)[1:])
+            stmts.insert(at, call.with_changes(leading_lines=stmts[at].leading_lines))
+            stmts[at + 1] = stmts[at + 1].with_changes(leading_lines=[])
+        elif isinstance(stmts[at], cst.SimpleStatementLine):
+            # no blank line to take: `__fwport_line__(super().__init__()); <first statement>`, which the training
+            # pass's finish step splits into two lines once every finding has its line (training.MARK)
+            first = cst.Expr(cst.parse_expression("__fwport_line__(super().__init__())"),
+                             semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
+            stmts[at] = stmts[at].with_changes(body=[first, *stmts[at].body])
+            self.ctx.options["_split_lines"] = True
+        else:
+            return updated
+        body[idx] = init.with_changes(body=init.body.with_changes(body=stmts))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{plan.name}.__init__ calls no super().__init__() (a "
+                        "tf.Module runs without it) → super().__init__() first: an nn.Module must set up its "
+                        "parameter registry before an attribute holds a parameter", plan.init_fn.name)
+        return updated.with_changes(body=updated.body.with_changes(body=body))
 
     def _call_build_from_init(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
         """``self.build()`` at the end of ``__init__``, on the blank line that follows it."""

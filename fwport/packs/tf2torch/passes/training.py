@@ -3328,6 +3328,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 done = self._plain_tape(stmt, tape, body, i, source[1] if source else tape[1])
+                if done is None and getattr(self, "_plain_refused", None) is tape[1]:
+                    out.append(stmt)  # refused with its reason (_unordered_use): not an optimizer step either
+                    i += 1
+                    continue
             if done is None and _persistent_only(tape[1]):  # several gradients, several optimizers
                 done = self._tapes_step(stmt, body, i, report=True)
                 if done is None and self.ctx.is_settled(tape[1]):
@@ -3860,10 +3864,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif name in _names_in([small]):
                 return None
         after = self._until_rebound(body, i + 1, name)
-        from fwport.packs.tf2torch.passes.variables import variable_bindings  # the sources' bindings
+        from fwport.packs.tf2torch.passes.variables import tf_module_instances, variable_bindings  # the sources
         if not hasattr(self, "_variable_bindings"):
             self._variable_bindings = variable_bindings(self.module, self.ctx)
-        names, attrs = self._variable_bindings
+        names, attrs, lists = self._variable_bindings
+        if not hasattr(self, "_tf_module_instances"):
+            self._tf_module_instances = tf_module_instances(self.module, self.ctx)
         calls: list[tuple[int, cst.Call]] = []  # (statement index in body, the gradient call)
         deleted: list[int] = []  # `del tape` statements (their lines go)
         defs: list[cst.FunctionDef] = []  # functions defined after the tape that bind their own `name`
@@ -3894,6 +3900,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if len(c.args) != 2 or any(a.keyword or a.star for a in c.args):
                 return None
             sources = c.args[1].value
+            if self._variable_list(sources, lists) is not None:
+                # model.trainable_variables, a tf.Module's variables, params = [w, b]: leaves, a tuple; not where
+                # the file applies gradients with an optimizer (returned from here, applied elsewhere: the
+                # optimizer forms, or their errors)
+                if not hasattr(self, "_applies_gradients"):
+                    self._applies_gradients = "apply_gradients" in _attrs_in(self.module.body)
+                if self._applies_gradients:
+                    return None
+                continue
             items = [e.value for e in sources.elements if not isinstance(e, cst.StarredElement)] if isinstance(
                 sources, (cst.List, cst.Tuple)) else [sources]
             if isinstance(sources, (cst.List, cst.Tuple)) and len(items) != len(sources.elements) or not items:
@@ -3902,13 +3917,21 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 if not (isinstance(s, cst.Name) and (s.value in names or s.value in watched)
                         or isinstance(s, cst.Attribute) and s.attr.value in attrs):
                     return None
+        for at, c in calls:
+            unordered = self._unordered_use(c, body[at], body[at + 1:])
+            if unordered is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", unordered, call)
+                self.ctx.settle(call)
+                self.ctx.settle(tape[1])
+                self._plain_refused = tape[1]
+                return None
         grad = self.ctx.spell_text("torch.autograd.grad")
         replaced: dict[int, cst.Call] = {}
         for n, (_, c) in enumerate(calls):
             target, sources = c.args[0].value, c.args[1].value
             t = code(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(target)})"
             retain = ", retain_graph=True" if n < len(calls) - 1 else ""
-            single = not isinstance(sources, (cst.List, cst.Tuple))
+            single = not isinstance(sources, (cst.List, cst.Tuple)) and self._variable_list(sources, lists) is None
             replaced[id(c)] = parsed_expression(f"{grad}({t}.sum(), {code(sources)}{retain})" + ("[0]" if single else ""))
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"tf.GradientTape{' (persistent)' if persistent else ''} whose gradients no optimizer "
@@ -3924,6 +3947,66 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             else:
                 out.append(rewrite(body[at], _Replace(replaced)) if any(a == at for a, _ in calls) else body[at])
         return out, last + 1
+
+    def _unordered_use(self, c: cst.Call, line, rest: list) -> str | None:
+        """Why the gradients of ``c`` (a tape.gradient call over a tf.Module instance's variables) cannot be
+        translated: TensorFlow lists a tf.Module's variables sorted by attribute name, the translated module's
+        parameters() in the order they were assigned, so only gradients paired with those same variables by
+        ``zip(grads, M.variables)`` are the same; an index or an unpacking may pick another variable's."""
+        sources = c.args[1].value
+        if not (isinstance(sources, cst.Attribute) and isinstance(sources.value, cst.Name)
+                and sources.value.value in self._tf_module_instances):
+            return None
+        classes = {s.name.value for s in self.module.body if isinstance(s, cst.ClassDef)}
+        for made in self._tf_module_instances[sources.value.value]:
+            for arg in made.args:
+                if isinstance(arg.value, (cst.List, cst.Tuple)) and any(
+                        isinstance(e.value, cst.Call) and isinstance(e.value.func, cst.Name)
+                        and e.value.func.value in classes for e in arg.value.elements):
+                    return (f"tf.GradientTape: {code(sources.value)} = {code(made.func)}(...) is given a list of "
+                            f"modules ({code(arg.value)[:60]}), whose variables TensorFlow tracks in a list "
+                            "attribute, where an nn.Module registers only the modules assigned to it directly or "
+                            f"in an nn.ModuleList, so {code(sources.value)}.parameters() would miss theirs; keep "
+                            f"the list as nn.ModuleList(...) in {code(made.func)}.__init__, then translate again")
+        why = (f"tf.GradientTape: the gradients over {code(sources)} (a tf.Module's, which TensorFlow lists sorted by "
+               "attribute name, where the translated module's parameters() come in the order they were assigned) "
+               "are used otherwise than paired by zip() with those same variables; write "
+               f"`for g, v in zip(grads, {code(sources)}): ...`, or name the variables in the gradient call "
+               f"(tape.gradient(loss, [{code(sources.value)}.w, {code(sources.value)}.b]))")
+        a = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if not (isinstance(a, cst.Assign) and a.value is c and len(a.targets) == 1
+                and isinstance(a.targets[0].target, cst.Name)):
+            return why
+        name, wanted = a.targets[0].target.value, code(sources)
+        zipped: set[int] = set()  # the names paired by zip(name, sources) / zip(sources, name)
+        for z in (z for stmt in rest for z in find_all(stmt, cst.Call)):
+            if (isinstance(z.func, cst.Name) and z.func.value == "zip" and len(z.args) == 2
+                    and not any(x.keyword or x.star for x in z.args)):
+                texts = [code(x.value) for x in z.args]
+                if sorted(texts) == sorted([name, wanted]):
+                    zipped |= {id(x.value) for x in z.args}
+        for n in (n for stmt in rest for n in find_all(stmt, cst.Name)):
+            if n.value == name and id(n) not in zipped:
+                return why
+        return None
+
+    def _variable_list(self, sources: cst.BaseExpression, lists: set[str]) -> str | None:
+        """What a tape's sources are when they are a list of variables that the translation makes a list of leaf
+        tensors requiring grad: ``X.trainable_variables`` / ``X.trainable_weights`` (the parameters that train,
+        model_api / variables), ``M.variables`` / ``M.weights`` of a model (model_api) or of an instance of a
+        tf.Module class of the file (variables), a name bound only to lists of variables; else None."""
+        if isinstance(sources, cst.Name) and sources.value in lists:
+            return "a list of tf.Variables"
+        if not (isinstance(sources, cst.Attribute) and isinstance(sources.value, (cst.Name, cst.Attribute))):
+            return None
+        attr, receiver = sources.attr.value, sources.value
+        if attr in _VARIABLE_LISTS:
+            return f"{code(receiver)}'s trainable parameters"
+        if attr in ("variables", "weights") and (
+                isinstance(receiver, cst.Name) and receiver.value in self._tf_module_instances
+                or self.models.is_model_expr(receiver, self._chain())):
+            return f"{code(receiver)}'s parameters"
+        return None
 
     def _watch_of(self, stmt, name: str) -> str | None:
         """``<name>.watch(x)`` as a statement → x."""

@@ -85,6 +85,7 @@ class _Bindings(ScopedResolver, cst.CSTVisitor):
         self.other_attrs: set[str] = set()
         self.in_module: set[int] = set()
         self.untracked: set[int] = set()  # in_module, in a Keras 3 layer / model class (ops.UNTRACKED)
+        self.lists: dict[str, list] = {}  # name → each list / tuple display bound to it (params = [w, b])
         self.keras_classes: list[bool] = []  # per enclosing class: was it a Keras Layer / Model (subclass pass)
         self._keras = ctx.analyses.get(KERAS_CLASSES, set()) if ctx.version != 2 else set()
 
@@ -118,7 +119,14 @@ class _Bindings(ScopedResolver, cst.CSTVisitor):
     def visit_Assign(self, node: cst.Assign) -> None:
         is_var = self._is_variable(node.value)
         for t in node.targets:
+            pairs = _pairs(t.target, node.value)
+            if pairs is not None:  # w, b = tf.Variable(...), tf.Variable(...): element by element
+                for target, value in pairs:
+                    self._bind(target, self._is_variable(value))
+                continue
             self._bind(t.target, is_var)
+            if isinstance(t.target, cst.Name) and isinstance(node.value, (cst.List, cst.Tuple)):
+                self.lists.setdefault(t.target.value, []).append(node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -138,6 +146,7 @@ class _Methods(cst.CSTVisitor):
         self.detach_reported = False
         self.module: cst.Module | None = None  # the file (run sets it), for _own_attributes
         self.own: set[str] | None = None
+        self.tf_modules: dict | None = None  # tf_module_instances
         self.bindings: tuple[dict, set[str]] | None = None  # _module_bindings
 
     def _receiver(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
@@ -308,6 +317,12 @@ class _Methods(cst.CSTVisitor):
         if recv is None:
             if node.attr.value in KERAS_ONLY_ATTRIBUTES and node.attr.value not in self._own_attributes():
                 self._keras_attribute(node)
+            elif (node.attr.value == "variables" and isinstance(node.value, cst.Name)
+                  and node.value.value in self._tf_modules() and "variables" not in self._own_attributes()
+                  and not self.ctx.is_settled(node) and self.ctx.plans.get(node) is None):
+                # a tf.Module's variables (sorted by attribute name, nested modules' after): the module's
+                plan_attribute(self.ctx, node, by="variables", why_more=f"; {node.value.value} is an instance of "
+                               "a tf.Module class, whose variables TensorFlow lists sorted by attribute name")
             return
         attr = node.attr.value
         if attr in SAME_ATTRIBUTES:
@@ -321,6 +336,11 @@ class _Methods(cst.CSTVisitor):
                             f"{recv[0]}.{attr}: {recv[0]} is a tf.Variable (a torch tensor in the translation) "
                             f"and fwport does not translate its attribute {attr}; write it by hand", node)
 
+
+    def _tf_modules(self) -> dict:
+        if self.tf_modules is None:
+            self.tf_modules = tf_module_instances(self.module, self.ctx)
+        return self.tf_modules
 
     def _own_attributes(self) -> set[str]:
         """The attribute names the file gives objects of its own (``x.attr = ...``, a def of that name)."""
@@ -357,12 +377,69 @@ def _detached_already(receiver: cst.BaseExpression) -> bool:
     return False
 
 
-def variable_bindings(module: cst.Module, ctx: FileContext) -> tuple[set[str], set[str]]:
+def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list | None:
+    """``a, b = x, y`` → [(a, x), (b, y)] (no starred element, as many targets as values), else None."""
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))
+            and len(target.elements) == len(value.elements)):
+        return None
+    if any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return None
+    return [(t.value, v.value) for t, v in zip(target.elements, value.elements)]
+
+
+def variable_bindings(module: cst.Module, ctx: FileContext) -> tuple[set[str], set[str], set[str]]:
     """The names and the attribute names bound to ``tf.Variable(...)`` in ``module`` (the training
-    pass asks which tape sources are variables)."""
+    pass asks which tape sources are variables), and the names bound only to lists or tuples of names
+    bound only to variables (``params = [w, b]``)."""
     b = _Bindings(ctx)
     scan(module, b)
-    return b.names, b.attrs
+    only = b.names - b.other_names
+    lists = {name for name, values in b.lists.items() if name not in b.names and all(
+        v.elements and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and e.value.value in only
+                           for e in v.elements) for v in values) and len(values) == _binding_count(module, name)}
+    return b.names, b.attrs, lists
+
+
+def _binding_count(module: cst.Module, name: str) -> int:
+    """How many times ``name`` is bound in ``module`` (assignments, for targets, parameters, with / except / import
+    names, augmented assignments), counted by spelling."""
+    n = 0
+    for t in find_all(module, cst.AssignTarget):
+        n += sum(1 for x in find_all(t.target, cst.Name) if x.value == name)
+    for kind in (cst.For, cst.AugAssign, cst.AnnAssign, cst.Param, cst.AsName, cst.CompFor):
+        for node in find_all(module, kind):
+            target = getattr(node, "target", None) or getattr(node, "name", None)
+            if isinstance(target, cst.CSTNode) and any(x.value == name for x in find_all(target, cst.Name)):
+                n += 1
+    return n
+
+
+def tf_module_instances(module: cst.Module, ctx: FileContext) -> dict[str, list[cst.Call]]:
+    """The names bound only to ``C(...)``, C a top-level class of the file deriving (through classes of the file)
+    from tf.Module: its ``.variables`` is the translated module's parameters. Each with its constructor calls."""
+    classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
+    keras = ctx.analyses.get(KERAS_CLASSES, set())
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for c in classes:
+            # (tf.Module as written, or the nn.Module the subclass pass wrote for it: not for a Keras class)
+            if c.name.value not in found and c.name.value not in keras and any(
+                    b.keyword is None and (ctx.imports.resolve(b.value) == "tensorflow.Module"
+                                           or render(b.value) in ("nn.Module", "torch.nn.Module")
+                                           or isinstance(b.value, cst.Name) and b.value.value in found)
+                    for b in c.bases):
+                found.add(c.name.value)
+                changed = True
+    if not found:
+        return {}
+    made: dict[str, list[cst.Call]] = {}
+    for a in find_all(module, cst.Assign):
+        if (len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call)
+                and isinstance(a.value.func, cst.Name) and a.value.func.value in found):
+            made.setdefault(a.targets[0].target.value, []).append(a.value)
+    return {name: calls for name, calls in made.items() if len(calls) == _binding_count(module, name)}
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
