@@ -457,6 +457,7 @@ def _namespaces(module: cst.Module, ctx, classes: set[str], configs: dict[str, C
         once = _assigned_once(cls)
         held = ctx.analyses.get(HELD, {}).get(cls.name.value, {})
         taken = set(once) | {f.name.value for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+        parent: dict[int, cst.CSTNode] | None = None  # (node → its parent in the class, built once needed)
         for st in init.body.body:
             if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign)
                     and len(st.body[0].targets) == 1 and isinstance(st.body[0].value, cst.Name)
@@ -469,26 +470,32 @@ def _namespaces(module: cst.Module, ctx, classes: set[str], configs: dict[str, C
                 _imported(cls, ctx, st, t, p, held, static)
                 continue
             reads, odd = _reads(init.body, p.name.value)
-            parents = _Parents()
-            cls.visit(parents)
-            parent = parents.parent
+            if parent is None:
+                parents = _Parents()
+                cls.visit(parents)
+                parent = parents.parent
             mentions = [a for a in find_all(cls, cst.Attribute) if dotted_text(a) == t]
             uses = [parent[id(m)] for m in mentions if isinstance(parent.get(id(m)), cst.Attribute)
                     and parent[id(m)].value is m]
             names = {u.attr.value for u in uses} | reads
-            called = any(isinstance(parent.get(id(n)), cst.Call) and parent[id(n)].func is n for n in (*mentions, *uses))
-            if odd or called or not names or names & _NOT_CONFIG:
+            reads_of = [a for a in find_all(init.body, cst.Attribute)
+                        if isinstance(a.value, cst.Name) and a.value.value == p.name.value]
+
+            def within(n: cst.CSTNode, *kinds) -> bool:  # n is the function called, the value indexed or read of
+                q = parent.get(id(n))
+                return isinstance(q, kinds) and (q.func if isinstance(q, cst.Call) else q.value) is n
+
+            if odd or not names or names & _NOT_CONFIG or any(within(n, cst.Call) for n in (*mentions, *uses, *reads_of)):
                 continue  # no configuration: a layer, a tensor, a callable, a dict
-            stored = any(isinstance(parent.get(id(u)), (cst.AssignTarget, cst.AugAssign, cst.Del))
-                         for u in uses) or any(isinstance(parent.get(id(u)), cst.AugAssign) and parent[id(u)].target is u
-                                               for u in uses)
-            deep = any(isinstance(parent.get(id(u)), cst.Attribute) and parent[id(u)].value is u for u in uses)
-            if stored or deep or len(uses) != len(mentions) - 1:
-                ctx.report(Severity.WARNING, "unsupported-construct", f"{t} holds {p.name.value}, an object of a "
-                           "type the translation cannot tell (an argparse.Namespace?), read otherwise than for plain "
-                           "attributes: it is a leaf of the Equinox module, which eqx.filter_jit must hash; make it "
-                           "hashable (a frozen dataclass) and declare the field eqx.field(static=True), or copy the "
-                           "values the module reads into fields of their own", st)
+            stored = any(isinstance(parent.get(id(u)), (cst.AssignTarget, cst.Del)) or isinstance(
+                parent.get(id(u)), cst.AugAssign) and parent[id(u)].target is u for u in uses)
+            if stored or any(within(u, cst.Attribute) for u in uses) or len(uses) != len(mentions) - 1:
+                if not any(within(r, cst.Subscript) for r in (*uses, *reads_of)):  # else perhaps a layer
+                    ctx.report(Severity.WARNING, "unsupported-construct", f"{t} holds {p.name.value}, an object of a "
+                               "type the translation cannot tell (an argparse.Namespace?), read otherwise than for "
+                               "plain attributes: it is a leaf of the Equinox module, which eqx.filter_jit must hash; "
+                               "make it hashable (a frozen dataclass) and declare the field eqx.field(static=True), or "
+                               "copy the values the module reads into fields of their own", st)
                 continue
             if typed is None:
                 typed = _argparse_types(module, ctx)
@@ -499,8 +506,6 @@ def _namespaces(module: cst.Module, ctx, classes: set[str], configs: dict[str, C
                     continue
                 copies[x] = x if x not in taken and x not in copies.values() else f"{t[5:]}_{x}"
             kinds: dict[str, set] = {}
-            reads_of = [a for a in find_all(init.body, cst.Attribute)
-                        if isinstance(a.value, cst.Name) and a.value.value == p.name.value]
             for u in (*uses, *reads_of):
                 kinds.setdefault(u.attr.value, set()).add(_usage_type(u, parent))
             fields = ctx.analyses.setdefault(HELD, {}).setdefault(cls.name.value, {})
