@@ -22,6 +22,12 @@ in the other methods) is a field of exactly one such class and nothing calls it 
 The same trap, a set: ``self.skip = set(...)`` (a literal, a comprehension) in ``__init__`` is no pytree node but an
 unhashable leaf; where nothing changes it, it is written ``frozenset(...)`` in a static field, else a warning. (Lists,
 tuples, dicts and namedtuples are pytree nodes whose Python leaves eqx.filter_jit hashes one by one: no trap.)
+
+An object of a type the file does not tell (an ``argparse.Namespace``, a ``SimpleNamespace``: an ``__init__`` parameter
+without annotation or default) held as ``self.config = config`` and read for plain attributes only is replaced by a
+field per attribute read (``self.n_cells = config.n_cells``, read as ``self.n_cells``): static where its type is known,
+else a plain field (_namespaces, copies). Read otherwise (passed whole, ``self.config.model.x``): a warning. Annotated
+with a class of another file: a static field with a warning that the class must be hashable (frozen).
 """
 from __future__ import annotations
 
