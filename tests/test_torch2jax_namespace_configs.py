@@ -74,6 +74,12 @@ def test_a_held_namespace_is_a_field_per_attribute_read():
     assert any(f.code == "idiom-replaced" and "argparse.Namespace" in f.message for f in by(r, Severity.INFO))
 
 
+def test_a_parameter_annotated_argparse_namespace_is_copied_too():
+    r = t2j(NET.replace("def __init__(self, config, n_out):", "def __init__(self, config: argparse.Namespace, n_out):"))
+    assert "    config_residual: bool = eqx.field(static=True)\n" in r.output and "self.config." not in r.output
+    assert not any("hashable" in f.message for f in by(r, Severity.WARNING)), r.findings
+
+
 def test_a_type_the_file_does_not_tell_leaves_a_plain_field():
     """Without the add_argument lines `scale` (multiplying a tensor) may be anything: a plain field, a Python value
     beside the arrays (eqx.filter_jit hashes it; a list would be a pytree node), not a static one."""
@@ -137,9 +143,11 @@ class Net(nn.Module):
 """
 
 
-def test_a_configuration_of_another_file_is_static_with_a_warning_at_its_line():
-    r = t2j(IMPORTED)
-    line = textwrap.dedent(IMPORTED).lstrip("\n").splitlines().index("        self.config = config") + 1
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_configuration_of_another_file_is_static_with_a_warning_at_its_line(relative):
+    src = IMPORTED.replace("from myproject.configs", "from .configs") if relative else IMPORTED
+    r = t2j(src)
+    line = textwrap.dedent(src).lstrip("\n").splitlines().index("        self.config = config") + 1
     warnings = [f for f in by(r, Severity.WARNING) if "ModelConfig" in f.message]
     assert [f.line for f in warnings] == [line], r.findings
     assert "hashable" in warnings[0].message and "frozen=True" in warnings[0].message

@@ -379,6 +379,7 @@ COPIED = "torch2jax.configs.copied"
 #: attributes of a tensor or a layer: an object read for these is no configuration
 _NOT_CONFIG = frozenset({"shape", "dtype", "device", "weight", "bias", "data", "grad", "T", "ndim", "training",
                          "requires_grad", "in_features", "out_features", "num_embeddings", "embedding_dim"})
+_NAMESPACES = frozenset({None, "argparse.Namespace", "types.SimpleNamespace"})
 _ARGPARSE_TYPES = {"int": "int", "float": "float", "str": "str"}
 
 
@@ -472,8 +473,8 @@ def _namespaces(module: cst.Module, ctx, classes: set[str], configs: dict[str, C
             t, p = dotted_text(st.body[0].targets[0].target) or "", params[st.body[0].value.value]
             if not (t.startswith("self.") and t.count(".") == 1 and once.get(t[5:]) == 1) or t[5:] in held:
                 continue
-            if p.annotation is not None:
-                _imported(cls, ctx, st, t, p, held, static)
+            if p.annotation is not None and (_annotated(ctx, p) not in _NAMESPACES or _relative(module, p)):
+                _imported(cls, ctx, st, t, p, held, static, _relative(module, p))
                 continue
             reads, odd = _reads(init.body, p.name.value)
             if parent is None:
@@ -527,12 +528,40 @@ def _namespaces(module: cst.Module, ctx, classes: set[str], configs: dict[str, C
                        "held whole it would be a leaf of the Equinox module that eqx.filter_jit cannot hash", st)
 
 
-def _imported(cls, ctx, st, t: str, p: cst.Param, held: dict, static: str) -> None:
+def _annotated(ctx, p: cst.Param) -> str | None:
+    """The imported name a parameter's annotation resolves to (None: no annotation, or not an import)."""
+    if p.annotation is None:
+        return None
+    ann = p.annotation.annotation
+    try:
+        return ctx.imports.resolve(cst.parse_expression(ann.evaluated_value) if isinstance(ann, cst.SimpleString) else ann)
+    except cst.ParserSyntaxError:
+        return None
+
+
+def _relative(module: cst.Module, p: cst.Param) -> str | None:
+    """``.configs.ModelConfig`` where the parameter's annotation names a class a relative import of the file binds
+    (``from .configs import ModelConfig``), which the import table leaves out."""
+    ann = p.annotation.annotation
+    head = (ann.evaluated_value if isinstance(ann, cst.SimpleString) else code(ann)).split(".")[0]
+    for st in module.body:
+        for small in st.body if isinstance(st, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.relative and not isinstance(small.names, cst.ImportStar):
+                for a in small.names:
+                    if (a.asname.name.value if a.asname else code(a.name)) == head:
+                        return "." * len(small.relative) + (code(small.module) + "." if small.module else "") + code(a.name)
+    return None
+
+
+def _imported(cls, ctx, st, t: str, p: cst.Param, held: dict, static: str, relative: str | None = None) -> None:
     """``self.config = config`` of a parameter annotated with a class of another file: a static field of that
     class, with a warning that eqx.filter_jit hashes it (the class must be a frozen dataclass or hashable else)."""
     ann = p.annotation.annotation
     name = ann.evaluated_value if isinstance(ann, cst.SimpleString) else code(ann)
-    q = ctx.imports.resolve(cst.parse_expression(name)) if isinstance(ann, cst.SimpleString) else ctx.imports.resolve(ann)
+    q = relative or _annotated(ctx, p)
+    _, odd = _held_reads(cls, t[5:])
+    if odd or any((dotted_text(c.func) or "").startswith(t + ".") for c in find_all(cls, cst.Call)):
+        return  # called, indexed or its methods called: no configuration
     if q is None or ctx.imports.is_source(q) or q.split(".")[0] in ("typing", "builtins", "numpy", "collections"):
         return
     ctx.analyses.setdefault(HELD, {}).setdefault(cls.name.value, {})[t[5:]] = name + static
