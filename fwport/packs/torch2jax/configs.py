@@ -22,6 +22,12 @@ in the other methods) is a field of exactly one such class and nothing calls it 
 The same trap, a set: ``self.skip = set(...)`` (a literal, a comprehension) in ``__init__`` is no pytree node but an
 unhashable leaf; where nothing changes it, it is written ``frozenset(...)`` in a static field, else a warning. (Lists,
 tuples, dicts and namedtuples are pytree nodes whose Python leaves eqx.filter_jit hashes one by one: no trap.)
+
+An object of a type the file does not tell (an ``argparse.Namespace``, a ``SimpleNamespace``: an ``__init__`` parameter
+without annotation or default) held as ``self.config = config`` and read for plain attributes only is replaced by a
+field per attribute read (``self.n_cells = config.n_cells``, read as ``self.n_cells``): static where its type is known,
+else a plain field (_namespaces, copies). Read otherwise (passed whole, ``self.config.model.x``): a warning. Annotated
+with a class of another file: a static field with a warning that the class must be hashable (frozen).
 """
 from __future__ import annotations
 
@@ -165,6 +171,7 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
     _sets(module, ctx, classes)
     configs = analyse(module, ctx)
     if not configs:
+        _namespaces(module, ctx, classes, configs)
         return
     held: dict[str, dict[str, str]] = ctx.analyses.setdefault(HELD, {})
     used: dict[str, Config] = {}
@@ -224,6 +231,7 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
                                                        if h in freeze})
     for n in sorted(freeze):
         _mutations(module, ctx, configs[n])
+    _namespaces(module, ctx, classes, configs)
 
 
 def _field_assignments(node: cst.CSTNode, base: set[str], fields) -> list[tuple[cst.CSTNode, cst.Attribute]]:
@@ -361,3 +369,245 @@ def frozensets(cls: cst.ClassDef, ctx) -> cst.ClassDef:
     """The sets _sets chose, in the class's ``__init__``, written ``frozenset(...)``."""
     attrs = ctx.analyses.get(SETS, {}).get(cls.name.value)
     return cls.visit(_Frozensets(attrs)) if attrs else cls
+
+
+# --- an object of another kind read for its attributes (argparse.Namespace, SimpleNamespace, an imported config) ---
+
+#: ctx.analyses: module class → {attribute holding such an object: {attribute read of it: the field holding a copy}}
+COPIED = "torch2jax.configs.copied"
+
+#: attributes of a tensor or a layer: an object read for these is no configuration
+_NOT_CONFIG = frozenset({"shape", "dtype", "device", "weight", "bias", "data", "grad", "T", "ndim", "training",
+                         "requires_grad", "in_features", "out_features", "num_embeddings", "embedding_dim"})
+_NAMESPACES = frozenset({None, "argparse.Namespace", "types.SimpleNamespace"})
+_ARGPARSE_TYPES = {"int": "int", "float": "float", "str": "str"}
+
+
+def _argparse_types(module: cst.Module, ctx) -> dict[str, str]:
+    """``parser.add_argument("--n_embed", type=int)`` of the file (``action="store_true"``: bool) → {dest: type};
+    an argument taking several values (``nargs``) is left out."""
+    out: dict[str, str] = {}
+    for c in find_all(module, cst.Call):
+        if not (isinstance(c.func, cst.Attribute) and c.func.attr.value == "add_argument"):
+            continue
+        names = [a.value.evaluated_value for a in c.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        kw = {a.keyword.value: a.value for a in c.args if a.keyword is not None}
+        longs = [n for n in names if isinstance(n, str) and n.startswith("--")] or names
+        dest = kw["dest"].evaluated_value if isinstance(kw.get("dest"), cst.SimpleString) else \
+            longs[0].lstrip("-").replace("-", "_") if longs and isinstance(longs[0], str) else None
+        if dest is None or "nargs" in kw:
+            continue
+        action = kw["action"].evaluated_value if isinstance(kw.get("action"), cst.SimpleString) else None
+        if action in ("store_true", "store_false"):
+            out[dest] = "bool"
+        elif action is None and isinstance(kw.get("type"), cst.Name) and kw["type"].value in _ARGPARSE_TYPES:
+            out[dest] = _ARGPARSE_TYPES[kw["type"].value]
+    return out
+
+
+class _Parents(cst.CSTVisitor):
+    def __init__(self):
+        super().__init__()
+        self.parent: dict[int, cst.CSTNode] = {}
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node) -> bool:
+        if self.stack:
+            self.parent[id(node)] = self.stack[-1]
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original) -> None:
+        self.stack.pop()
+
+
+def _usage_type(node: cst.CSTNode, parent: dict[int, cst.CSTNode]) -> str | None:
+    """What one read tells of its value's type: ``bool`` as a condition, ``str`` compared with a string, ``int`` in
+    arithmetic with an integer (``2 * config.d_hidden``; not ``/`` or ``**``)."""
+    p = parent.get(id(node))
+    negated = False
+    while isinstance(p, cst.BooleanOperation) or isinstance(p, cst.UnaryOperation) and isinstance(p.operator, cst.Not):
+        negated = negated or isinstance(p, cst.UnaryOperation)
+        node, p = p, parent.get(id(p))
+    if negated or isinstance(p, (cst.If, cst.While, cst.IfExp)) and p.test is node:
+        return "bool"
+    if isinstance(p, cst.BinaryOperation) and isinstance(p.left if p.right is node else p.right, cst.Integer) \
+            and not isinstance(p.operator, (cst.Divide, cst.Power)):
+        return "int"
+    if isinstance(p, cst.ComparisonTarget):
+        p = parent.get(id(p))
+    if isinstance(p, cst.Comparison) and any(isinstance(x, cst.SimpleString)
+                                             for x in (p.left, *(t.comparator for t in p.comparisons))):
+        return "str"
+    return None
+
+
+def _namespaces(module: cst.Module, ctx, classes: set[str], configs: dict[str, Config]) -> None:
+    """``self.config = config`` of an ``__init__`` parameter the file cannot type (an argparse.Namespace, a
+    SimpleNamespace: no annotation, no default), read for attributes only (``self.config.n_cells``): such an object
+    is a leaf of the Equinox module that eqx.filter_jit cannot hash. Each attribute read is copied in its place
+    (``self.n_cells = config.n_cells``) and read from the copy (``self.n_cells``): a static field where its type is
+    known (an ``add_argument`` of the file, a condition: bool, a comparison with a string: str), else a plain one
+    (a Python value beside the arrays, which eqx.filter_jit hashes; a list a pytree node). Annotated with a class of
+    another file, or read otherwise: a warning that it must be hashable."""
+    typed = None
+    static = f" = {ctx.spell_text('equinox.field')}(static=True)"
+    for cls in module.body:
+        if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
+            continue
+        init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+        if init is None:
+            continue
+        rebound = {n.value for a in find_all(init, cst.AssignTarget) for n in _bare_names(a.target)}
+        params = {p.name.value: p for p in (*init.params.params, *init.params.kwonly_params)
+                  if p.name.value not in rebound and p.default is None and _param_config(p, init, configs) is None}
+        once = _assigned_once(cls)
+        held = ctx.analyses.get(HELD, {}).get(cls.name.value, {})
+        taken = set(once) | {f.name.value for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+        parent: dict[int, cst.CSTNode] | None = None  # (node → its parent in the class, built once needed)
+        for st in init.body.body:
+            if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign)
+                    and len(st.body[0].targets) == 1 and isinstance(st.body[0].value, cst.Name)
+                    and st.body[0].value.value in params):
+                continue
+            t, p = dotted_text(st.body[0].targets[0].target) or "", params[st.body[0].value.value]
+            if not (t.startswith("self.") and t.count(".") == 1 and once.get(t[5:]) == 1) or t[5:] in held:
+                continue
+            if p.annotation is not None and (_annotated(ctx, p) not in _NAMESPACES or _relative(module, p)):
+                _imported(cls, ctx, st, t, p, held, static, _relative(module, p))
+                continue
+            reads, odd = _reads(init.body, p.name.value)
+            if parent is None:
+                parents = _Parents()
+                cls.visit(parents)
+                parent = parents.parent
+            mentions = [a for a in find_all(cls, cst.Attribute) if dotted_text(a) == t]
+            uses = [parent[id(m)] for m in mentions if isinstance(parent.get(id(m)), cst.Attribute)
+                    and parent[id(m)].value is m]
+            names = {u.attr.value for u in uses} | reads
+            reads_of = [a for a in find_all(init.body, cst.Attribute)
+                        if isinstance(a.value, cst.Name) and a.value.value == p.name.value]
+
+            def within(n: cst.CSTNode, *kinds) -> bool:  # n is the function called, the value indexed or read of
+                q = parent.get(id(n))
+                return isinstance(q, kinds) and (q.func if isinstance(q, cst.Call) else q.value) is n
+
+            if odd or not names or names & _NOT_CONFIG or any(within(n, cst.Call) for n in (*mentions, *uses, *reads_of)):
+                continue  # no configuration: a layer, a tensor, a callable, a dict
+            stored = any(isinstance(parent.get(id(u)), (cst.AssignTarget, cst.Del)) or isinstance(
+                parent.get(id(u)), cst.AugAssign) and parent[id(u)].target is u for u in uses)
+            if stored or any(within(u, cst.Attribute) for u in uses) or len(uses) != len(mentions) - 1:
+                if not any(within(r, cst.Subscript) for r in (*uses, *reads_of)):  # else perhaps a layer
+                    ctx.report(Severity.WARNING, "unsupported-construct", f"{t} holds {p.name.value}, an object of a "
+                               "type the translation cannot tell (an argparse.Namespace?), read otherwise than for "
+                               "plain attributes: it is a leaf of the Equinox module, which eqx.filter_jit must hash; "
+                               "make it hashable (a frozen dataclass) and declare the field eqx.field(static=True), or "
+                               "copy the values the module reads into fields of their own", st)
+                continue
+            if typed is None:
+                typed = _argparse_types(module, ctx)
+            copies: dict[str, str] = {}
+            for u in uses:
+                x = u.attr.value
+                if x in copies:
+                    continue
+                copies[x] = x if x not in taken and x not in copies.values() else f"{t[5:]}_{x}"
+            kinds: dict[str, set] = {}
+            for u in (*uses, *reads_of):
+                kinds.setdefault(u.attr.value, set()).add(_usage_type(u, parent))
+            fields = ctx.analyses.setdefault(HELD, {}).setdefault(cls.name.value, {})
+            for x, f in copies.items():
+                told = kinds[x] - {None}  # (a read that tells nothing contradicts nothing)
+                kind = typed.get(x) or (next(iter(told)) if len(told) == 1 else None)
+                indexed = any(u.attr.value == x and isinstance(parent.get(id(u)), cst.Subscript) for u in uses)
+                if kind and not indexed:
+                    fields[f] = kind + static
+            ctx.analyses.setdefault(COPIED, {}).setdefault(cls.name.value, {})[t[5:]] = copies
+            ctx.report(Severity.INFO, "idiom-replaced", f"{t} = {p.name.value}, an object read for its attributes "
+                       f"only (an argparse.Namespace?) → a field per attribute read ({', '.join(copies.values())}): "
+                       "held whole it would be a leaf of the Equinox module that eqx.filter_jit cannot hash", st)
+
+
+def _annotated(ctx, p: cst.Param) -> str | None:
+    """The imported name a parameter's annotation resolves to (None: no annotation, or not an import)."""
+    if p.annotation is None:
+        return None
+    ann = p.annotation.annotation
+    try:
+        return ctx.imports.resolve(cst.parse_expression(ann.evaluated_value) if isinstance(ann, cst.SimpleString) else ann)
+    except cst.ParserSyntaxError:
+        return None
+
+
+def _relative(module: cst.Module, p: cst.Param) -> str | None:
+    """``.configs.ModelConfig`` where the parameter's annotation names a class a relative import of the file binds
+    (``from .configs import ModelConfig``), which the import table leaves out."""
+    ann = p.annotation.annotation
+    head = (ann.evaluated_value if isinstance(ann, cst.SimpleString) else code(ann)).split(".")[0]
+    for st in module.body:
+        for small in st.body if isinstance(st, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.ImportFrom) and small.relative and not isinstance(small.names, cst.ImportStar):
+                for a in small.names:
+                    if (a.asname.name.value if a.asname else code(a.name)) == head:
+                        return "." * len(small.relative) + (code(small.module) + "." if small.module else "") + code(a.name)
+    return None
+
+
+def _imported(cls, ctx, st, t: str, p: cst.Param, held: dict, static: str, relative: str | None = None) -> None:
+    """``self.config = config`` of a parameter annotated with a class of another file: a static field of that
+    class, with a warning that eqx.filter_jit hashes it (the class must be a frozen dataclass or hashable else)."""
+    ann = p.annotation.annotation
+    name = ann.evaluated_value if isinstance(ann, cst.SimpleString) else code(ann)
+    q = relative or _annotated(ctx, p)
+    _, odd = _held_reads(cls, t[5:])
+    if odd or any((dotted_text(c.func) or "").startswith(t + ".") for c in find_all(cls, cst.Call)):
+        return  # called, indexed or its methods called: no configuration
+    if q is None or ctx.imports.is_source(q) or q.split(".")[0] in ("typing", "builtins", "numpy", "collections"):
+        return
+    ctx.analyses.setdefault(HELD, {}).setdefault(cls.name.value, {})[t[5:]] = name + static
+    ctx.report(Severity.WARNING, "unsupported-construct", f"{t} holds a {name} from another file ({q}): a static "
+               "field of the Equinox module here, which eqx.filter_jit hashes and compares; it must be hashable and "
+               f"compared by value, e.g. @dataclass(frozen=True) (a plain @dataclass fails with \"unhashable type: "
+               f"'{name.split('.')[-1]}'\")", st)
+
+
+class _Copies(cst.CSTTransformer):
+    def __init__(self, copied: dict[str, dict[str, str]]):
+        super().__init__()
+        self.copied = copied
+        self.depth = 0
+
+    def visit_FunctionDef(self, node) -> bool:
+        self.depth += 1
+        return True
+
+    def leave_FunctionDef(self, original, updated):
+        self.depth -= 1
+        return updated
+
+    def leave_Attribute(self, original, updated):
+        if isinstance(updated.value, cst.Attribute) and dotted_text(updated.value.value) == "self" \
+                and updated.value.attr.value in self.copied:
+            f = self.copied[updated.value.attr.value].get(updated.attr.value)
+            if f is not None:
+                return updated.with_changes(value=updated.value.value, attr=cst.Name(f))
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if self.depth != 1 or len(updated.body) != 1 or not isinstance(updated.body[0], cst.Assign):
+            return updated
+        a = updated.body[0]
+        t = dotted_text(a.targets[0].target) or "" if len(a.targets) == 1 else ""
+        if not (t.startswith("self.") and t[5:] in self.copied and isinstance(a.value, cst.Name)):
+            return updated
+        lines = [cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(f)))],
+                                                     cst.Attribute(a.value, cst.Name(x)))])
+                 for x, f in self.copied[t[5:]].items()]
+        lines[0] = lines[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel(lines)
+
+
+def copies(cls: cst.ClassDef, ctx) -> cst.ClassDef:
+    """The objects _namespaces chose: ``self.config = config`` → a copy per attribute read, read from the copies."""
+    copied = ctx.analyses.get(COPIED, {}).get(cls.name.value)
+    return cls.visit(_Copies(copied)) if copied else cls

@@ -3561,6 +3561,7 @@ class _Dropped(cst.CSTTransformer):
 
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
     cls = configs.frozensets(cls, ctx)  # a set nothing changes → a frozenset, a static field (configs.py)
+    cls = configs.copies(cls, ctx)  # a Namespace read for attributes → a field per attribute (configs.py)
     if plan.get("tied"):  # the tie and the output layer it replaced go (tying.py)
         cls = rewrite(cls, tying.Dropped())
     if isinstance(plan.get("tied"), dict):  # a tie under a flag: the output layer's calls choose by it
