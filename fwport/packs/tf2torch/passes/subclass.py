@@ -296,6 +296,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         ``keras.Model(...)`` / ``keras.Input(...)``, shadowing ignored)."""
         self.module = node
         self._given_values: set[int] = set()  # (_given_sequential: values known to be channels-first Sequentials)
+        self._given_lists: set[tuple] = set()  # (_given_list: (class, attribute) given a list of modules)
         self.module_sizes = module_scope(node, self.ctx)
         self.module_values = _module_values(node)
         classes: list[cst.ClassDef] = []
@@ -985,6 +986,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if not values:
             return False
         elements: list = []
+        given = (plan.name, attr) in self._given_lists
 
         class _Appends(cst.CSTVisitor):
             def visit_Call(self, n: cst.Call) -> None:
@@ -996,6 +998,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for fn in _methods(plan.node):
             scan(fn, _Appends())
         for v, fn in values:
+            if given and isinstance(v, cst.Name) and v.value in param_names(fn):
+                continue  # self.layers = layers, given a list of layers by every construction (_given_list)
             if isinstance(v, cst.Name):  # self.blocks = blocks, a list built by appends in the method
                 local = _local_list_elements(fn, v.value)
                 if not local:
@@ -1011,7 +1015,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         flat = []
         for v, fn in elements:  # self.blocks.extend([...])
             flat.extend((e.value, fn) for e in v.elements) if isinstance(v, (cst.List, cst.Tuple)) else flat.append((v, fn))
-        return bool(flat) and all(self._value_kind(v, fn) == "module" for v, fn in flat)
+        return (bool(flat) or given) and all(self._value_kind(v, fn) == "module" for v, fn in flat)
 
     def _check_alternatives(self, plan: _Plan) -> None:
         """An attribute that holds a channels-first module in one branch and another callable in another:
@@ -1136,6 +1140,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     and attr not in plan.attrs:
                 # self.backbone = backbone: what the file's constructions of the class give the parameter
                 self._given_sequential(plan, attr, self._constructed_with(plan, fn, value.value), value)
+                if attr not in plan.attrs:
+                    self._given_list(plan, attr, value, fn)
             elif isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
                 self._plan_list(plan, attr, value, fn)
             elif isinstance(value, cst.Name):
@@ -1144,6 +1150,71 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 elts = _local_list_elements(fn, value.value)
                 if elts and all(self._value_kind(e, fn) == "module" for e in elts):
                     plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
+
+    def _given_list(self, plan: _Plan, attr: str, value: cst.Name, init: cst.FunctionDef) -> None:
+        """``self.layers = layers`` in __init__, the parameter a list of layers (``MLP([Dense(4), Dense(2)])``):
+        Keras and tf.Module track the variables of the layers in a list attribute, torch registers a module's
+        parameters (model.parameters(), state_dict, .to) only in an nn.ModuleList, so the value is wrapped:
+        ``nn.ModuleList(layers)``. Wrapped where the file's constructions of the class give the parameter a list of
+        modules (and nothing else), or, where they give none, where the class calls the list's items
+        (``for layer in self.layers: x = layer(x)``, ``self.layers[i](x)``). A construction giving it both
+        modules and other values is an error (a ModuleList holds modules only, a list registers none)."""
+        kinds: set[str] = set()
+        for call, fns in _constructions(self.module, plan.name):
+            args = bind_def(call, init, skip=1) if call is not None else None
+            v = args.get(value.value) if args is not None else None
+            if isinstance(v, cst.Name) and not fns:
+                v = self.module_values.get(v.value, v)
+            if isinstance(v, (cst.List, cst.Tuple)):
+                kinds.update(self._item_kind(e.value) if not isinstance(e, cst.StarredElement) else "unknown"
+                             for e in v.elements)
+            elif isinstance(v, cst.ListComp):
+                kinds.add(self._item_kind(v.elt))
+        if "module" in kinds and "other" in kinds:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} is given a list of Keras layers "
+                            "and other values: Keras tracks the layers' weights, torch registers a module's parameters "
+                            "(model.parameters(), state_dict) only in an nn.ModuleList, which holds modules alone; "
+                            "give the layers in a list of their own", value)
+            return
+        if "other" in kinds:
+            return
+        if "module" not in kinds:
+            uses = _ListUses(attr)
+            for m in _methods(plan.node):
+                uses.fn = m
+                scan(m, uses)
+            if not uses.loop_vars and not _subscript_called(plan.node, attr):
+                return
+        plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
+        if "module" in kinds:
+            self._given_lists.add((plan.name, attr))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"self.{attr} = {value.value} → nn.ModuleList({value.value}): "
+                        "Keras tracks the weights of layers held in a list, torch registers a module's parameters "
+                        "(model.parameters(), state_dict, .to) only in an nn.ModuleList (which accepts nn.Module "
+                        "items alone)" + ("" if "module" in kinds else "; the list's items are called here, so they "
+                        "are taken to be layers"), value)
+
+    def _item_kind(self, e: cst.BaseExpression) -> str:
+        """An item of a list written at a construction: "module" (a Keras layer, a Sequential, a block of a
+        translated class), "other" (a number, a string, a lambda, a function of the source framework), or
+        "unknown"."""
+        if isinstance(e, cst.Call):
+            if isinstance(e.func, cst.Name) and e.func.value in self.translated:
+                return "module"
+            parts = dotted(e.func)
+            q = self.ctx.imports.resolve_parts(parts) if parts and not self.shadowed(parts[0]) else None
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            if rule is not None and rule.kind == "layer" or q == SEQUENTIAL:
+                return "module"
+            return "unknown"
+        if isinstance(e, (cst.Lambda, cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+            return "other"
+        parts = dotted(e)
+        if parts and len(parts) > 1 and not self.shadowed(parts[0]):
+            q = self.ctx.imports.resolve_parts(parts)
+            if q and q.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+                return "other"  # tf.nn.relu: a function
+        return "unknown"
 
     def _layer_dict(self, value: cst.BaseExpression, fn: cst.FunctionDef) -> bool:
         """``{"out": layers.Dense(2), ...}`` / ``dict(out=layers.Dense(2), ...)``: a dict written out whose keys are
@@ -2760,6 +2831,12 @@ class _LocalBinds(_NameCalls):
 
     def visit_CompFor(self, n: cst.CompFor) -> None:
         self._target(n.target)
+
+
+def _subscript_called(cls: cst.ClassDef, attr: str) -> bool:
+    """``self.<attr>[i](...)`` somewhere in the class."""
+    return any(isinstance(c.func, cst.Subscript) and dotted(c.func.value) == ["self", attr]
+               for c in find_all(cls, cst.Call))
 
 
 def _local_list_elements(fn: cst.FunctionDef, name: str) -> list | None:
