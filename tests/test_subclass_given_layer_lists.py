@@ -154,3 +154,62 @@ def test_a_given_list_of_layers_trains_every_weight(tmp_path):
         moved = np.asarray(after[key]) - np.asarray(before[key])
         assert np.abs(moved).max() > 1e-4, key  # the step reached this weight
         np.testing.assert_allclose(after[key], keras_result["after"][key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_a_given_list_is_wrapped_only_where_its_items_are_layers():
+    r = translate_source(textwrap.dedent('''
+        import tensorflow as tf
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+
+        class Stack(keras.Model):
+            def __init__(self, blocks, acts, sizes):
+                super().__init__()
+                self.blocks = blocks
+                self.acts = acts
+                self.sizes = sizes
+
+            def call(self, x, training=None):
+                for block in self.blocks:
+                    x = block(x, training=training)
+                for act in self.acts:
+                    x = act(x)
+                return x * len(self.sizes)
+
+
+        class Free(keras.Model):
+            def __init__(self, steps, scales):
+                super().__init__()
+                self.steps = steps
+                self.scales = scales
+
+            def call(self, x):
+                for s in self.scales:
+                    x = x * s
+                return self.steps[0](x)
+
+
+        class Mixed(keras.Model):
+            def __init__(self, things):
+                super().__init__()
+                self.things = things
+
+            def call(self, x):
+                return self.things[0](x)
+
+
+        stack = Stack([layers.Dense(4), layers.Dropout(0.1)], [tf.nn.relu, lambda t: t * 2], [4, 2])
+        mixed = Mixed([layers.Dense(4), tf.nn.relu])
+    ''').lstrip(), "prog.py")
+    out = r.output
+    assert "self.blocks = nn.ModuleList(blocks)" in out and "x = block(x)\n" in out  # (a module takes no training)
+    assert "self.acts = acts\n" in out and "self.sizes = sizes\n" in out  # functions, numbers: a list as they were
+    # Free is made nowhere in the file: its steps' items are called, so taken to be layers; its scales are not
+    assert "self.steps = nn.ModuleList(steps)" in out and "self.scales = scales\n" in out
+    wrapped = [f for f in r.findings if f.code == "idiom-replaced" and "nn.ModuleList(" in f.message]
+    assert [(f.line, f.severity, "taken to be layers" in f.message) for f in wrapped] == [
+        (9, Severity.INFO, False), (24, Severity.INFO, True)]
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.line for f in errors] == [36] and "nn.ModuleList" in errors[0].message, [f.message for f in errors]
+    assert "self.things = things\n" in out
