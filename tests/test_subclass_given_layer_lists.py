@@ -213,3 +213,37 @@ def test_a_given_list_is_wrapped_only_where_its_items_are_layers():
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [f.line for f in errors] == [36] and "nn.ModuleList" in errors[0].message, [f.message for f in errors]
     assert "self.things = things\n" in out
+
+
+def test_a_given_dict_of_layers_becomes_a_module_dict():
+    r = translate_source(textwrap.dedent('''
+        import tensorflow as tf
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+
+        class Heads(keras.Model):
+            def __init__(self, heads, acts):
+                super().__init__()
+                self.heads = heads
+                self.acts = acts
+
+            def call(self, x):
+                return self.acts["a"](self.heads["a"](x))
+
+
+        class Free(keras.Model):
+            def __init__(self, heads):
+                super().__init__()
+                self.heads = heads
+
+            def call(self, x):
+                return self.heads["out"](x)
+
+
+        model = Heads({"a": layers.Dense(2), "b": layers.Dense(3)}, {"a": tf.nn.relu})
+    ''').lstrip(), "prog.py")
+    out = r.output
+    assert out.count("self.heads = nn.ModuleDict(heads)") == 2, out  # (Free: made nowhere, its values called)
+    assert "self.acts = acts\n" in out  # a dict of functions stays a dict
+    assert not [f for f in r.findings if f.severity is Severity.ERROR]

@@ -1157,15 +1157,25 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         parameters (model.parameters(), state_dict, .to) only in an nn.ModuleList, so the value is wrapped:
         ``nn.ModuleList(layers)``. Wrapped where the file's constructions of the class give the parameter a list of
         modules (and nothing else), or, where they give none, where the class calls the list's items
-        (``for layer in self.layers: x = layer(x)``, ``self.layers[i](x)``). A construction giving it both
-        modules and other values is an error (a ModuleList holds modules only, a list registers none)."""
+        (``for layer in self.layers: x = layer(x)``, ``self.layers[i](x)``). A dict of layers with name keys
+        (``Heads({"a": Dense(2)})``; given none: ``self.heads["a"](x)``) likewise → ``nn.ModuleDict(heads)``. A
+        construction giving it both modules and other values is an error (a ModuleList holds modules only, a list
+        registers none)."""
         kinds: set[str] = set()
+        shapes: set[str] = set()  # "list", "dict" (with name keys), "other" (a value not written out)
         for call, fns in _constructions(self.module, plan.name):
             args = bind_def(call, init, skip=1) if call is not None else None
             v = args.get(value.value) if args is not None else None
             if isinstance(v, cst.Name) and not fns:
                 v = self.module_values.get(v.value, v)
-            if isinstance(v, (cst.List, cst.Tuple)):
+            if v is not None:
+                shapes.add("list" if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)) else "dict" if isinstance(
+                    v, cst.Dict) and all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                                         and e.key.evaluated_value.isidentifier() for e in v.elements) else "other")
+            if isinstance(v, cst.Dict):
+                kinds.update(self._item_kind(e.value) if isinstance(e, cst.DictElement) else "unknown"
+                             for e in v.elements)
+            elif isinstance(v, (cst.List, cst.Tuple)):
                 kinds.update(self._item_kind(e.value) if not isinstance(e, cst.StarredElement) else "unknown"
                              for e in v.elements)
             elif isinstance(v, cst.ListComp):
@@ -1176,7 +1186,18 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                             "(model.parameters(), state_dict) only in an nn.ModuleList, which holds modules alone; "
                             "give the layers in a list of their own", value)
             return
-        if "other" in kinds:
+        if "other" in kinds or len(shapes - {"other"}) > 1:
+            return
+        if shapes == {"dict"} and "module" in kinds or not shapes and _subscript_called(plan.node, attr, keyed=True):
+            # Heads({"a": layers.Dense(2)}): a dict of layers, in an nn.ModuleDict as a dict written out is
+            plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleDict"), [cst.Arg(value)])
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"self.{attr} = {value.value} → nn.ModuleDict("
+                            f"{value.value}): Keras tracks the weights of layers held in a dict, torch registers a "
+                            "module's parameters (model.parameters(), state_dict, .to) only in an nn.ModuleDict (which "
+                            "accepts nn.Module values alone)" + ("" if shapes else "; its values are called here "
+                            "(self." + attr + "[\"...\"](...)), so they are taken to be layers"), value)
+            return
+        if "dict" in shapes:
             return
         if "module" not in kinds:
             uses = _ListUses(attr)
@@ -2833,9 +2854,10 @@ class _LocalBinds(_NameCalls):
         self._target(n.target)
 
 
-def _subscript_called(cls: cst.ClassDef, attr: str) -> bool:
-    """``self.<attr>[i](...)`` somewhere in the class."""
-    return any(isinstance(c.func, cst.Subscript) and dotted(c.func.value) == ["self", attr]
+def _subscript_called(cls: cst.ClassDef, attr: str, keyed: bool = False) -> bool:
+    """``self.<attr>[i](...)`` somewhere in the class (``keyed``: ``self.<attr>["key"](...)``, a dict's, instead)."""
+    return any(isinstance(c.func, cst.Subscript) and dotted(c.func.value) == ["self", attr] and keyed == any(
+        isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString) for e in c.func.slice)
                for c in find_all(cls, cst.Call))
 
 
