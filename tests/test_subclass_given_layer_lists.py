@@ -18,7 +18,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-from runners import run_side
+from runners import keras_and_torch, run_side
 
 needs_both = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None
                                 or importlib.util.find_spec("torch") is None, reason="needs TensorFlow and PyTorch")
@@ -247,3 +247,62 @@ def test_a_given_dict_of_layers_becomes_a_module_dict():
     assert out.count("self.heads = nn.ModuleDict(heads)") == 2, out  # (Free: made nowhere, its values called)
     assert "self.acts = acts\n" in out  # a dict of functions stays a dict
     assert not [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+VARIABLES = '''
+import numpy as np
+import tensorflow as tf
+from tensorflow import keras
+
+
+class MLP(tf.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.ws = [tf.Variable(tf.ones([a, b]) * 0.1) for a, b in zip(sizes[:-1], sizes[1:])]
+        self.bs = []
+        for b in sizes[1:]:
+            self.bs.append(tf.Variable(tf.zeros([b])))
+
+    def __call__(self, x):
+        for w, b in zip(self.ws, self.bs):
+            x = tf.tanh(tf.matmul(x, w) + b)
+        return x
+
+
+mlp = MLP([5, 4, 3])
+optimizer = keras.optimizers.SGD(learning_rate=0.5)
+
+
+def step(x, t):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(mlp(x) - t))
+    grads = tape.gradient(loss, mlp.trainable_variables)
+    optimizer.apply_gradients(zip(grads, mlp.trainable_variables))
+    return loss
+'''
+
+VARIABLES_DRIVER = DATA + '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import model as m
+if sys.argv[2] == "torch":
+    import torch
+    x, t = torch.from_numpy(x), torch.from_numpy(t)
+m.step(x, t)
+weights = [np.asarray(v.detach() if hasattr(v, "detach") else v).tolist() for v in [*m.mlp.ws, *m.mlp.bs]]
+count = len(list(m.mlp.parameters())) if sys.argv[2] == "torch" else len(m.mlp.trainable_variables)
+print("RESULT " + json.dumps({"weights": weights, "count": count}))
+'''
+
+
+@needs_both
+def test_a_list_of_variables_becomes_a_parameter_list_that_trains(tmp_path):
+    program = textwrap.dedent(VARIABLES).lstrip()
+    r = translate_source(program, "prog.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.output
+    assert "self.ws = nn.ParameterList([nn.Parameter(" in r.output and "self.bs = nn.ParameterList()" in r.output
+    keras_result, torch_result = keras_and_torch(tmp_path, program, r.output, VARIABLES_DRIVER)
+    assert keras_result["count"] == torch_result["count"] == 4
+    for k, t in zip(keras_result["weights"], torch_result["weights"]):
+        np.testing.assert_allclose(t, k, rtol=1e-5, atol=1e-6)
+    assert np.abs(np.asarray(torch_result["weights"][0]) - 0.1).max() > 1e-3  # the step moved the weights

@@ -1106,6 +1106,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [])
                     plan.attrs[attr] = _Attr(attr, kind="seqlist", done=True, seq=ranks)
                     continue
+            if _empty_list(value) and self._appended_variables(plan, attr):
+                self._parameter_list(plan, attr, value)
+                continue
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "list" and not (
                     value.args) and self._modules_only(plan, cst.Attribute(cst.Name("self"), cst.Name(attr))):
                 # self.blocks = list(), then appends of layers: as `= []`, torch registers them only in an nn.ModuleList
@@ -1214,6 +1217,37 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                         "(model.parameters(), state_dict, .to) only in an nn.ModuleList (which accepts nn.Module "
                         "items alone)" + ("" if "module" in kinds else "; the list's items are called here, so they "
                         "are taken to be layers"), value)
+
+    def _trainable_variable(self, e: cst.BaseExpression) -> bool:
+        """``tf.Variable(...)`` with no ``trainable=`` (a frozen one is no nn.Parameter an nn.ParameterList may
+        hold: it would make it trainable)."""
+        return isinstance(e, cst.Call) and self.qualname(e.func) == "tensorflow.Variable" and not any(
+            a.keyword is not None and a.keyword.value == "trainable" or a.star for a in e.args)
+
+    def _appended_variables(self, plan: _Plan, attr: str) -> bool:
+        """``self.<attr> = []`` once, and every ``self.<attr>.append(v)`` / ``.extend([...])`` of the class gives it
+        trainable ``tf.Variable(...)`` (at least one)."""
+        if len(self._assigned(plan.node).get(attr, ())) != 1:
+            return False
+        items: list = []
+        for c in find_all(plan.node, cst.Call):
+            f = c.func
+            if isinstance(f, cst.Attribute) and dotted(f.value) == ["self", attr]:
+                arg = c.args[0].value if len(c.args) == 1 and c.args[0].keyword is None and not c.args[0].star else None
+                if f.attr.value == "append" and arg is not None:
+                    items.append(arg)
+                elif f.attr.value == "extend" and isinstance(arg, (cst.List, cst.Tuple)):
+                    items.extend(e.value for e in arg.elements)
+                else:
+                    items.append(None)  # (insert, or another method: not followed)
+        return bool(items) and all(i is not None and self._trainable_variable(i) for i in items)
+
+    def _parameter_list(self, plan: _Plan, attr: str, value: cst.BaseExpression) -> None:
+        args = [] if _empty_list(value) else [cst.Arg(value)]
+        plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ParameterList"), args)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"self.{attr}: a list of tf.Variables → nn.ParameterList: "
+                        "tf.Module and Keras track the variables of a list, torch registers the nn.Parameters of a "
+                        "list (model.parameters(), state_dict, .to) only in an nn.ParameterList", value)
 
     def _item_kind(self, e: cst.BaseExpression) -> str:
         """An item of a list written at a construction: "module" (a Keras layer, a Sequential, a block of a
@@ -1388,6 +1422,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             elts = [e.value for e in value.elements]
             n = None
         calls = [e for e in elts if isinstance(e, cst.Call) and self._layer_rule(e, fn) is not None]
+        if elts and all(self._trainable_variable(e) for e in elts):
+            # [tf.Variable(...) for ...]: tracked by tf.Module / Keras; torch registers the nn.Parameters of a list
+            # only in an nn.ParameterList
+            self._parameter_list(plan, attr, value)
+            return
         if not calls:
             # blocks of this file's translated classes (listed, or appended to an empty list): torch
             # registers their parameters only inside an nn.ModuleList
