@@ -135,3 +135,62 @@ def test_a_name_read_only_as_a_functions_parameter_is_not_a_use():
     '''):
         fn = cst.parse_module(textwrap.dedent(kept)).body[0]
         assert _parameters_only(fn, {"metrics"}) == set(), kept
+
+
+def test_a_name_a_class_reads_only_as_a_methods_parameter_is_not_a_use():
+    # TF's MLP tutorial: `def __init__(self, layers)` beside `from tensorflow.keras import layers`, whose layers the
+    # file's other lines used (translated away): the import stayed and the output imported TensorFlow
+    import textwrap
+
+    from fwport.core.imports import _method_parameters_only
+    import libcst as cst
+
+    def names(src: str, asked: set) -> set:
+        module = cst.parse_module(textwrap.dedent(src))
+        return _method_parameters_only(module.body[0], asked, module)
+
+    assert names('''
+        class MLP(nn.Module):
+            size = 3
+
+            def __init__(self, layers, n=size):
+                super().__init__()
+                self.layers = nn.ModuleList(layers)
+    ''', {"layers", "nn"}) == {"layers"}
+    for kept in ('''
+        class Block(layers.Layer):
+            def __init__(self, layers):
+                self.layers = layers
+    ''', '''
+        class MLP:
+            default = layers.Dense(2)
+
+            def __init__(self, layers):
+                self.layers = layers
+    ''', '''
+        class MLP:
+            def __init__(self, layers):
+                self.layers = layers
+
+            def head(self):
+                return layers.Dense(2)
+    '''):
+        assert names(kept, {"layers"}) == set(), kept
+    r = translate_source(textwrap.dedent('''
+        import tensorflow as tf
+        from tensorflow.keras import layers
+
+
+        class MLP(tf.Module):
+            def __init__(self, layers):
+                self.layers = layers
+
+            def __call__(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+
+
+        mlp = MLP([layers.Dense(4), layers.Dense(2)])
+    ''').lstrip(), "mlp.py")
+    assert "tensorflow" not in r.output, r.output

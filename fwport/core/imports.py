@@ -6,6 +6,7 @@ import ast
 import functools
 import io
 import re
+import textwrap
 import tokenize
 from bisect import bisect_right
 
@@ -221,6 +222,8 @@ def _used_among(module: cst.Module, asked: set[str], statement_text) -> set[str]
             return None
         if stmt.__class__ is cst.FunctionDef and names & asked:
             names = names - _parameters_only(stmt, names & asked)
+        elif stmt.__class__ is cst.ClassDef and names & asked:
+            names = names - _method_parameters_only(stmt, names & asked, module)
         found |= names & asked
     return found
 
@@ -242,6 +245,30 @@ def _parameters_only(fn: cst.FunctionDef, names: set[str]) -> set[str]:
     return mine - read - freed
 
 
+
+
+def _method_parameters_only(cls: cst.ClassDef, names: set[str], module: cst.Module) -> set[str]:
+    """The names of ``names`` that a class reads only in methods having them as parameters (_parameters_only): the
+    ``def __init__(self, layers)`` of a class beside a source ``from keras import layers``. Its header (bases,
+    keywords, decorators) and each other statement of its body are read as texts of their own."""
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    methods = [s for s in body if s.__class__ is cst.FunctionDef]
+    mine = set().union(*(_parameters_only(m, names) for m in methods))
+    if not mine:
+        return set()
+    header = [*cls.decorators, *cls.bases, *cls.keywords]
+    if any(n.value in mine for h in header for n in find_all(h, cst.Name)):
+        return set()  # (a base or a decorator reads the module's name; so does its argument's keyword, rarely)
+    for s in body:
+        if not mine:
+            break
+        reads = mine - _parameters_only(s, mine) if s.__class__ is cst.FunctionDef else mine
+        if reads:
+            found = _statement_names(textwrap.dedent(module.code_for_node(s)))
+            if found is None:
+                return set()
+            mine = mine - (found & reads)
+    return mine
 
 
 @functools.lru_cache(maxsize=2048)

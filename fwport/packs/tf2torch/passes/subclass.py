@@ -296,6 +296,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         ``keras.Model(...)`` / ``keras.Input(...)``, shadowing ignored)."""
         self.module = node
         self._given_values: set[int] = set()  # (_given_sequential: values known to be channels-first Sequentials)
+        self._given_lists: set[tuple] = set()  # (_given_list: (class, attribute) given a list of modules)
         self.module_sizes = module_scope(node, self.ctx)
         self.module_values = _module_values(node)
         classes: list[cst.ClassDef] = []
@@ -985,6 +986,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if not values:
             return False
         elements: list = []
+        given = (plan.name, attr) in self._given_lists
 
         class _Appends(cst.CSTVisitor):
             def visit_Call(self, n: cst.Call) -> None:
@@ -996,6 +998,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for fn in _methods(plan.node):
             scan(fn, _Appends())
         for v, fn in values:
+            if given and isinstance(v, cst.Name) and v.value in param_names(fn):
+                continue  # self.layers = layers, given a list of layers by every construction (_given_list)
             if isinstance(v, cst.Name):  # self.blocks = blocks, a list built by appends in the method
                 local = _local_list_elements(fn, v.value)
                 if not local:
@@ -1011,7 +1015,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         flat = []
         for v, fn in elements:  # self.blocks.extend([...])
             flat.extend((e.value, fn) for e in v.elements) if isinstance(v, (cst.List, cst.Tuple)) else flat.append((v, fn))
-        return bool(flat) and all(self._value_kind(v, fn) == "module" for v, fn in flat)
+        return (bool(flat) or given) and all(self._value_kind(v, fn) == "module" for v, fn in flat)
 
     def _check_alternatives(self, plan: _Plan) -> None:
         """An attribute that holds a channels-first module in one branch and another callable in another:
@@ -1102,6 +1106,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [])
                     plan.attrs[attr] = _Attr(attr, kind="seqlist", done=True, seq=ranks)
                     continue
+            if _empty_list(value) and self._appended_variables(plan, attr):
+                self._parameter_list(plan, attr, value)
+                continue
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "list" and not (
                     value.args) and self._modules_only(plan, cst.Attribute(cst.Name("self"), cst.Name(attr))):
                 # self.blocks = list(), then appends of layers: as `= []`, torch registers them only in an nn.ModuleList
@@ -1136,6 +1143,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     and attr not in plan.attrs:
                 # self.backbone = backbone: what the file's constructions of the class give the parameter
                 self._given_sequential(plan, attr, self._constructed_with(plan, fn, value.value), value)
+                if attr not in plan.attrs:
+                    self._given_list(plan, attr, value, fn)
             elif isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
                 self._plan_list(plan, attr, value, fn)
             elif isinstance(value, cst.Name):
@@ -1144,6 +1153,123 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 elts = _local_list_elements(fn, value.value)
                 if elts and all(self._value_kind(e, fn) == "module" for e in elts):
                     plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
+
+    def _given_list(self, plan: _Plan, attr: str, value: cst.Name, init: cst.FunctionDef) -> None:
+        """``self.layers = layers`` in __init__, the parameter a list of layers (``MLP([Dense(4), Dense(2)])``):
+        Keras and tf.Module track the variables of the layers in a list attribute, torch registers a module's
+        parameters (model.parameters(), state_dict, .to) only in an nn.ModuleList, so the value is wrapped:
+        ``nn.ModuleList(layers)``. Wrapped where the file's constructions of the class give the parameter a list of
+        modules (and nothing else), or, where they give none, where the class calls the list's items
+        (``for layer in self.layers: x = layer(x)``, ``self.layers[i](x)``). A dict of layers with name keys
+        (``Heads({"a": Dense(2)})``; given none: ``self.heads["a"](x)``) likewise → ``nn.ModuleDict(heads)``. A
+        construction giving it both modules and other values is an error (a ModuleList holds modules only, a list
+        registers none)."""
+        kinds: set[str] = set()
+        shapes: set[str] = set()  # "list", "dict" (with name keys), "other" (a value not written out)
+        for call, fns in _constructions(self.module, plan.name):
+            args = bind_def(call, init, skip=1) if call is not None else None
+            v = args.get(value.value) if args is not None else None
+            if isinstance(v, cst.Name) and not fns:
+                v = self.module_values.get(v.value, v)
+            if v is not None:
+                shapes.add("list" if isinstance(v, (cst.List, cst.Tuple, cst.ListComp)) else "dict" if isinstance(
+                    v, cst.Dict) and all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                                         and e.key.evaluated_value.isidentifier() for e in v.elements) else "other")
+            if isinstance(v, cst.Dict):
+                kinds.update(self._item_kind(e.value) if isinstance(e, cst.DictElement) else "unknown"
+                             for e in v.elements)
+            elif isinstance(v, (cst.List, cst.Tuple)):
+                kinds.update(self._item_kind(e.value) if not isinstance(e, cst.StarredElement) else "unknown"
+                             for e in v.elements)
+            elif isinstance(v, cst.ListComp):
+                kinds.add(self._item_kind(v.elt))
+        if "module" in kinds and "other" in kinds:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} is given a list of Keras layers "
+                            "and other values: Keras tracks the layers' weights, torch registers a module's parameters "
+                            "(model.parameters(), state_dict) only in an nn.ModuleList, which holds modules alone; "
+                            "give the layers in a list of their own", value)
+            return
+        if "other" in kinds or len(shapes - {"other"}) > 1:
+            return
+        if shapes == {"dict"} and "module" in kinds or not shapes and _subscript_called(plan.node, attr, keyed=True):
+            # Heads({"a": layers.Dense(2)}): a dict of layers, in an nn.ModuleDict as a dict written out is
+            plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleDict"), [cst.Arg(value)])
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"self.{attr} = {value.value} → nn.ModuleDict("
+                            f"{value.value}): Keras tracks the weights of layers held in a dict, torch registers a "
+                            "module's parameters (model.parameters(), state_dict, .to) only in an nn.ModuleDict (which "
+                            "accepts nn.Module values alone)" + ("" if shapes else "; its values are called here "
+                            "(self." + attr + "[\"...\"](...)), so they are taken to be layers"), value)
+            return
+        if "dict" in shapes:
+            return
+        if "module" not in kinds:
+            uses = _ListUses(attr)
+            for m in _methods(plan.node):
+                uses.fn = m
+                scan(m, uses)
+            if not uses.loop_vars and not _subscript_called(plan.node, attr):
+                return
+        plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
+        if "module" in kinds:
+            self._given_lists.add((plan.name, attr))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"self.{attr} = {value.value} → nn.ModuleList({value.value}): "
+                        "Keras tracks the weights of layers held in a list, torch registers a module's parameters "
+                        "(model.parameters(), state_dict, .to) only in an nn.ModuleList (which accepts nn.Module "
+                        "items alone)" + ("" if "module" in kinds else "; the list's items are called here, so they "
+                        "are taken to be layers"), value)
+
+    def _trainable_variable(self, e: cst.BaseExpression) -> bool:
+        """``tf.Variable(...)`` with no ``trainable=`` (a frozen one is no nn.Parameter an nn.ParameterList may
+        hold: it would make it trainable)."""
+        return isinstance(e, cst.Call) and self.qualname(e.func) == "tensorflow.Variable" and not any(
+            a.keyword is not None and a.keyword.value == "trainable" or a.star for a in e.args)
+
+    def _appended_variables(self, plan: _Plan, attr: str) -> bool:
+        """``self.<attr> = []`` once, and every ``self.<attr>.append(v)`` / ``.extend([...])`` of the class gives it
+        trainable ``tf.Variable(...)`` (at least one)."""
+        if len(self._assigned(plan.node).get(attr, ())) != 1:
+            return False
+        items: list = []
+        for c in find_all(plan.node, cst.Call):
+            f = c.func
+            if isinstance(f, cst.Attribute) and dotted(f.value) == ["self", attr]:
+                arg = c.args[0].value if len(c.args) == 1 and c.args[0].keyword is None and not c.args[0].star else None
+                if f.attr.value == "append" and arg is not None:
+                    items.append(arg)
+                elif f.attr.value == "extend" and isinstance(arg, (cst.List, cst.Tuple)):
+                    items.extend(e.value for e in arg.elements)
+                else:
+                    items.append(None)  # (insert, or another method: not followed)
+        return bool(items) and all(i is not None and self._trainable_variable(i) for i in items)
+
+    def _parameter_list(self, plan: _Plan, attr: str, value: cst.BaseExpression) -> None:
+        args = [] if _empty_list(value) else [cst.Arg(value)]
+        plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ParameterList"), args)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"self.{attr}: a list of tf.Variables → nn.ParameterList: "
+                        "tf.Module and Keras track the variables of a list, torch registers the nn.Parameters of a "
+                        "list (model.parameters(), state_dict, .to) only in an nn.ParameterList", value)
+
+    def _item_kind(self, e: cst.BaseExpression) -> str:
+        """An item of a list written at a construction: "module" (a Keras layer, a Sequential, a block of a
+        translated class), "other" (a number, a string, a lambda, a function of the source framework), or
+        "unknown"."""
+        if isinstance(e, cst.Call):
+            if isinstance(e.func, cst.Name) and e.func.value in self.translated:
+                return "module"
+            parts = dotted(e.func)
+            q = self.ctx.imports.resolve_parts(parts) if parts and not self.shadowed(parts[0]) else None
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            if rule is not None and rule.kind == "layer" or q == SEQUENTIAL:
+                return "module"
+            return "unknown"
+        if isinstance(e, (cst.Lambda, cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+            return "other"
+        parts = dotted(e)
+        if parts and len(parts) > 1 and not self.shadowed(parts[0]):
+            q = self.ctx.imports.resolve_parts(parts)
+            if q and q.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+                return "other"  # tf.nn.relu: a function
+        return "unknown"
 
     def _layer_dict(self, value: cst.BaseExpression, fn: cst.FunctionDef) -> bool:
         """``{"out": layers.Dense(2), ...}`` / ``dict(out=layers.Dense(2), ...)``: a dict written out whose keys are
@@ -1296,6 +1422,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             elts = [e.value for e in value.elements]
             n = None
         calls = [e for e in elts if isinstance(e, cst.Call) and self._layer_rule(e, fn) is not None]
+        if elts and all(self._trainable_variable(e) for e in elts):
+            # [tf.Variable(...) for ...]: tracked by tf.Module / Keras; torch registers the nn.Parameters of a list
+            # only in an nn.ParameterList
+            self._parameter_list(plan, attr, value)
+            return
         if not calls:
             # blocks of this file's translated classes (listed, or appended to an empty list): torch
             # registers their parameters only inside an nn.ModuleList
@@ -2760,6 +2891,13 @@ class _LocalBinds(_NameCalls):
 
     def visit_CompFor(self, n: cst.CompFor) -> None:
         self._target(n.target)
+
+
+def _subscript_called(cls: cst.ClassDef, attr: str, keyed: bool = False) -> bool:
+    """``self.<attr>[i](...)`` somewhere in the class (``keyed``: ``self.<attr>["key"](...)``, a dict's, instead)."""
+    return any(isinstance(c.func, cst.Subscript) and dotted(c.func.value) == ["self", attr] and keyed == any(
+        isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.SimpleString) for e in c.func.slice)
+               for c in find_all(cls, cst.Call))
 
 
 def _local_list_elements(fn: cst.FunctionDef, name: str) -> list | None:
