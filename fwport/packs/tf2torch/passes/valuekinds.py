@@ -360,9 +360,11 @@ def _merge(into: dict, path: str, value) -> None:
 class _Analyse(_Paths):
     """The NumPy names and dataset elements of each scope (by path) of one tree."""
 
-    def __init__(self, ctx: FileContext, module: cst.Module) -> None:
+    def __init__(self, ctx: FileContext, module: cst.Module, given: dict[str, dict[str, bool]] | None = None) -> None:
         super().__init__(ctx)
         self.ctx, self.module = ctx, module
+        #: per function path: its parameters every call of it in the file gives a NumPy value (_given_params)
+        self.given = given or {}
         self.numpy: dict[str, dict[str, bool]] = {}
         self.elements: dict[str, set[str]] = {}
         self._models: dict[str, set[str]] | None = None
@@ -393,6 +395,7 @@ class _Analyse(_Paths):
         elements = _dataset_elements(scope, params, outer_elements, self._resolve)
         self.stack.append((numpy, elements))
         path = ".".join(self.path)
+        numpy.update({n: f for n, f in self.given.get(path, {}).items() if n in params and n not in scope.values})
         _merge(self.numpy, path, numpy)
         _merge(self.elements, path, elements)
         return None
@@ -437,15 +440,116 @@ class _ModelPaths(_Paths):
         return super().leave_FunctionDef(original_node, updated_node)
 
 
+class _Calls(_Paths):
+    """Every function of the file (``defs``: name → [(def, path, method)]), every call of a name or an attribute
+    with the path of the function it is in (``calls``: name → [(call, path)]), and the names read otherwise than
+    as called (``read``: a Name not called, an attribute not called: a function passed on or stored)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.defs: dict[str, list] = {}
+        self.calls: dict[str, list] = {}
+        self.read: set[str] = set()
+        self._called: set[int] = set()
+        self._classes: list[int] = []  # len(self.path) at each class entered
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:
+        self._classes.append(len(self.path))
+        return super().visit_ClassDef(node)
+
+    def leave_ClassDef(self, original_node) -> None:
+        self._classes.pop()
+        super().leave_ClassDef(original_node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        method = bool(self._classes) and self._classes[-1] == len(self.path)
+        super().visit_FunctionDef(node)
+        self.defs.setdefault(node.name.value, []).append((node, ".".join(self.path), method))
+        self._called.add(id(node.name))
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
+            else None
+        if name is not None:
+            self.calls.setdefault(name, []).append((node, ".".join(self.path)))
+            self._called.add(id(func) if isinstance(func, cst.Name) else id(func.attr))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if id(node.attr) not in self._called:
+            self.read.add(node.attr.value)
+        self._called.add(id(node.attr))  # (its attr Name is no read of a function's name)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._called.add(id(node.keyword))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._called.add(id(node.name))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._called:
+            self.read.add(node.value)
+
+
+def _given_params(ctx: FileContext, a: _Analyse, found: _Calls) -> dict[str, dict[str, bool]]:
+    """Per function path: the parameters every call of the function in the file gives a NumPy value (``def
+    train_step(x, y)`` ... ``train_step(x_train[i:i + 32], y_train[i:i + 32])``; a method, ``trainer.train_step(x,
+    y)``: every call of an attribute of its name), → whether surely floating. Only a function whose name the file
+    defines once and reads only to call it (not passed on, stored, decorated by anything but tf.function); its
+    translation is then given NumPy arrays where Keras's was too."""
+    out: dict[str, dict[str, bool]] = {}
+    for name, defs in found.defs.items():
+        if len(defs) != 1 or name in found.read or name not in found.calls:
+            continue
+        fn, path, method = defs[0]
+        if any(a.qualname(d.decorator) != "tensorflow.function" for d in fn.decorators):
+            continue  # (a staticmethod / classmethod / property, a decorator that wraps it)
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
+        if method:
+            params = params[1:]
+        calls = [(c, p) for c, p in found.calls[name] if isinstance(c.func, cst.Attribute) == method]
+        if not calls or len(calls) != len(found.calls[name]):
+            continue  # (a method's name called as a plain function's too: which one is not known)
+        kinds: dict[str, bool] | None = {q: True for q in params}
+        for call, at in calls:
+            bound = bind_def(call, fn, skip=1 if method else 0)
+            known = a.numpy.get(at)
+            if bound is None or known is None:
+                kinds = None
+                break
+            k = Kinds(a.qualname, known)
+            for q in list(kinds):
+                kind = k.of(bound[q]) if q in bound else _NONE
+                if not kind.numpy:
+                    del kinds[q]
+                else:
+                    kinds[q] = kinds[q] and kind.floating
+        if kinds:
+            out[path] = kinds
+    return out
+
+
 def _analysis(ctx: FileContext) -> _Analyse:
     """The analysis of the source as the passes found it (the tree model_api's analysis was made of, else the
-    parsed source), made once a file, when first asked."""
+    parsed source), made once a file, when first asked; again while the parameters known NumPy by their calls
+    (_given_params) grow: a NumPy value passed on through a function of the file to another."""
     a = ctx.analyses.get(KINDS)
     if a is None:
         cached = ctx.analyses.get("models_of")
         tree = cached[0] if cached is not None else ctx.analyses["parsed"][0]
-        a = ctx.analyses[KINDS] = _Analyse(ctx, tree)
+        a = _Analyse(ctx, tree)
         scan(tree, a)
+        found = _Calls(ctx)
+        scan(tree, found)
+        for _ in range(4):
+            given = _given_params(ctx, a, found)
+            if given == a.given:
+                break
+            a = _Analyse(ctx, tree, given)
+            scan(tree, a)
+        ctx.analyses[KINDS] = a
     return a
 
 
