@@ -78,6 +78,14 @@ _SAME_DTYPE_METHODS = frozenset({"reshape", "copy", "transpose", "squeeze", "fla
 #: Keras functions whose value is a NumPy array (or a tuple of (x, y) pairs of them: the loaders)
 _KERAS_ARRAYS = frozenset({"keras.utils.to_categorical"})
 _KERAS_LOADERS_PREFIX = "keras.datasets."
+#: NumPy's random generators (``rng = np.random.RandomState(0)``, ``np.random.default_rng(0)``): a name bound only to
+#: one is known with this mark (no array itself), and these methods of it give arrays (→ surely floating)
+_GENERATORS = frozenset({"numpy.random.RandomState", "numpy.random.default_rng", "numpy.random.Generator"})
+GENERATOR = "generator"
+_GENERATOR_METHODS = {
+    "rand": True, "randn": True, "random": True, "random_sample": True, "normal": True, "uniform": True,
+    "standard_normal": True, "beta": True, "gamma": True, "exponential": True, "lognormal": True,
+    "randint": False, "integers": False, "binomial": False, "poisson": False, "permutation": False}
 
 
 class _Kind:
@@ -116,7 +124,8 @@ class Kinds:
 
     def of(self, node: cst.BaseExpression) -> _Kind:
         if isinstance(node, cst.Name):
-            return _Kind(True, self.known[node.value]) if node.value in self.known else _NONE
+            f = self.known.get(node.value)
+            return _Kind(True, f) if f is not None and f is not GENERATOR else _NONE
         if isinstance(node, cst.Call):
             return self._call(node)
         if isinstance(node, cst.Subscript):
@@ -164,6 +173,8 @@ class Kinds:
                 return _Kind(True, True)
             return _NONE
         if isinstance(func, cst.Attribute):
+            if func.attr.value in _GENERATOR_METHODS and self._generator(func.value):
+                return _Kind(True, _GENERATOR_METHODS[func.attr.value])
             receiver = self.of(func.value)
             if not receiver.numpy:
                 return _NONE
@@ -175,6 +186,13 @@ class Kinds:
             if method in ("mean", "std", "var"):
                 return _Kind(True, True)
         return _NONE
+
+
+    def _generator(self, node: cst.BaseExpression) -> bool:
+        """``node`` is a NumPy random generator: made here, or a name bound only to one."""
+        if isinstance(node, cst.Name):
+            return self.known.get(node.value) is GENERATOR
+        return isinstance(node, cst.Call) and self.qualname(node.func) in _GENERATORS
 
 
 class _Scope(BindingWalker):
@@ -255,8 +273,12 @@ def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) 
     known = {n: f for n, f in outer.items() if n not in bound}
     candidates = {n: vs for n, vs in s.values.items() if n not in params
                   and all(k in ("value", "unpacked", "aug") for k, _ in vs)}
-    known.update({n: True for n in candidates})
     kinds = Kinds(qualname, known)
+    for n in list(candidates):  # rng = np.random.RandomState(0): rng.rand(...) is an array
+        if all(how == "value" and kinds._generator(v) and not isinstance(v, cst.Name) for how, v in candidates[n]):
+            known[n] = GENERATOR
+            del candidates[n]
+    known.update({n: True for n in candidates})
     changed = True
     while changed:  # drop names with a binding that is not NumPy, until nothing changes
         changed = False
@@ -352,7 +374,8 @@ def _merge(into: dict, path: str, value) -> None:
     if path not in into:
         into[path] = value
     elif isinstance(value, dict):
-        into[path] = {k: v and into[path][k] for k, v in value.items() if k in into[path]}
+        into[path] = {k: v and into[path][k] for k, v in value.items() if k in into[path]
+                      and (v is GENERATOR) == (into[path][k] is GENERATOR)}
     else:
         into[path] = into[path] & value
 
