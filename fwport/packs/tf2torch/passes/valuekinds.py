@@ -24,7 +24,10 @@ A NumPy value: a call of a ``numpy`` function that returns an array (not ``np.lo
 ``np.meshgrid`` / ``np.split``...: lists), Keras's dataset loaders' arrays (``(x, y), _ =
 keras.datasets.mnist.load_data()``), ``keras.utils.to_categorical``, and arithmetic, subscripts, ``.T`` and
 ``.astype / .reshape / ...`` of NumPy values; a name every binding of which in its scope is one. Anything else
-is left as written (a tensor needs nothing). Scopes are matched between the two trees by their functions'
+is left as written (a tensor needs nothing). A parameter of a function (or method) of the file is a NumPy value in
+its body where every call of it in the file gives one (``_given_params``; the analysis made again until that
+stops growing: ``train(x_np)`` calling ``step(x)``); so are the arrays of NumPy's random generators
+(``rng = np.random.RandomState(0)``, ``rng.rand(...)``). Scopes are matched between the two trees by their functions'
 names (``f.g``; a name defined twice: what both agree on): the passes rename methods (``call`` →
 ``forward``), whose model calls then keep what they had.
 """
