@@ -82,6 +82,8 @@ def run_all():
     for i in range(0, 8, 4):
         out["losses"].append(float(trainer.train_step(x_train[i:i + 4], y_train[i:i + 4])))
         out["fit"].append(float(fit_step(features[i:i + 4], targets[i:i + 4])))
+    # (a call given tensors: the conversions written for the NumPy calls take them as they are)
+    out["fit"].append(float(fit_step(tf.constant(features[:4], dtype=tf.float32), tf.constant(targets[:4]))))
     out["after"] = trainer.evaluate(x_train[:2])
     return out
 '''
@@ -130,7 +132,7 @@ def test_numpy_labels_given_a_trainer_method_and_a_function_match_keras(tmp_path
     assert not errors, [f.message for f in errors]
     out = r.output
     assert "loss = self.loss_fn(torch.as_tensor(y), logits)" in out
-    assert "pred = mlp(torch.as_tensor(x, dtype=torch.float32))" in out  # float64 features: Keras's float32
+    assert "pred = mlp(as_float32(x))" in out  # float64 features cast to Keras's float32, a tensor as it is
     assert "torch.as_tensor(y, dtype=torch.float32).view_as(pred)" in out
     torch_result = run_side(tmp_path / "torch", "torch", out, TORCH_DRIVER, "torch")
     keras_result = run_side(tmp_path / "keras", "keras", textwrap.dedent(PROGRAM).lstrip(), KERAS_DRIVER, "keras",
@@ -161,13 +163,13 @@ def step(x, y):
 
 
 @pytest.mark.parametrize("calls", [
-    "step(np.ones((2, 6), 'float32'), np.array([1, 3]))\nstep(tf.ones((2, 6)), tf.constant([1, 3]))",
     "step(np.ones((2, 6), 'float32'), np.array([1, 3]))\nrun = step",
     "step(np.ones((2, 6), 'float32'), y=None)",
-], ids=["one-call-gives-tensors", "name-read-otherwise", "labels-not-numpy"])
-def test_parameters_not_numpy_at_every_call_are_left_as_written(calls):
-    """A parameter some call gives a tensor (or a value not known), or a function whose name is read otherwise than
-    called (passed on: its other callers are not known): no conversion written for it."""
+    "step(tf.ones((2, 6)), tf.constant([1, 3]))",
+], ids=["name-read-otherwise", "labels-not-numpy", "tensors-only"])
+def test_parameters_no_call_gives_numpy_are_left_as_written(calls):
+    """A parameter no call gives a NumPy value, or a function whose name is read otherwise than called (passed on:
+    its other callers are not known): no conversion written for it."""
     r, _ = _translate(HEADER + calls + "\n")
     assert "torch.as_tensor(y)" not in r.output
     assert "y.long()" in r.output
@@ -185,3 +187,13 @@ def test_numpy_given_through_two_functions_is_followed():
     assert not errors
     assert "torch.as_tensor(y).long()" in r.output
     assert "logits = model(torch.as_tensor(x, dtype=torch.float32))" in r.output
+
+
+def test_a_parameter_one_call_gives_numpy_and_another_a_tensor_is_converted():
+    """``step(np_x, np_y)`` and ``step(tf_x, tf_y)``: the NumPy call needs the conversion, which takes a tensor as it
+    is (``torch.as_tensor``; the helper that casts floats only where not every call gives floats)."""
+    r, errors = _translate(HEADER + "step(np.ones((2, 6), 'float32'), np.array([1, 3]))\n"
+                                    "step(tf.ones((2, 6)), tf.constant([1, 3]))\n")
+    assert not errors
+    assert "torch.as_tensor(y).long()" in r.output
+    assert "logits = model(as_float32(x))" in r.output

@@ -25,7 +25,7 @@ A NumPy value: a call of a ``numpy`` function that returns an array (not ``np.lo
 keras.datasets.mnist.load_data()``), ``keras.utils.to_categorical``, and arithmetic, subscripts, ``.T`` and
 ``.astype / .reshape / ...`` of NumPy values; a name every binding of which in its scope is one. Anything else
 is left as written (a tensor needs nothing). A parameter of a function (or method) of the file is a NumPy value in
-its body where every call of it in the file gives one (``_given_params``; the analysis made again until that
+its body where a call of it in the file gives one (the conversions take tensors too) (``_given_params``; the analysis made again until that
 stops growing: ``train(x_np)`` calling ``step(x)``); so are the arrays of NumPy's random generators
 (``rng = np.random.RandomState(0)``, ``rng.rand(...)``). Scopes are matched between the two trees by their functions'
 names (``f.g``; a name defined twice: what both agree on): the passes rename methods (``call`` →
@@ -520,11 +520,12 @@ class _Calls(_Paths):
 
 
 def _given_params(ctx: FileContext, a: _Analyse, found: _Calls) -> dict[str, dict[str, bool]]:
-    """Per function path: the parameters every call of the function in the file gives a NumPy value (``def
+    """Per function path: the parameters a call of the function in the file gives a NumPy value (``def
     train_step(x, y)`` ... ``train_step(x_train[i:i + 32], y_train[i:i + 32])``; a method, ``trainer.train_step(x,
-    y)``: every call of an attribute of its name), → whether surely floating. Only a function whose name the file
-    defines once and reads only to call it (not passed on, stored, decorated by anything but tf.function); its
-    translation is then given NumPy arrays where Keras's was too."""
+    y)``: the calls of an attribute of its name), → whether every call gives a floating one. Its translation is given
+    that NumPy array where Keras's was (Keras converts it): the conversions written for it (torch.as_tensor, the
+    as_float32 helper) also take the tensors other calls may give. Only a function whose name the file defines once
+    and reads only to call it (not passed on, stored, decorated by anything but tf.function)."""
     out: dict[str, dict[str, bool]] = {}
     for name, defs in found.defs.items():
         if len(defs) != 1 or name in found.read or name not in found.calls:
@@ -538,20 +539,19 @@ def _given_params(ctx: FileContext, a: _Analyse, found: _Calls) -> dict[str, dic
         calls = [(c, p) for c, p in found.calls[name] if isinstance(c.func, cst.Attribute) == method]
         if not calls or len(calls) != len(found.calls[name]):
             continue  # (a method's name called as a plain function's too: which one is not known)
-        kinds: dict[str, bool] | None = {q: True for q in params}
+        numpy: set[str] = set()  # given a NumPy value by some call
+        floating = set(params)  # given a floating NumPy value by every call
         for call, at in calls:
             bound = bind_def(call, fn, skip=1 if method else 0)
             known = a.numpy.get(at)
-            if bound is None or known is None:
-                kinds = None
-                break
-            k = Kinds(a.qualname, known)
-            for q in list(kinds):
-                kind = k.of(bound[q]) if q in bound else _NONE
-                if not kind.numpy:
-                    del kinds[q]
-                else:
-                    kinds[q] = kinds[q] and kind.floating
+            k = Kinds(a.qualname, known) if bound is not None and known is not None else None
+            for q in params:
+                kind = k.of(bound[q]) if k is not None and q in bound else _NONE
+                if kind.numpy:
+                    numpy.add(q)
+                if not kind.floating:
+                    floating.discard(q)
+        kinds = {q: q in floating for q in params if q in numpy}
         if kinds:
             out[path] = kinds
     return out
