@@ -99,9 +99,10 @@ def test_channels_first_sequential_called_on_channels_last_data(tmp_path):
     r, errors = _translate(PROGRAM)
     assert not errors, [f.message for f in errors]
     out = r.output
-    assert "y = features(as_float32(x).movedim(-1, 1)).movedim(1, -1)" in out
+    # (x: floats of a NumPy generator, Keras's float32 spelled out)
+    assert "y = features(torch.as_tensor(x, dtype=torch.float32).movedim(-1, 1)).movedim(1, -1)" in out
     assert "yt = features(as_float32(t).movedim(-1, 1)).movedim(1, -1)" in out
-    assert "return model, model(as_float32(x * 2.0).movedim(-1, 1))" in out  # a (batch, 5) output stays
+    assert "return model, model(torch.as_tensor(x * 2.0, dtype=torch.float32).movedim(-1, 1))" in out  # a (batch, 5) output stays
     torch_result = run_side(tmp_path / "torch", "torch", out, TORCH_DRIVER, "torch")
     keras_result = run_side(tmp_path / "keras", "keras", textwrap.dedent(PROGRAM).lstrip(), KERAS_DRIVER, "keras",
                             str(tmp_path / "torch" / "weights.npz"))

@@ -96,8 +96,10 @@ def test_a_channels_first_sequential_given_to_a_function_moves_its_input_there(t
     r, errors = _translate(PROGRAM)
     assert not errors, [f.message for f in errors]
     out = r.output
-    assert "    return m(as_float32(x).movedim(-1, 1))" in out
-    assert "    return extractor(as_float32(images).movedim(-1, 1)).movedim(1, -1)" in out  # feature maps back
+    # (x, images: NumPy arrays every call gives: followed through twice's calls, the helper of known floats)
+    assert "    return m(torch.as_tensor(x, dtype=torch.float32).movedim(-1, 1))" in out
+    assert ("    return extractor(torch.as_tensor(images, dtype=torch.float32).movedim(-1, 1)).movedim(1, -1)"
+            in out)  # feature maps back
     torch_result = run_side(tmp_path / "torch", "torch", out, TORCH_DRIVER, "torch")
     keras_result = run_side(tmp_path / "keras", "keras", textwrap.dedent(PROGRAM).lstrip(), KERAS_DRIVER, "keras",
                             str(tmp_path / "torch" / "weights.npz"))

@@ -2575,10 +2575,41 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         loss = self._loss_of(original_node)
         if loss is not None:
             return self._loss_call(original_node, updated_node, *loss)
+        labels = self._attribute_loss_labels(original_node, updated_node)
+        if labels is not None:
+            return labels
         inline = self._inline_loss(original_node, updated_node)
         if inline is not None:
             return inline
         return updated_node
+
+    def _attribute_loss_labels(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call | None:
+        """``self.loss_fn(y, logits)`` in a method of a class whose ``__init__`` made ``self.loss_fn`` a lambda in
+        Keras's order (leave_Assign), ``y`` a NumPy value there (a parameter every call of the method gives one:
+        valuekinds' analysis): ``self.loss_fn(torch.as_tensor(y), logits)``. Keras's loss object converts the
+        labels; the lambda's torch loss takes tensors (``y.long()`` is no NumPy method)."""
+        func = original_node.func
+        if not (self._class_nodes and isinstance(func, cst.Attribute) and _is_self_attr(func, func.attr.value)
+                and len(original_node.args) == 2 and not any(a.keyword or a.star for a in original_node.args)):
+            return None
+        cls, attr = self._class_nodes[-1], func.attr.value
+        made = [a.value for a in find_all(cls.body, cst.Assign) if len(a.targets) == 1
+                and _is_self_attr(a.targets[0].target, attr) and isinstance(a.value, cst.Call)]
+        rules = [self._loss_rule(v) for v in made]
+        if len(made) != 1 or rules[0] is None or not _called_as_loss(cls, attr) \
+                or not self._numpy_labels(original_node.args[0].value):
+            return None
+        as_tensor = self.ctx.spell_text("torch.as_tensor")
+        y = code(updated_node.args[0].value)
+        target = optim.loss_options(rules[0][0], self.ctx).get("target", "")
+        converted = f"{as_tensor}({y})" if target in ("long", "float") else \
+            f"{as_tensor}({y}, dtype={self.ctx.spell_text('torch.float32')})"
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)}: {y} is a NumPy array here (every call of the method gives one) → "
+                        f"{converted}: Keras's loss converts it, the torch loss takes tensors", original_node)
+        args = list(updated_node.args)
+        args[0] = args[0].with_changes(value=parsed_expression(converted))
+        return updated_node.with_changes(args=args)
 
     def _inline_loss(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """``keras.losses.X(...)(y_true, y_pred)``, a loss object created and called at once (TensorFlow's

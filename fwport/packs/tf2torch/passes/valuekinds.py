@@ -24,7 +24,10 @@ A NumPy value: a call of a ``numpy`` function that returns an array (not ``np.lo
 ``np.meshgrid`` / ``np.split``...: lists), Keras's dataset loaders' arrays (``(x, y), _ =
 keras.datasets.mnist.load_data()``), ``keras.utils.to_categorical``, and arithmetic, subscripts, ``.T`` and
 ``.astype / .reshape / ...`` of NumPy values; a name every binding of which in its scope is one. Anything else
-is left as written (a tensor needs nothing). Scopes are matched between the two trees by their functions'
+is left as written (a tensor needs nothing). A parameter of a function (or method) of the file is a NumPy value in
+its body where a call of it in the file gives one (the conversions take tensors too) (``_given_params``; the analysis made again until that
+stops growing: ``train(x_np)`` calling ``step(x)``); so are the arrays of NumPy's random generators
+(``rng = np.random.RandomState(0)``, ``rng.rand(...)``). Scopes are matched between the two trees by their functions'
 names (``f.g``; a name defined twice: what both agree on): the passes rename methods (``call`` →
 ``forward``), whose model calls then keep what they had.
 """
@@ -78,6 +81,14 @@ _SAME_DTYPE_METHODS = frozenset({"reshape", "copy", "transpose", "squeeze", "fla
 #: Keras functions whose value is a NumPy array (or a tuple of (x, y) pairs of them: the loaders)
 _KERAS_ARRAYS = frozenset({"keras.utils.to_categorical"})
 _KERAS_LOADERS_PREFIX = "keras.datasets."
+#: NumPy's random generators (``rng = np.random.RandomState(0)``, ``np.random.default_rng(0)``): a name bound only to
+#: one is known with this mark (no array itself), and these methods of it give arrays (→ surely floating)
+_GENERATORS = frozenset({"numpy.random.RandomState", "numpy.random.default_rng", "numpy.random.Generator"})
+GENERATOR = "generator"
+_GENERATOR_METHODS = {
+    "rand": True, "randn": True, "random": True, "random_sample": True, "normal": True, "uniform": True,
+    "standard_normal": True, "beta": True, "gamma": True, "exponential": True, "lognormal": True,
+    "randint": False, "integers": False, "binomial": False, "poisson": False, "permutation": False}
 
 
 class _Kind:
@@ -116,7 +127,8 @@ class Kinds:
 
     def of(self, node: cst.BaseExpression) -> _Kind:
         if isinstance(node, cst.Name):
-            return _Kind(True, self.known[node.value]) if node.value in self.known else _NONE
+            f = self.known.get(node.value)
+            return _Kind(True, f) if f is not None and f is not GENERATOR else _NONE
         if isinstance(node, cst.Call):
             return self._call(node)
         if isinstance(node, cst.Subscript):
@@ -164,6 +176,8 @@ class Kinds:
                 return _Kind(True, True)
             return _NONE
         if isinstance(func, cst.Attribute):
+            if func.attr.value in _GENERATOR_METHODS and self._generator(func.value):
+                return _Kind(True, _GENERATOR_METHODS[func.attr.value])
             receiver = self.of(func.value)
             if not receiver.numpy:
                 return _NONE
@@ -175,6 +189,13 @@ class Kinds:
             if method in ("mean", "std", "var"):
                 return _Kind(True, True)
         return _NONE
+
+
+    def _generator(self, node: cst.BaseExpression) -> bool:
+        """``node`` is a NumPy random generator: made here, or a name bound only to one."""
+        if isinstance(node, cst.Name):
+            return self.known.get(node.value) is GENERATOR
+        return isinstance(node, cst.Call) and self.qualname(node.func) in _GENERATORS
 
 
 class _Scope(BindingWalker):
@@ -255,8 +276,12 @@ def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) 
     known = {n: f for n, f in outer.items() if n not in bound}
     candidates = {n: vs for n, vs in s.values.items() if n not in params
                   and all(k in ("value", "unpacked", "aug") for k, _ in vs)}
-    known.update({n: True for n in candidates})
     kinds = Kinds(qualname, known)
+    for n in list(candidates):  # rng = np.random.RandomState(0): rng.rand(...) is an array
+        if all(how == "value" and kinds._generator(v) and not isinstance(v, cst.Name) for how, v in candidates[n]):
+            known[n] = GENERATOR
+            del candidates[n]
+    known.update({n: True for n in candidates})
     changed = True
     while changed:  # drop names with a binding that is not NumPy, until nothing changes
         changed = False
@@ -352,7 +377,8 @@ def _merge(into: dict, path: str, value) -> None:
     if path not in into:
         into[path] = value
     elif isinstance(value, dict):
-        into[path] = {k: v and into[path][k] for k, v in value.items() if k in into[path]}
+        into[path] = {k: v and into[path][k] for k, v in value.items() if k in into[path]
+                      and (v is GENERATOR) == (into[path][k] is GENERATOR)}
     else:
         into[path] = into[path] & value
 
@@ -360,9 +386,11 @@ def _merge(into: dict, path: str, value) -> None:
 class _Analyse(_Paths):
     """The NumPy names and dataset elements of each scope (by path) of one tree."""
 
-    def __init__(self, ctx: FileContext, module: cst.Module) -> None:
+    def __init__(self, ctx: FileContext, module: cst.Module, given: dict[str, dict[str, bool]] | None = None) -> None:
         super().__init__(ctx)
         self.ctx, self.module = ctx, module
+        #: per function path: its parameters every call of it in the file gives a NumPy value (_given_params)
+        self.given = given or {}
         self.numpy: dict[str, dict[str, bool]] = {}
         self.elements: dict[str, set[str]] = {}
         self._models: dict[str, set[str]] | None = None
@@ -393,6 +421,7 @@ class _Analyse(_Paths):
         elements = _dataset_elements(scope, params, outer_elements, self._resolve)
         self.stack.append((numpy, elements))
         path = ".".join(self.path)
+        numpy.update({n: f for n, f in self.given.get(path, {}).items() if n in params and n not in scope.values})
         _merge(self.numpy, path, numpy)
         _merge(self.elements, path, elements)
         return None
@@ -437,15 +466,116 @@ class _ModelPaths(_Paths):
         return super().leave_FunctionDef(original_node, updated_node)
 
 
+class _Calls(_Paths):
+    """Every function of the file (``defs``: name → [(def, path, method)]), every call of a name or an attribute
+    with the path of the function it is in (``calls``: name → [(call, path)]), and the names read otherwise than
+    as called (``read``: a Name not called, an attribute not called: a function passed on or stored)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__(ctx)
+        self.defs: dict[str, list] = {}
+        self.calls: dict[str, list] = {}
+        self.read: set[str] = set()
+        self._called: set[int] = set()
+        self._classes: list[int] = []  # len(self.path) at each class entered
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool | None:
+        self._classes.append(len(self.path))
+        return super().visit_ClassDef(node)
+
+    def leave_ClassDef(self, original_node) -> None:
+        self._classes.pop()
+        super().leave_ClassDef(original_node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        method = bool(self._classes) and self._classes[-1] == len(self.path)
+        super().visit_FunctionDef(node)
+        self.defs.setdefault(node.name.value, []).append((node, ".".join(self.path), method))
+        self._called.add(id(node.name))
+        return None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) \
+            else None
+        if name is not None:
+            self.calls.setdefault(name, []).append((node, ".".join(self.path)))
+            self._called.add(id(func) if isinstance(func, cst.Name) else id(func.attr))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if id(node.attr) not in self._called:
+            self.read.add(node.attr.value)
+        self._called.add(id(node.attr))  # (its attr Name is no read of a function's name)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._called.add(id(node.keyword))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._called.add(id(node.name))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._called:
+            self.read.add(node.value)
+
+
+def _given_params(ctx: FileContext, a: _Analyse, found: _Calls) -> dict[str, dict[str, bool]]:
+    """Per function path: the parameters a call of the function in the file gives a NumPy value (``def
+    train_step(x, y)`` ... ``train_step(x_train[i:i + 32], y_train[i:i + 32])``; a method, ``trainer.train_step(x,
+    y)``: the calls of an attribute of its name), → whether every call gives a floating one. Its translation is given
+    that NumPy array where Keras's was (Keras converts it): the conversions written for it (torch.as_tensor, the
+    as_float32 helper) also take the tensors other calls may give. Only a function whose name the file defines once
+    and reads only to call it (not passed on, stored, decorated by anything but tf.function)."""
+    out: dict[str, dict[str, bool]] = {}
+    for name, defs in found.defs.items():
+        if len(defs) != 1 or name in found.read or name not in found.calls:
+            continue
+        fn, path, method = defs[0]
+        if any(a.qualname(d.decorator) != "tensorflow.function" for d in fn.decorators):
+            continue  # (a staticmethod / classmethod / property, a decorator that wraps it)
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)]
+        if method:
+            params = params[1:]
+        calls = [(c, p) for c, p in found.calls[name] if isinstance(c.func, cst.Attribute) == method]
+        if not calls or len(calls) != len(found.calls[name]):
+            continue  # (a method's name called as a plain function's too: which one is not known)
+        numpy: set[str] = set()  # given a NumPy value by some call
+        floating = set(params)  # given a floating NumPy value by every call
+        for call, at in calls:
+            bound = bind_def(call, fn, skip=1 if method else 0)
+            known = a.numpy.get(at)
+            k = Kinds(a.qualname, known) if bound is not None and known is not None else None
+            for q in params:
+                kind = k.of(bound[q]) if k is not None and q in bound else _NONE
+                if kind.numpy:
+                    numpy.add(q)
+                if not kind.floating:
+                    floating.discard(q)
+        kinds = {q: q in floating for q in params if q in numpy}
+        if kinds:
+            out[path] = kinds
+    return out
+
+
 def _analysis(ctx: FileContext) -> _Analyse:
     """The analysis of the source as the passes found it (the tree model_api's analysis was made of, else the
-    parsed source), made once a file, when first asked."""
+    parsed source), made once a file, when first asked; again while the parameters known NumPy by their calls
+    (_given_params) grow: a NumPy value passed on through a function of the file to another."""
     a = ctx.analyses.get(KINDS)
     if a is None:
         cached = ctx.analyses.get("models_of")
         tree = cached[0] if cached is not None else ctx.analyses["parsed"][0]
-        a = ctx.analyses[KINDS] = _Analyse(ctx, tree)
+        a = _Analyse(ctx, tree)
         scan(tree, a)
+        found = _Calls(ctx)
+        scan(tree, found)
+        for _ in range(4):
+            given = _given_params(ctx, a, found)
+            if given == a.given:
+                break
+            a = _Analyse(ctx, tree, given)
+            scan(tree, a)
+        ctx.analyses[KINDS] = a
     return a
 
 
