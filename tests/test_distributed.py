@@ -418,6 +418,21 @@ model.save_weights(os.environ["OUT"])
 '''
 
 
+def _two_launchers(cwd, **env) -> list[tuple[int, str]]:
+    # two torchrun launchers on this machine, one process each, meeting at a c10d rendezvous on a free port
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
+              "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=ddp20", "train_torch.py"]
+    nodes = [subprocess.Popen(launch, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]
+    outs = [node.communicate(timeout=240)[0] for node in nodes]
+    return [(node.returncode, out) for node, out in zip(nodes, outs)]
+
+
 def test_multi_worker_strategy_runs_as_torchrun_over_two_machines(tmp_path, monkeypatch):
     # MultiWorkerMirroredStrategy: the same program on every machine; torchrun --nnodes=2 (two launchers on this
     # machine, one process each, meeting at a c10d rendezvous) trains what one process trains with the global batch
@@ -436,18 +451,13 @@ def test_multi_worker_strategy_runs_as_torchrun_over_two_machines(tmp_path, monk
     init = {"0.weight": rng.normal(0, 0.5, (3, 5)), "0.bias": rng.normal(0, 0.1, 3),
             "2.weight": rng.normal(0, 0.5, (1, 3)), "2.bias": rng.normal(0, 0.1, 1)}
     torch.save({k: torch.tensor(v, dtype=torch.float32) for k, v in init.items()}, tmp_path / "init.pt")
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "INIT": "init.pt", "OUT": "two.pt"}
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
-              "--rdzv_backend=c10d", f"--rdzv_endpoint=127.0.0.1:{port}", "--rdzv_id=ddp20", "train_torch.py"]
-    nodes = [subprocess.Popen(launch, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for _ in range(2)]
-    for node in nodes:
-        out, _ = node.communicate(timeout=240)
-        assert node.returncode == 0, out[-3000:]
+    for attempt in range(2):
+        outs = _two_launchers(tmp_path, INIT="init.pt", OUT="two.pt")
+        if all(code == 0 for code, _ in outs) or attempt or not any(
+                "terminate called without an active exception" in out for _, out in outs):
+            break  # torch 2.13's gloo abort at teardown (see _run): the whole two-machine job once more
+    for code, out in outs:
+        assert code == 0, out[-3000:]
     _run([sys.executable, "one_torch.py"], tmp_path, INIT="init.pt", OUT="one.pt")
     one, two = torch.load(tmp_path / "one.pt"), torch.load(tmp_path / "two.pt")
     for k, v in one.items():
