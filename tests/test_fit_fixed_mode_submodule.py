@@ -19,6 +19,7 @@ import numpy as np
 
 from runners import compare_fit, run_side
 from test_fit_callbacks import _run, tx
+from test_fit_frozen_batchnorm import FIT_DATA
 
 from fwport.core.finding import Severity
 
@@ -65,16 +66,7 @@ class Classifier(keras.Model):
         self.base = base
 ''').replace("model = Classifier()", "model = Classifier(base_model)")
 
-DRIVER = '''
-import json, sys
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-from model import *
-rng = np.random.default_rng(7)
-W = [rng.normal(size=(6, 8)).astype("float32"), rng.normal(size=8).astype("float32"),
-     rng.normal(size=(8, 1)).astype("float32"), np.zeros(1, "float32")]
-x = (rng.normal(size=(48, 6)) * 2 + 3).astype("float32")  # far from the moving statistics' start (0, 1)
-y = x[:, :1] - x[:, 1:2]
+DRIVER = FIT_DATA + '''
 if sys.argv[2] == "torch":
     import torch
     with torch.no_grad():  # the lazy sizes, in eval mode (no statistics moved)

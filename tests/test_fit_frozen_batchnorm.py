@@ -28,7 +28,9 @@ def train(x, y):
     return history.history, model.evaluate(x, y, verbose=0), model.predict(x[:5], verbose=0)
 '''
 
-DRIVER = '''
+# a driver's start (model.py translated or not, in the folder sys.argv[1]; sys.argv[2] the side): a Dense(8)'s and a
+# Dense(1)'s weights W, and data far from a BatchNormalization's moving statistics' start (0, 1)
+FIT_DATA = '''
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
@@ -36,8 +38,11 @@ from model import *
 rng = np.random.default_rng(5)
 W = [rng.normal(size=(6, 8)).astype("float32"), rng.normal(size=8).astype("float32"),
      rng.normal(size=(8, 1)).astype("float32"), np.zeros(1, "float32")]
-x = (rng.normal(size=(48, 6)) * 2 + 3).astype("float32")  # far from the moving statistics' start (0, 1)
+x = (rng.normal(size=(48, 6)) * 2 + 3).astype("float32")
 y = x[:, :1] - x[:, 1:2]
+'''
+
+DRIVER = FIT_DATA + '''
 if sys.argv[2] == "torch":
     import torch
     with torch.no_grad():  # the head's lazy input size, in eval mode (no statistics moved)

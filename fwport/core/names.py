@@ -338,6 +338,12 @@ def _scan_entry(t: type, by_type: dict) -> tuple:
     return entry
 
 
+def method_of(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The method ``name`` a class statement defines in its body (``__init__``, ``forward``), else None."""
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    return next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == name), None)
+
+
 _NO_HOOKS = (None, None)
 
 

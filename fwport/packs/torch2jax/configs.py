@@ -35,7 +35,7 @@ import libcst as cst
 
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, find_all
+from fwport.core.names import dotted_text, find_all, method_of
 
 #: ctx.analyses: module class → {attribute: its field declaration} (the config fields and the scalars read from them)
 HELD = "torch2jax.configs.held"
@@ -60,6 +60,13 @@ class Config:
                                for f in cls.body.body if isinstance(f, cst.FunctionDef)
                                for a in find_all(f, cst.AssignTarget) for t in [a.target])
 
+
+
+def class_inits(module: cst.Module, classes: set[str]):
+    """(class statement, its ``__init__``) for each class of ``classes`` at the module's top level that defines one."""
+    for cls in module.body:
+        if isinstance(cls, cst.ClassDef) and cls.name.value in classes and (init := method_of(cls, "__init__")) is not None:
+            yield cls, init
 
 def _dataclass_decorator(cls: cst.ClassDef, ctx) -> cst.Decorator | None:
     for d in cls.decorators:
@@ -177,12 +184,7 @@ def plan(module: cst.Module, ctx, classes: set[str]) -> None:
     used: dict[str, Config] = {}
     holders: dict[str, dict[str, str]] = {}  # module class → {attribute holding a configuration: its class}
     static = f" = {ctx.spell_text('equinox.field')}(static=True)"
-    for cls in module.body:
-        if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
-            continue
-        init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
-        if init is None:
-            continue
+    for cls, init in class_inits(module, classes):
         rebound = {n.value for a in find_all(init, cst.AssignTarget) for n in _bare_names(a.target)}
         params = {p.name.value: c for p in (*init.params.params, *init.params.kwonly_params)
                   if p.name.value not in rebound for c in [_param_config(p, init, configs)] if c is not None}
@@ -319,12 +321,7 @@ def _sets(module: cst.Module, ctx, classes: set[str]) -> None:
     a leaf that eqx.filter_jit cannot hash. Where nothing changes it (``.add``, ``|=``, another assignment) it is
     written ``frozenset(...)``, a static field; else a warning."""
     static = f" = {ctx.spell_text('equinox.field')}(static=True)"
-    for cls in module.body:
-        if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
-            continue
-        init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
-        if init is None:
-            continue
+    for cls, init in class_inits(module, classes):
         once = _assigned_once(cls)
         for st in init.body.body:
             if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign)
@@ -452,12 +449,7 @@ def _namespaces(module: cst.Module, ctx, classes: set[str], configs: dict[str, C
     another file, or read otherwise: a warning that it must be hashable."""
     typed = None
     static = f" = {ctx.spell_text('equinox.field')}(static=True)"
-    for cls in module.body:
-        if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
-            continue
-        init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
-        if init is None:
-            continue
+    for cls, init in class_inits(module, classes):
         rebound = {n.value for a in find_all(init, cst.AssignTarget) for n in _bare_names(a.target)}
         params = {p.name.value: p for p in (*init.params.params, *init.params.kwonly_params)
                   if p.name.value not in rebound and p.default is None and _param_config(p, init, configs) is None}

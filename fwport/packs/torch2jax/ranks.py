@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from fwport.core.engine import literal_value
-from fwport.core.names import dotted_text, find_all, scan
+from fwport.core.names import dotted_text, find_all, method_of, scan
 from fwport.packs.torch2jax.layers import STACKS
 
 #: layers that take one vector in Equinox and map over every leading axis in PyTorch
@@ -371,7 +371,7 @@ def given_layer(given: dict, cls: str, param: str) -> str | None:
 
 
 def cls_init_params(cls: cst.ClassDef) -> list[cst.Param]:
-    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    init = method_of(cls, "__init__")
     return [] if init is None else [*init.params.posonly_params, *init.params.params, *init.params.kwonly_params]
 
 
@@ -485,7 +485,7 @@ class _InitAttributes(cst.CSTVisitor):
 def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: dict | None = None,
                 functions: dict | None = None) -> ClassRanks:
     info = ClassRanks(table)
-    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    init = method_of(cls, "__init__")
     if init is None:
         return info
     added: dict[str, set] = {}

@@ -27,7 +27,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import scan
+from fwport.core.names import method_of, scan
 
 KEY = "tf2torch-data-format"  # ctx.analyses: class name → (parameter, value) guarded at the end of __init__
 _VALUES = ("channels_last", "channels_first")
@@ -36,10 +36,6 @@ _PADDINGS = ("same", "valid", "causal")  # Keras's padding strings (any case)
 _ARGUMENTS = {"data_format": (_VALUES, "channels_last"), "padding": (_PADDINGS, NOT_LITERAL)}
 
 
-def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
-    if not isinstance(cls.body, cst.IndentedBlock):
-        return None
-    return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
 
 
 class _FormatArguments(cst.CSTVisitor):
@@ -72,7 +68,7 @@ def _format_params(cls: cst.ClassDef, ctx: FileContext | None = None) -> dict[st
     """The __init__ parameters passed as ``data_format=`` to a call in __init__, or as the ``padding``
     of a Keras layer built there (bound by the layer's rule: ``Conv2D(f, k, s, padding)``), directly or
     through ``self.<attr> = <param>``: parameter → the argument it gives."""
-    init = _init(cls)
+    init = method_of(cls, "__init__")
     if init is None:
         return {}
     params = [p.name.value for p in init.params.params if p.name.value != "self"]
@@ -125,7 +121,7 @@ def resolve(classes: dict[str, cst.ClassDef], module: cst.Module, ctx: FileConte
     while changed:
         changed = False
         for name, params in wanted.items():
-            init = _init(classes[name])
+            init = method_of(classes[name], "__init__")
             for param in params:
                 if param in out.get(name, {}):
                     continue
@@ -155,7 +151,7 @@ def _resolved_value(name, param, init, sites, classes, known, argument="data_for
             continue
         v = literal_value(node, NOT_LITERAL)
         if v is NOT_LITERAL and owner is not None:  # the calling class's own resolved parameter
-            o_init = _init(classes[owner])
+            o_init = method_of(classes[owner], "__init__")
             pname = node.value if isinstance(node, cst.Name) else (
                 _self_params(o_init).get(node.attr.value) if isinstance(node, cst.Attribute)
                 and isinstance(node.value, cst.Name) and node.value.value == "self" and o_init is not None else None)

@@ -30,7 +30,7 @@ from fwport.core import written
 from fwport.core.engine import code, literal_value, statement
 from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
-from fwport.core.names import children, dotted_text, find_all, scan
+from fwport.core.names import children, dotted_text, find_all, method_of, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, modes, ranks
@@ -227,7 +227,7 @@ def _nested_draws(cls: cst.ClassDef, ctx, drawing: set[str]) -> None:
     """A module that draws its initial values, built in a function defined inside ``__init__`` that ``__init__``
     still calls (one unroll.py did not write out): keys are handed to the calls ``__init__`` makes itself, so it
     would get none. An error on each such construction."""
-    init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+    init = method_of(cls, "__init__")
     if init is None:
         return
     nested = find_all(init.body, cst.FunctionDef)
@@ -2701,7 +2701,7 @@ def _batched_sequence_layers(module: cst.Module, ctx, batched: set[str]) -> list
     for cls in module.body:
         if not (isinstance(cls, cst.ClassDef) and cls.name.value in batched):
             continue
-        init = next((m for m in cls.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"), None)
+        init = method_of(cls, "__init__")
         names = _sequence_or_identity(init, ctx)
         for a in find_all(init, cst.Assign) if init is not None and names else ():
             if len(a.targets) == 1 and (dotted_text(a.targets[0].target) or "")[5:] in names \
@@ -2831,8 +2831,7 @@ class _SparseProducts(cst.CSTTransformer):
 
 def _class_attributes(cls: cst.ClassDef | None, plans: dict) -> list[str]:
     """The classes of this file already translated that ``cls.__init__`` assigns to ``self.NAME``."""
-    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None) \
-        if cls is not None else None
+    init = method_of(cls, "__init__") if cls is not None else None
     found = []
     for stmt in init.body.body if init is not None else ():
         for s in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
@@ -3727,12 +3726,7 @@ def _optional_fields(module: cst.Module, classes: set[str]) -> set[str]:
     """``self.NAME`` for each field an ``__init__`` of the module classes may leave None: assigned None, an
     ``... if ... else None``, or only inside a block."""
     out: set[str] = set()
-    for cls in module.body:
-        if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
-            continue
-        init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
-        if init is None:
-            continue
+    for cls, init in configs.class_inits(module, classes):
         top: set[str] = set()
         for st in init.body.body:
             for small in st.body if isinstance(st, cst.SimpleStatementLine) else ():
