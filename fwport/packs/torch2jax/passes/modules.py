@@ -1031,6 +1031,8 @@ def per_example_function(fn: cst.FunctionDef, ctx, table: dict) -> cst.FunctionD
     body (batch.Forward's findings)."""
     f = Forward(ctx, set(ranks.function_params(fn)), set(), {}, ranks=table[ranks.function_key(fn.name.value)])
     new = fn.with_changes(body=rewrite(fn.body, f))
+    if f.dropped:  # (`b = t.shape[0]`: the batch size, which one example has not)
+        new = rewrite(new, _Dropped())
     if f.key_sites or f.state_sites:  # (no module of its own: never; a draw is refused where it is)
         ctx.report(Severity.ERROR, "unsupported-construct", f"{fn.name.value}(), called by forward with batched "
                    "tensors, calls a layer needing a key or state: call the layer in forward", fn)
