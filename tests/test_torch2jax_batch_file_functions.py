@@ -89,3 +89,41 @@ def repeat_kv''').replace("        return wide.sum(-1)", "        return wide.su
     said = [f.message for f in errors(r)]
     assert "# batched module: takes the whole batch" in r.output \
         or any(m.startswith("subsequent() is a function of this file") for m in said), said
+
+
+POSEMB = '''
+import torch
+import torch.nn as nn
+
+
+def posemb_sincos_1d(patches, temperature=10000):
+    _, n, dim = patches.shape
+    n = torch.arange(n)
+    omega = torch.arange(dim // 2) / (dim // 2 - 1)
+    omega = 1.0 / (temperature ** omega)
+    n = n.flatten()[:, None] * omega[None, :]
+    return torch.cat((n.sin(), n.cos()), dim=1).type(patches.dtype)
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(dim))
+
+    def forward(self, x):
+        x = x * self.scale
+        return (x + posemb_sincos_1d(x)).mean(dim=1)
+'''
+
+
+def test_a_function_whose_result_every_example_shares_is_written_for_one_example():
+    # vit-pytorch's posemb_sincos_1d: sizes read from the batched input, a table of positions every example shares
+    r = t2j(POSEMB)
+    assert errors(r) == [], r.findings
+    assert "    n, dim = patches.shape\n" in r.output and "batched module" not in r.output
+
+
+@needs_frameworks
+def test_a_function_whose_result_every_example_shares_verifies_against_pytorch(tmp_path):
+    # (in float32: PyTorch builds the table in its default dtype, which float64 inputs would not change)
+    verify_model(tmp_path, POSEMB, "Net", ["float32[2,5,8]"], dtype="float32")
