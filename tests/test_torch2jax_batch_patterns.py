@@ -310,19 +310,25 @@ class Net(nn.Module):
 '''
 
 
-@pytest.mark.parametrize("sizes, shown", [
-    ("h, w, d, device = *t.shape[1:], t.device", "(t.shape[1:])"),
-    ("_, h, w, d, device = *t.shape, t.device", "(*t.shape, "),
-    ("b, h, w, d = t.shape\n    device = t.device", "(t.shape, "),
-])
-def test_a_function_refused_for_the_batch_names_the_expression_reading_it(sizes, shown):
+def test_a_function_refused_for_the_batch_names_the_expression_reading_it():
     # look_vit's posemb_sincos_2d: the batch axis is counted where t's sizes are read; y.flatten() and torch.cat are
     # of a grid built from sizes (and temperature), the same per example, and are not what the finding names
-    r = t2j(POSEMB.replace("SIZES", sizes))
+    r = t2j(POSEMB.replace("SIZES", "h, w, d, device = *t.shape[1:], t.device"))
     said = [f.message for f in errors(r) if f.message.startswith("posemb_sincos_2d() is a function of this file")]
-    assert len(said) == 1 and shown in said[0], [f.message for f in errors(r)]
-    if "[1:]" in sizes:
-        assert "flatten" not in said[0] and "torch.cat" not in said[0], said
+    assert len(said) == 1 and "(t.shape[1:])" in said[0], [f.message for f in errors(r)]
+    assert "flatten" not in said[0] and "torch.cat" not in said[0], said
+
+
+@pytest.mark.parametrize("sizes, one", [
+    ("_, h, w, d, device = *t.shape, t.device", "    h, w, d, device = *t.shape, t.device\n"),
+    ("b, h, w, d = t.shape\n    device = t.device", "    h, w, d = t.shape\n    y, x = jnp.meshgrid("),
+])
+def test_a_function_reading_the_batch_size_from_its_input_is_written_for_one_example(sizes, one):
+    # only forward calls it, with a batched tensor: its reading of the sizes drops the batch's, as a forward's
+    # (tests/test_torch2jax_batch_file_functions.py); the forward's own reshape is refused for its own reason
+    r = t2j(POSEMB.replace("SIZES", sizes))
+    assert one in r.output
+    assert not any(f.message.startswith("posemb_sincos_2d()") for f in errors(r)), r.findings
 
 
 def test_a_function_reading_only_the_last_sizes_of_its_input_is_called_as_written():

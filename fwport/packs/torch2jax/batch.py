@@ -109,6 +109,9 @@ PLACED = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.sta
                     F + "layer_norm", F + "embedding", F + "gelu", F + "relu", F + "silu", F + "dropout", "torch.zeros_like",
                     "torch.ones_like", "torch.where", "torch.tanh", "torch.sigmoid", "torch.exp", "torch.log",
                     "torch.sqrt", "torch.abs", "torch.clamp", "torch.maximum", "torch.minimum", "torch.pow"})
+#: comparison methods of a tensor → the operator (``x.eq(0)`` → ``(x == 0)``, as outside the modules)
+COMPARISONS = {"eq": cst.Equal, "ne": cst.NotEqual, "gt": cst.GreaterThan, "ge": cst.GreaterThanEqual,
+               "lt": cst.LessThan, "le": cst.LessThanEqual}
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
                          "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
@@ -1286,6 +1289,8 @@ class Forward(cst.CSTTransformer):
                           and isinstance(e.slice.value, cst.Ellipsis)):
                     return None
             return r if r >= 0 else None
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:  # `(x == 0)`: elementwise, as `x + 0`
+            return self.rank_of(cst.BinaryOperation(node.left, cst.Add(), node.comparisons[0].comparator))
         if isinstance(node, cst.IfExp):  # `a if c else b`: the rank both branches have
             a, b = self.rank_of(node.body), self.rank_of(node.orelse)
             return a if a == b else None
@@ -1311,7 +1316,7 @@ class Forward(cst.CSTTransformer):
             text = literal_value(args[-1], None)
             return len(text.split("->")[1].split()) if isinstance(text, str) and text.count("->") == 1 \
                 and "..." not in text else None
-        if text in ("jnp.argsort", "jax.numpy.argsort") and args:  # (batch.Forward.method's x.argsort(dim))
+        if text in ("jnp.argsort", "jax.numpy.argsort", "jax.lax.stop_gradient") and args:  # (x.argsort(dim), x.data)
             return self.rank_of(args[0])
         if q is not None:  # a source call the rules translate later
             if q == "torch.matmul" and len(args) == 2:
@@ -2299,7 +2304,8 @@ class Forward(cst.CSTTransformer):
                        "of the example's first axis): do this outside the module, over the vmapped outputs")
             return updated
         entry = self.ctx.analyses.get(FUNCTION_DIMS, {}).get(original.func.value) \
-            if isinstance(original.func, cst.Name) and not self.batch_whole else None
+            if isinstance(original.func, cst.Name) and not self.batch_whole \
+            and original.func.value not in self.instances else None  # (one written for one example: a module's call)
         if entry is not None and any(self.is_batched(a.value) for a in original.args):
             from fwport.packs.torch2jax.passes.modules import function_dims_used
             dims = function_dims_used(entry, original, self.negative_fields, self.is_batched)
@@ -3038,6 +3044,12 @@ class Forward(cst.CSTTransformer):
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
             return self.elementwise(name, recv, updated)
+        if name in COMPARISONS and len(args) == 1 and not args[0].keyword and not args[0].star \
+                and (literal_value(original.args[0].value) is not NOT_LITERAL
+                     or self.is_batched(original.args[0].value) and self.axis_of(args[0].value) == b):
+            # x.eq(0): elementwise, against a number or a tensor batched where x is, the same for each example
+            return cst.Comparison(recv, [cst.ComparisonTarget(COMPARISONS[name](), args[0].value)],
+                                  lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         if name == "expand":
             return self.expand(original, updated, recv, b)
         if name == "expand_as":
@@ -3815,6 +3827,8 @@ class Forward(cst.CSTTransformer):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if isinstance(original.value, cst.Name) and original.value.value == "self" and original.attr.value in self.buffers:
             return cst.Call(self.ctx.spell("jax.lax.stop_gradient"), [cst.Arg(updated)])
+        if original.attr.value == "data" and self.is_batched(original.value) and self.makes_tensor(original.value):
+            return _call(self.ctx.spell("jax.lax.stop_gradient"), [updated.value])  # x.data: its values, detached
         if original.attr.value == "ndim" and self.is_batched(original.value):  # as .dim(): the batch axis counts
             return cst.BinaryOperation(updated, cst.Add(), cst.Integer("1"), lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         if original.attr.value in ("T", "mT", "H", "mH") and self.is_batched(original.value):

@@ -91,6 +91,60 @@ def method_key(cls: str, method: str) -> str:
     return f"{cls}.{method}"
 
 
+def function_key(name: str) -> str:
+    """The table entry of a function of the file that forwards call with batched tensors (``name()``)."""
+    return f"{name}()"
+
+
+def is_function_key(key: str) -> bool:
+    return key.endswith("()")
+
+
+def function_params(fn: cst.FunctionDef) -> list[str]:
+    """A function's inputs, as :func:`forward_params` gives a forward's (no ``self`` to leave out)."""
+    return [p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)]
+
+
+def per_example_functions(module: cst.Module, ctx, bodies: list[cst.FunctionDef],
+                          functions: dict[str, cst.FunctionDef]) -> list[str]:
+    """The functions of the file whose dimensions are written for the batch (modules._function_dims) that are read
+    nowhere but as the callee of calls in ``bodies`` (the forwards and the methods they call, which see one example)
+    and in one another: nlp-tutorial's ``get_attn_pad_mask(seq_q, seq_k)``. Each is written for one example as a
+    forward is (batch.Forward, modules.per_example_function), called as a module is. One with ``*args``, a
+    decorator, a nested function or class, or a read elsewhere (a call outside the modules gives it the batch) is
+    not: a call of it stays refused."""
+    from fwport.packs.torch2jax.batch import FUNCTION_DIMS
+    from fwport.packs.torch2jax.passes.modules import _name_reads
+    dims = ctx.analyses.get(FUNCTION_DIMS, {})
+    if not dims or not bodies:
+        return []
+    called = {n for b in bodies for c in find_all(b, cst.Call) if isinstance(c.func, cst.Name)
+              for n in [c.func.value] if n in dims and n in functions}
+    if not called:
+        return []
+    candidates = set()
+    for n in called:
+        fn = functions[n]
+        p = fn.params
+        if fn.decorators or isinstance(p.star_arg, cst.Param) or p.star_kwarg is not None or p.posonly_params \
+                or find_all(fn.body, cst.FunctionDef) or find_all(fn.body, cst.ClassDef) \
+                or find_all(fn.body, cst.Lambda) or find_all(fn.body, cst.Yield):
+            continue
+        candidates.add(n)
+    reads = _name_reads(module)
+    changed = True
+    while changed:  # every read of each: a call in a forward, or in another candidate
+        changed = False
+        scope = [*bodies, *(functions[n] for n in candidates)]
+        for n in sorted(candidates):
+            inside = sum(1 for b in scope for c in find_all(b, cst.Call)
+                         if isinstance(c.func, cst.Name) and c.func.value == n)
+            if reads[n] != 1 + inside:
+                candidates.discard(n)
+                changed = True
+    return sorted(candidates)
+
+
 def _agreed_axes(values: list):
     """The batch position(s) every return of a forward agrees on (None: not batched, or they differ)."""
     return values[0] if values and all(v == values[0] for v in values) else None
@@ -613,8 +667,11 @@ def _built_inside(module: cst.Module, classes: set[str]) -> set[str]:
     return out
 
 
-def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozenset()) -> dict[str, ClassRanks]:
-    """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis)."""
+def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozenset(),
+            refused: frozenset[str] = frozenset()) -> dict[str, ClassRanks]:
+    """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis), and one per
+    function of the file written for one example (per_example_functions; ``refused``: those that cannot be, which
+    are analysed again without)."""
     from fwport.core.rewrite import rewrite
     from fwport.packs.torch2jax.batch import NOT_BATCHED, Forward
     from fwport.packs.torch2jax.passes.modules import _dict_entries, _reached, _submodules
@@ -641,6 +698,15 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
                                             buffers=info.buffers)
                     info.instances[f"self.{m}"] = own
                     forwards[own] = (methods[m], subs)
+    traced = [n for n in per_example_functions(module, ctx, [f for f, _ in forwards.values()], functions)
+              if n not in refused]
+    if traced:  # functions of the file forward calls with batched tensors: probed as forwards, called as modules
+        names = {n: function_key(n) for n in traced}
+        for info in list(table.values()):
+            info.instances.update(names)
+        for n in traced:
+            table[names[n]] = ClassRanks(table, instances=dict(names))
+            forwards[names[n]] = (functions[n], {})
     if not any(t.instances or t.containers or t.sequences or any(t.seq_first.values()) for t in table.values()):
         return table
     probe = _Probe(ctx)
@@ -653,7 +719,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
         blind: dict[str, list] = {}
         changed = False
         for name, (fwd, subs) in forwards.items():
-            params = forward_params(fwd)
+            params = forward_params(fwd) if not is_function_key(name) else function_params(fwd)
             f = Forward(probe, set(params), set(), subs, ranks=table[name])
             rewrite(fwd.body, f)
             for k, v in f.seen_calls.items():
@@ -670,7 +736,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             second[name] = f.second
             shared[name] = f.unbatched
         for name, (fwd, _) in forwards.items():
-            params = forward_params(fwd)
+            params = forward_params(fwd) if not is_function_key(name) else function_params(fwd)
             calls = seen.get(name, [])
             axes = _param_axes(params, seen_axes.get(name, []), optimistic=True) if seen_axes.get(name) else \
                 {**table[name].axes, **{p: 1 for p in second.get(name, ())},
@@ -691,5 +757,45 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             break
     for name, (fwd, _) in forwards.items():  # what the settled table's calls give, without optimism
         if seen_axes.get(name):
-            table[name].axes = _param_axes(forward_params(fwd), seen_axes[name])
+            table[name].axes = _param_axes(forward_params(fwd) if not is_function_key(name) else function_params(fwd),
+                                           seen_axes[name])
+    failed = {n for n in traced if not _one_example(functions[n], seen_axes.get(function_key(n), []), table, ctx)}
+    if failed:
+        return analyse(module, ctx, classes, skip, refused | failed)
     return table
+
+
+def _one_example(fn: cst.FunctionDef, calls: list, table: dict, ctx) -> bool:
+    """Whether a function forwards call (per_example_functions) can be written for one example: each of its
+    parameters batched in every call or in none (a call giving the batch and one giving a value every example
+    shares cannot both be served by one per-example body), one call at least giving a batched tensor, and its body
+    translated for one example without an error finding (else each call keeps its own error, as before)."""
+    from fwport.core.rewrite import rewrite
+    from fwport.packs.torch2jax.batch import Forward
+    params = function_params(fn)
+    if not calls:
+        return False
+    seen = False
+    for i, p in enumerate(params):
+        got = [c[0][i] if i < len(c[0]) else c[1].get(p, "absent") for c in calls]
+        batched = {g not in ("absent", None) for g in got}
+        if len(batched) > 1:
+            return False
+        seen |= batched == {True}
+    if not seen:
+        return False
+    probe = _Counting(ctx)
+    rewrite(fn.body, Forward(probe, set(params), set(), {}, ranks=table[function_key(fn.name.value)]))
+    return not probe.errors
+
+
+class _Counting(_Probe):
+    """A probe that counts the error findings it is given (and keeps none)."""
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.errors = 0
+
+    def report(self, severity, *args, **kwargs) -> None:
+        from fwport.core.finding import Severity
+        self.errors += severity is Severity.ERROR

@@ -187,6 +187,8 @@ def run(module: cst.Module, ctx) -> cst.Module:
             stmt = done[i]
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
+        elif isinstance(stmt, cst.FunctionDef) and ranks.function_key(stmt.name.value) in table:
+            stmt = per_example_function(stmt, ctx, table)
         body.append(stmt)
     operated = {m for plan in plans.values() for m in plan.get("surgery", {})}
     if operated:  # a surgery method's call that the finish cannot rebind (surgery.Rebind): an error here
@@ -1020,6 +1022,21 @@ def _function_dims(module: cst.Module, ctx, classes: set[str]) -> dict[str, tupl
                 if calls:
                     out[name], changed = (fn.params, calls), True
     return out
+
+
+def per_example_function(fn: cst.FunctionDef, ctx, table: dict) -> cst.FunctionDef:
+    """A function of the file that only the forwards call, with batched tensors (ranks.per_example_functions),
+    written for one example as a forward is: ``seq_k.eq(0).unsqueeze(1).expand(batch_size, len_q, len_k)`` →
+    ``jnp.broadcast_to(jnp.expand_dims(seq_k == 0, 0), (len_q, len_k))``. What cannot be is refused there, in its
+    body (batch.Forward's findings)."""
+    f = Forward(ctx, set(ranks.function_params(fn)), set(), {}, ranks=table[ranks.function_key(fn.name.value)])
+    new = fn.with_changes(body=rewrite(fn.body, f))
+    if f.dropped:  # (`b = t.shape[0]`: the batch size, which one example has not)
+        new = rewrite(new, _Dropped())
+    if f.key_sites or f.state_sites:  # (no module of its own: never; a draw is refused where it is)
+        ctx.report(Severity.ERROR, "unsupported-construct", f"{fn.name.value}(), called by forward with batched "
+                   "tensors, calls a layer needing a key or state: call the layer in forward", fn)
+    return new
 
 
 def function_dims_used(entry: tuple, call: cst.Call, negative_fields: frozenset[str] = frozenset(),
