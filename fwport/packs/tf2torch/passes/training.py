@@ -389,6 +389,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.call_fn: dict[int, cst.FunctionDef | cst.Lambda | None] = {}  # id(such a call) → the function it is in
         # each opt.apply_gradients(zip(grads, V)): (opt's text, the function it is in, V) (_through_calls)
         self.applied: list[tuple[str, cst.FunctionDef | cst.Lambda | None, cst.BaseExpression]] = []
+        # ... and (its statement, the function it is in, V) of each, keyed by opt's text (_reached_variables)
+        self.applied_at: dict[str, list[tuple[int, cst.FunctionDef | cst.Lambda | None, cst.BaseExpression]]] = {}
         self.assigned_call: dict[int, str] = {}  # id of a call of a name that is `target = <call>` → target
         self.top_functions: dict[int, cst.FunctionDef] = {}  # id → the module's own functions (run sets it)
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
@@ -654,6 +656,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 variables = _bound_variables(fn, pair[1])
                 self.variables.setdefault(code(call.func.value), []).append(variables)
                 self.applied.append((code(call.func.value), fn, variables))
+                self.applied_at.setdefault(code(call.func.value), []).append((self.order, fn, variables))
 
 
 def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
@@ -2957,6 +2960,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         rule = self.ctx.pack.by_name[q]
         call = original_node.value
         variables = self.plan.variables.get(name, [])
+        reached = self._reached_variables(original_node, name)
+        if reached is not None:
+            variables = reached
         texts = {code(v) for v in variables}
         params = _params_of(variables[0]) if len(texts) == 1 else None
         if params is None and not variables and name in self.plan.compile_args:
@@ -3029,6 +3035,56 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "a torch optimizer takes its parameters when it is created (nothing in between reads "
                             f"{name})", call, rule)
         return made
+
+    def _reached_variables(self, original_node: cst.Assign, name: str) -> list[cst.BaseExpression] | None:
+        """``optimizer = keras.optimizers.X(...)`` written again before each training loop of a notebook or guide
+        (one model after another, the name bound each time): the variables of the apply_gradients calls this
+        binding reaches, those between it and the next binding, so that each torch optimizer is created over its own
+        model's parameters. None where the name is bound once, or where which binding a call reads is not plain:
+        each binding must be a top-level statement of its own binding a Keras optimizer (no schedule, no clipping,
+        never given to compile), and each apply_gradients either at the module's top level or in a top-level
+        function the module only calls, at its top level, between the same two bindings."""
+        bindings = self.plan.optimizer_bindings.get(name, [])
+        if (len(bindings) < 2 or self._scopes or self.classes or name in self.plan.globals
+                or len(bindings) != len(self.plan.bound_at.get(name, [])) or any(b[1] != 0 for b in bindings)
+                or name in self.plan.scheduled or name in self.plan.clips or name in self.plan.compile_args):
+            return None
+        top = {id(b) for s in self.module.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+               for b in s.body}
+        if not all(any(id(a) in top and a.value is call for a in find_all(self.module, cst.Assign))
+                   for _, _, call in bindings):
+            return None
+        orders = sorted(order for order, _, _ in bindings)
+        mine = next((order for order, _, call in bindings if call is original_node.value), None)
+        if mine is None:
+            return None
+
+        def span(order: int) -> int | None:  # the binding a statement at this order reads (its index), else None
+            before = [i for i, o in enumerate(orders) if o < order]
+            return before[-1] if before else None
+
+        functions = {id(s): s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        reached = []
+        for order, fn, variables in self.plan.applied_at.get(name, []):
+            if fn is None:
+                at = span(order)
+            elif id(fn) in functions:
+                calls = self.plan.calls_of.get(fn.name.value, [])
+                uses = [n for n in find_all(self.module, cst.Name) if n.value == fn.name.value]
+                if (not calls or len(uses) != len(calls) + 1 or len(self.plan.bound_at.get(fn.name.value, [])) != 1
+                        or any(self.plan.call_scope.get(id(c)) != 0 for c in calls)):
+                    return None
+                spans = {span(self.plan.call_order[id(c)]) for c in calls}
+                if len(spans) != 1:
+                    return None
+                at = spans.pop()
+            else:
+                return None
+            if at is None:
+                return None
+            if orders[at] == mine:
+                reached.append(variables)
+        return reached
 
     def _fixed_variables(self, d: str) -> str | None:
         """Whether the optimizer may take ``list(d.values())`` when it is created (None), else why not: ``d`` is
