@@ -3041,13 +3041,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         (one model after another, the name bound each time): the variables of the apply_gradients calls this
         binding reaches, those between it and the next binding, so that each torch optimizer is created over its own
         model's parameters. None where the name is bound once, or where which binding a call reads is not plain:
-        each binding must be a top-level statement of its own binding a Keras optimizer (no schedule, no clipping,
-        never given to compile), and each apply_gradients either at the module's top level or in a top-level
+        each binding must be a top-level statement of its own binding a Keras optimizer (no schedule, no clipping),
+        this one given to no compile, and each apply_gradients either at the module's top level or in a top-level
         function the module only calls, at its top level, between the same two bindings."""
         bindings = self.plan.optimizer_bindings.get(name, [])
         if (len(bindings) < 2 or self._scopes or self.classes or name in self.plan.globals
                 or len(bindings) != len(self.plan.bound_at.get(name, [])) or any(b[1] != 0 for b in bindings)
-                or name in self.plan.scheduled or name in self.plan.clips or name in self.plan.compile_args):
+                or name in self.plan.scheduled or name in self.plan.clips):
             return None
         top = {id(b) for s in self.module.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
                for b in s.body}
@@ -3063,6 +3063,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             before = [i for i, o in enumerate(orders) if o < order]
             return before[-1] if before else None
 
+        for _, k, scope in self.plan.compiles:  # a binding given to a compile is that compile's (_rebound_optimizer)
+            given = call_argument(k, "optimizer", 0)
+            if isinstance(given, cst.Name) and given.value == name and (
+                    scope != 0 or span(self.plan.call_order.get(id(k), 0)) in (None, orders.index(mine))):
+                return None
         functions = {id(s): s for s in self.module.body if isinstance(s, cst.FunctionDef)}
         reached = []
         for order, fn, variables in self.plan.applied_at.get(name, []):
@@ -3070,8 +3075,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 at = span(order)
             elif id(fn) in functions:
                 calls = self.plan.calls_of.get(fn.name.value, [])
-                uses = [n for n in find_all(self.module, cst.Name) if n.value == fn.name.value]
-                if (not calls or len(uses) != len(calls) + 1 or len(self.plan.bound_at.get(fn.name.value, [])) != 1
+                defined = {id(d.name) for d in find_all(self.module, cst.FunctionDef)}  # (a method of that name too)
+                uses = [n for n in find_all(self.module, cst.Name) if n.value == fn.name.value and id(n) not in defined]
+                methods = [d for c in find_all(self.module, cst.ClassDef) for d in c.body.body
+                           if isinstance(d, cst.FunctionDef) and d.name.value == fn.name.value]
+                if (not calls or len(uses) != len(calls)
+                        or [depth for _, depth in self.plan.bound_at.get(fn.name.value, [])].count(0) != 1 + len(methods)
                         or any(self.plan.call_scope.get(id(c)) != 0 for c in calls)):
                     return None
                 spans = {span(self.plan.call_order[id(c)]) for c in calls}
