@@ -3075,7 +3075,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 at = span(order)
             elif id(fn) in functions:
                 calls = self.plan.calls_of.get(fn.name.value, [])
-                defined = {id(d.name) for d in find_all(self.module, cst.FunctionDef)}  # (a method of that name too)
+                defined = {id(d.name) for d in find_all(self.module, cst.FunctionDef)} | {  # (a method of that name,
+                    id(a.attr) for a in find_all(self.module, cst.Attribute)} | {  # x.train_step, train_step=:
+                    id(a.keyword) for a in find_all(self.module, cst.Arg) if a.keyword is not None}  # not the function)
                 uses = [n for n in find_all(self.module, cst.Name) if n.value == fn.name.value and id(n) not in defined]
                 methods = [d for c in find_all(self.module, cst.ClassDef) for d in c.body.body
                            if isinstance(d, cst.FunctionDef) and d.name.value == fn.name.value]
