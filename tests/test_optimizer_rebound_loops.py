@@ -117,6 +117,41 @@ def test_each_rebound_optimizer_trains_as_keras(tmp_path):
     np.testing.assert_allclose(torch["kernels"], keras["kernels"], rtol=1e-5, atol=1e-6)
 
 
+#: keras-io's making_new_layers_and_models_via_subclassing: a tape loop with one binding, then the name bound again
+#: and given to compile / fit
+COMPILED = SRC[:SRC.index("optimizer = keras.optimizers.Adam")] + '''optimizer = keras.optimizers.Adam(learning_rate=0.05)
+second.compile(optimizer, loss="mse")
+history = second.fit(x, y, epochs=2, batch_size=4, shuffle=False, verbose=0)
+second_losses = history.history["loss"]
+'''
+
+
+def test_a_later_binding_given_to_compile_is_its_models():
+    r = translate_source(COMPILED, "f.py")
+    assert not error_messages(r), error_messages(r)
+    assert "optimizer = torch.optim.SGD(first.parameters(), lr=0.1, momentum=0.5)" in r.output
+    assert "optimizer = torch.optim.Adam(second.parameters(), lr=0.05, eps=1e-07)" in r.output
+    assert "fit(second, optimizer, loss_fn, x, y, batch_size=4, epochs=2" in r.output
+
+
+@needs("tensorflow", "torch")
+def test_the_loop_then_the_compiled_fit_train_as_keras(tmp_path):
+    r = translate_source(COMPILED, "f.py")
+    keras = _run(COMPILED, tmp_path, "k.py", "keras")
+    torch = _run(r.output, tmp_path, "t.py", "torch")
+    for k, t in zip(keras["losses"], torch["losses"]):
+        assert len(t) in (2, 3) and k[0] != k[-1]
+        np.testing.assert_allclose(t, k, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(torch["kernels"], keras["kernels"], rtol=1e-5, atol=1e-6)
+
+
+def test_a_binding_given_to_a_compile_left_as_written_stays_keras():
+    src = COMPILED.replace('second.compile(optimizer, loss="mse")', 'second.compile(optimizer, loss=object())')
+    messages = error_messages(translate_source(src, "f.py"))
+    assert any("optimizer = keras.optimizers.Adam(learning_rate=0.05)" in m and "which stays Keras's" in m
+               for m in messages), messages
+
+
 def _refusals(src: str) -> list[str]:
     return [m for m in error_messages(translate_source(src, "f.py")) if "cannot tell which" in m]
 
