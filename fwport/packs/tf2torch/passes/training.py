@@ -4834,6 +4834,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                  "layers' forward return")
         if c.startswith("optimizer= is neither") and optimizer_why:
             c = f"optimizer={code(call_argument(call, 'optimizer', 0))}: {optimizer_why[0]}"
+        elif c.startswith("optimizer= is neither"):
+            c += _unknown_optimizer(plan, ctx, call_argument(call, "optimizer", 0), scope)
         given = call_argument(call, "loss", 1)
         if (c.startswith("loss= is neither") or c.startswith("loss_weights")) and isinstance(
                 given, (cst.List, cst.Tuple, cst.Dict)):
@@ -5063,6 +5065,35 @@ def _local_optimizer(plan: _Plan, models, o: str, given: cst.Name, call: cst.Cal
     fn.visit(mentions)
     target = top[0].body[0].targets[0].target
     return made if {id(x) for x in mentions.nodes} == {id(target), id(given)} else None
+
+
+def _unknown_optimizer(plan: _Plan, ctx: FileContext, given: cst.BaseExpression | None, scope: int) -> str:
+    """What a compile's optimizer= is where it is no Keras optimizer fwport follows (the refusal's detail, "" where
+    there is nothing more to say): a call of a class without a rule (TensorFlow Addons' LAMB, a wrapper, the file's
+    own optimizer class), a name bound once to one, a function's parameter."""
+    what = given
+    name = ""
+    if isinstance(given, cst.Name):
+        name = given.value
+        values = [v for _, where, v in plan.values.get(name, []) if where in (0, scope)]
+        fn = plan.top_functions.get(scope) if scope else None
+        if fn is not None and name in {p.name.value for p in find_all(fn.params, cst.Param)}:
+            return (f" ({name} is a parameter of {fn.name.value}(), whose callers' values fwport does not follow into "
+                    "the compile: create the torch optimizer where the model is trained, over its parameters)")
+        what = values[0] if len(values) == 1 else None
+    if not isinstance(what, cst.Call):
+        return ""
+    if isinstance(what.func, cst.Name) and any(f.name.value == what.func.value for f in plan.top_functions.values()):
+        return (f" ({name + ' is ' if name else ''}what {what.func.value}() returns, which fwport does not follow into "
+                "the compile: give the compile the Keras optimizer call itself)")
+    q = ctx.imports.resolve(what.func) if isinstance(what.func, (cst.Name, cst.Attribute)) else None
+    own = isinstance(what.func, cst.Name) and what.func.value in plan.class_defs
+    if (q is None and not own) or (q is not None and q in ctx.pack.by_name):
+        return ""
+    return (f" ({name + ' is ' if name else ''}{code(what.func)}(...), "
+            + ("a class of the file, " if own else "")
+            + "which fwport has no torch optimizer for: write the loop by hand with a torch optimizer that "
+            "updates as it does)")
 
 
 def _reads_binding(plan: _Plan, name: str, order: int) -> int | None:
