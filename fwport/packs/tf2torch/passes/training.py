@@ -3067,7 +3067,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             left = [k for k in given if id(k) not in planned]
             return None if not left or not reached.applied else (f"this binding is given to {code(left[0].func)}(...), which stays Keras's "
                                           "(see the error there), and apply_gradients calls take other bindings")
-        return [v for (_, _, v), order in zip(self.plan.applied_at.get(name, []), reached.applied) if order == mine]
+        mine_applied = [v for (_, _, v), order in zip(self.plan.applied_at.get(name, []), reached.applied)
+                        if order == mine]
+        return mine_applied or None  # (a binding no call reaches: as the name's other uses say)
 
     def _fixed_variables(self, d: str) -> str | None:
         """Whether the optimizer may take ``list(d.values())`` when it is created (None), else why not: ``d`` is
