@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages, needs
