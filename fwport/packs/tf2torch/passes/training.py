@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import NamedTuple
 from ast import literal_eval
 
 import libcst as cst
@@ -389,8 +390,11 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.call_fn: dict[int, cst.FunctionDef | cst.Lambda | None] = {}  # id(such a call) → the function it is in
         # each opt.apply_gradients(zip(grads, V)): (opt's text, the function it is in, V) (_through_calls)
         self.applied: list[tuple[str, cst.FunctionDef | cst.Lambda | None, cst.BaseExpression]] = []
+        # ... and (its statement, the function it is in, V) of each, keyed by opt's text (_reached_variables)
+        self.applied_at: dict[str, list[tuple[int, cst.FunctionDef | cst.Lambda | None, cst.BaseExpression]]] = {}
         self.assigned_call: dict[int, str] = {}  # id of a call of a name that is `target = <call>` → target
         self.top_functions: dict[int, cst.FunctionDef] = {}  # id → the module's own functions (run sets it)
+        self.module: cst.Module | None = None  # the module (run sets it)
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
         self.test_step_classes: set[str] = set()  # ... that also define test_step
@@ -654,6 +658,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 variables = _bound_variables(fn, pair[1])
                 self.variables.setdefault(code(call.func.value), []).append(variables)
                 self.applied.append((code(call.func.value), fn, variables))
+                self.applied_at.setdefault(code(call.func.value), []).append((self.order, fn, variables))
 
 
 def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
@@ -2957,6 +2962,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         rule = self.ctx.pack.by_name[q]
         call = original_node.value
         variables = self.plan.variables.get(name, [])
+        reached = self._reached_variables(original_node, name)
+        if isinstance(reached, str):
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{name} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                            f"created, and {reached}: keep it a Keras optimizer until that compile is translated",
+                            call, rule)
+            return self._settle(call, updated_node)
+        if reached is not None:
+            variables = reached
         texts = {code(v) for v in variables}
         params = _params_of(variables[0]) if len(texts) == 1 else None
         if params is None and not variables and name in self.plan.compile_args:
@@ -3029,6 +3043,33 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "a torch optimizer takes its parameters when it is created (nothing in between reads "
                             f"{name})", call, rule)
         return made
+
+    def _reached_variables(self, original_node: cst.Assign, name: str) -> list[cst.BaseExpression] | str | None:
+        """``optimizer = keras.optimizers.X(...)`` written again before each training loop of a notebook or guide
+        (one model after another, the name bound each time): the variables of the apply_gradients calls this
+        binding reaches (:func:`_reached_bindings`), so that each torch optimizer is created over its own model's
+        parameters. None where the name is bound once, where which binding a call reads is not plain, or where this
+        binding is given to planned compiles (which say over which model: _rebound_optimizer); why not where it is
+        given to a compile left as written."""
+        if self._scopes or self.classes:
+            return None
+        reached = _reached_bindings(self.plan, self.module, name)
+        mine = next((order for order, _, call in self.plan.optimizer_bindings.get(name, [])
+                     if call is original_node.value), None)
+        if reached is None or mine is None:
+            return None
+        if mine in reached.compiled:
+            planned = {id(c.call) for c in self.compiled}
+            given = [k for _, k, _ in self.plan.compiles if isinstance(call_argument(k, "optimizer", 0), cst.Name)
+                     and call_argument(k, "optimizer", 0).value == name
+                     and _reads_binding(self.plan, name, self.plan.call_order.get(id(k), 0)) == mine]
+            # a planned compile: over its model's parameters (plan.variables); else it stays Keras's
+            left = [k for k in given if id(k) not in planned]
+            return None if not left or not reached.applied else (f"this binding is given to {code(left[0].func)}(...), which stays Keras's "
+                                          "(see the error there), and apply_gradients calls take other bindings")
+        mine_applied = [v for (_, _, v), order in zip(self.plan.applied_at.get(name, []), reached.applied)
+                        if order == mine]
+        return mine_applied or None  # (a binding no call reaches: as the name's other uses say)
 
     def _fixed_variables(self, d: str) -> str | None:
         """Whether the optimizer may take ``list(d.values())`` when it is created (None), else why not: ``d`` is
@@ -4198,6 +4239,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     scan(module, plan)
     _through_calls(plan)
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
+    plan.module = module
     plan.add_loss_kept = plan.add_loss and _add_loss_kept(module)
     models = None
     if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
@@ -4794,6 +4836,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                  "layers' forward return")
         if c.startswith("optimizer= is neither") and optimizer_why:
             c = f"optimizer={code(call_argument(call, 'optimizer', 0))}: {optimizer_why[0]}"
+        elif c.startswith("optimizer= is neither"):
+            c += _unknown_optimizer(plan, ctx, call_argument(call, "optimizer", 0), scope)
         given = call_argument(call, "loss", 1)
         if (c.startswith("loss= is neither") or c.startswith("loss_weights")) and isinstance(
                 given, (cst.List, cst.Tuple, cst.Dict)):
@@ -5025,11 +5069,110 @@ def _local_optimizer(plan: _Plan, models, o: str, given: cst.Name, call: cst.Cal
     return made if {id(x) for x in mentions.nodes} == {id(target), id(given)} else None
 
 
+def _unknown_optimizer(plan: _Plan, ctx: FileContext, given: cst.BaseExpression | None, scope: int) -> str:
+    """What a compile's optimizer= is where it is no Keras optimizer fwport follows (the refusal's detail, "" where
+    there is nothing more to say): a call of a class without a rule (TensorFlow Addons' LAMB, a wrapper, the file's
+    own optimizer class), a name bound once to one, a function's parameter."""
+    what = given
+    name = ""
+    if isinstance(given, cst.Name):
+        name = given.value
+        values = [v for _, where, v in plan.values.get(name, []) if where in (0, scope)]
+        fn = plan.top_functions.get(scope) if scope else None
+        if fn is not None and name in {p.name.value for p in find_all(fn.params, cst.Param)}:
+            return (f" ({name} is a parameter of {fn.name.value}(), whose callers' values fwport does not follow into "
+                    "the compile: create the torch optimizer where the model is trained, over its parameters)")
+        what = values[0] if len(values) == 1 else None
+    if not isinstance(what, cst.Call):
+        return ""
+    if isinstance(what.func, cst.Name) and any(f.name.value == what.func.value for f in plan.top_functions.values()):
+        return (f" ({name + ' is ' if name else ''}what {what.func.value}() returns, which fwport does not follow into "
+                "the compile: give the compile the Keras optimizer call itself)")
+    q = ctx.imports.resolve(what.func) if isinstance(what.func, (cst.Name, cst.Attribute)) else None
+    own = isinstance(what.func, cst.Name) and what.func.value in plan.class_defs
+    if (q is None and not own) or (q is not None and q in ctx.pack.by_name):
+        return ""
+    return (f" ({name + ' is ' if name else ''}{code(what.func)}(...), "
+            + ("a class of the file, " if own else "")
+            + "which fwport has no torch optimizer for: write the loop by hand with a torch optimizer that "
+            "updates as it does)")
+
+
+def _reads_binding(plan: _Plan, name: str, order: int) -> int | None:
+    """The binding of ``name`` to an optimizer that a module-level statement at ``order`` reads (the order of the last
+    one before it), else None."""
+    before = [o for o, _, _ in plan.optimizer_bindings.get(name, []) if o < order]
+    return max(before) if before else None
+
+
+class _Reached(NamedTuple):
+    """Which binding of a rebound optimizer name each of its uses reads (the binding's statement order)."""
+    applied: list[int]  # of each plan.applied_at[name] entry
+    compiled: set[int]  # the bindings some compile given the name reads
+
+
+def _reached_bindings(plan: _Plan, module: cst.Module, name: str) -> _Reached | None:
+    """``optimizer = keras.optimizers.X(...)`` bound again before each training loop of a guide or notebook: which
+    binding each ``optimizer.apply_gradients`` and each compile given the name reads, the last one before it, where
+    that is plain: each binding a top-level statement of its own binding a Keras optimizer (no schedule, no clipping,
+    no global), each apply_gradients either at the module's top level or in a top-level function that the module only
+    calls, at its top level, between the same two bindings, each compile at the module's top level. Else None."""
+    bindings = plan.optimizer_bindings.get(name, [])
+    if (len(bindings) < 2 or name in plan.globals or len(bindings) != len(plan.bound_at.get(name, []))
+            or any(b[1] != 0 for b in bindings) or name in plan.scheduled or name in plan.clips):
+        return None
+    top = {id(s.body[0].value) for s in module.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+           and isinstance(s.body[0], cst.Assign)}
+    if not all(id(call) in top for _, _, call in bindings):
+        return None
+
+    def reads(order: int) -> int | None:
+        return _reads_binding(plan, name, order)
+
+    compiled = set()
+    for _, k, scope in plan.compiles:
+        given = call_argument(k, "optimizer", 0)
+        if isinstance(given, cst.Name) and given.value == name:
+            at = reads(plan.call_order.get(id(k), 0))
+            if scope != 0 or at is None:
+                return None
+            compiled.add(at)
+    functions = {id(s) for s in module.body if isinstance(s, cst.FunctionDef)}
+    not_uses = ({id(d.name) for d in find_all(module, cst.FunctionDef)}  # (a method of that name: not the function)
+                | {id(a.attr) for a in find_all(module, cst.Attribute)}  # x.train_step
+                | {id(a.keyword) for a in find_all(module, cst.Arg) if a.keyword is not None})  # train_step=
+    applied = []
+    for order, fn, _ in plan.applied_at.get(name, []):
+        if fn is None:
+            at = reads(order)
+        elif id(fn) in functions:
+            f = fn.name.value
+            calls = plan.calls_of.get(f, [])
+            uses = [n for n in find_all(module, cst.Name) if n.value == f and id(n) not in not_uses]
+            methods = [d for c in find_all(module, cst.ClassDef) for d in c.body.body
+                       if isinstance(d, cst.FunctionDef) and d.name.value == f]
+            if (not calls or len(uses) != len(calls)
+                    or [depth for _, depth in plan.bound_at.get(f, [])].count(0) != 1 + len(methods)
+                    or any(plan.call_scope.get(id(c)) != 0 for c in calls)):
+                return None
+            spans = {reads(plan.call_order[id(c)]) for c in calls}
+            if len(spans) != 1:
+                return None
+            at = spans.pop()
+        else:
+            return None
+        if at is None or at in compiled:
+            return None
+        applied.append(at)
+    return _Reached(applied, compiled)
+
+
 def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
     """``optimizer = keras.optimizers.SGD(...)`` before each ``model.compile(optimizer=optimizer)``, all at the
     module's top level (a notebook trying one setting after another): the binding that reaches this compile, which
     the training pass creates over ``model``'s parameters like every binding of the name. Only where that is what
-    Keras does: each binding is a Keras optimizer (no schedule, no apply_gradients), made after the model it trains
+    Keras does: each binding is a Keras optimizer (no schedule; an apply_gradients only of a binding given to no
+    compile, :func:`_reached_bindings`), made after the model it trains
     is built, given to compiles of this model only, and not bound again before a fit this compile trains; else why
     not (None: the name is no optimizer bound several times)."""
     bindings = plan.optimizer_bindings.get(o, [])
@@ -5039,7 +5182,8 @@ def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: i
             or any(b[1] != 0 for b in bindings)):
         return (f"{o} is bound several times, not all of them to a Keras optimizer at the module's top level, and "
                 "fwport cannot tell which one this compile is given: give each its own name, bound once")
-    if o in plan.scheduled or (o in plan.variables and o not in plan.compiled_optimizers):
+    reached = _reached_bindings(plan, plan.module, o) if plan.module is not None else None
+    if o in plan.scheduled or (o in plan.variables and o not in plan.compiled_optimizers and reached is None):
         return (f"{o} is bound several times and also "
                 + ("given a learning-rate schedule" if o in plan.scheduled else "used by apply_gradients")
                 + ": give the optimizer of this compile its own name, bound once")
