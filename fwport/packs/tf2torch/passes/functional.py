@@ -373,7 +373,9 @@ class _Plan:
     returns: list[str]  # the forward's return expression(s), as code
     model_target: str | None  # `model = keras.Model(...)`: "model"; returned directly: None
     keep_copies: set[int] = field(default_factory=set)  # config statements the builder also needs
-    input_note: str = ""
+    # a channels-first graph's inputs moved at entry: name → (the line moving it, how the forward's note shows it)
+    moved: dict[str, tuple[str, str]] = field(default_factory=dict)
+    reads_above: bool = False  # forward opens with tensors of a model above (_import_tensors)
     # channels-first graphs keep Keras's interface: these statements open the forward (inputs moved
     # channels-first once), and the feature maps it returns are moved back (Keras's layout)
     entry_lines: list[str] = field(default_factory=list)
@@ -3097,7 +3099,7 @@ class _Builder:
                               "input_names": self._input_names(), "dict_input": self.dict_input is not None}
         if not builder and self.later_rows:  # (a model below may read its tensors: _import_tensors)
             self.model_summary.update(var_taps=self._var_taps(stmts, roles, generated, m_index),
-                                      input_tensors=dict(self.inputs), op_records=self._op_records(),
+                                      input_tensors=dict(self.inputs), op_records=self._op_records(), layout=self.layout,
                                       layer_ops={p: op for op, p in self.record_paths.items()}, nodes=list(self.nodes))
         return plan
 
@@ -3157,7 +3159,7 @@ class _Builder:
             return self.var_taps
         taps: dict[str, tuple[int, _Tensor, frozenset]] = {}
         self.var_taps = taps
-        if self.loops or self.dict_input is not None or self.layout == "nchw" or self.fn is not None:
+        if self.loops or self.dict_input is not None or self.fn is not None:
             return taps
         params = {id(t.node.op): p for p, t in self.inputs.items()}
         for i in sorted(roles):
@@ -3230,9 +3232,10 @@ class _Builder:
             plan = info["plan"]
             taps = info["var_taps"]
             needed = set().union(*(taps[n][2] for n in names))
-            if self.layout == "nchw":
-                self.error(where, f"{', '.join(names)}: tensors of {base}, a model above, read by a model converted "
-                                  "to channels-first: not followed (both models must keep Keras's layout)")
+            if self.layout != info.get("layout", "keep"):
+                self.error(where, f"{', '.join(names)}: tensors of {base}, a model above, read by a model whose layout "
+                                  "differs from that model's (one converted to channels-first, the other keeping "
+                                  "Keras's): not followed (both models must have the same layout)")
                 continue
             missing = sorted(n for n in needed if n not in self.inputs or n not in info["input_tensors"])
             if missing:
@@ -6339,14 +6342,17 @@ class _Builder:
                 plan.entry_lines = [f"{name} = {param}[{_key_code(key)}]" for key, name in keys.items()]
             elif moved:  # its entries moved channels-first in a copy, never in the caller's dict
                 plan.entry_lines = [f"{param} = dict({param})"]
+        # tensors of a model above (_import_tensors): computed from the inputs as given (that model's method moves
+        # them channels-first itself), so before this model's own moves, which go where nothing reads the input
+        plan.entry_lines += self.import_lines
+        plan.reads_above = bool(self.import_lines)
         if moved:
-            shown = [f"{name}: (batch, {', '.join(str(d) for d in s)})" if s else name for name, s in moved]
-            plan.input_note = f"{', '.join(shown)} channels-last as in Keras, made channels-first once here"
-            plan.entry_lines += [f"{name} = {name}{_to_first(s)}" for name, s in moved]
+            plan.moved = {name: (f"{name} = {name}{_to_first(s)}",
+                                 f"{name}: (batch, {', '.join(str(d) for d in s)})" if s else name) for name, s in moved}
+            plan.entry_lines += [line for line, _ in plan.moved.values()]
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model runs channels-first (NCHW) "
                             "inside; its forward takes Keras's channels-last inputs and moves them once at entry",
                             call)
-        plan.entry_lines += self.import_lines  # (tensors of a model above: _import_tensors)
         back = [i for i, t in enumerate(outs) if nchw and not t.last and (t.shape is None or len(t.shape) > 1)]
         for i in back:
             plan.returns[i] = f"{_paren(expr(plan.returns[i]))}{_to_last(outs[i].shape)}"
@@ -7130,14 +7136,20 @@ def _parts(plan: _Plan, stmts: list):
     for part in (init, forward):  # no blank line at the top of a method
         if part:
             part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
-    if plan.entry_lines:
-        forward = [statement(line + "\n") for line in plan.entry_lines] + forward
-    if plan.input_note and forward:
-        note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
-        forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
     ret = plan.returns[0] if len(plan.returns) == 1 else ", ".join(plan.returns)
     if plan.return_keys is not None:
         ret = "{" + ", ".join(f"{_key_code(k)}: {r}" for k, r in zip(plan.return_keys, plan.returns)) + "}"
+    read = set().union(_names_in(expr(ret)), *(_reads(st) for st in forward))
+    # (an input read only through a model above's method, which moves it itself: not moved here)
+    moved = {name: v for name, v in plan.moved.items() if name in read or not plan.reads_above}
+    gone = {line for name, (line, _) in plan.moved.items() if name not in moved}
+    entry = [line for line in plan.entry_lines if line not in gone]
+    if entry:
+        forward = [statement(line + "\n") for line in entry] + forward
+    if moved and forward:
+        text = f"{', '.join(shown for _, shown in moved.values())} channels-last as in Keras, made channels-first once here"
+        note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {text}"))
+        forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
     forward.append(statement(f"return {ret}\n"))
     return init, forward
 
