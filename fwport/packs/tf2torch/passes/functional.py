@@ -67,6 +67,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from keyword import iskeyword
 
 import libcst as cst
 
@@ -3550,6 +3551,49 @@ class _Builder:
         self.layer_lists[target] = names
         return "layer"
 
+    def _tensor_dict(self, stmt, target: str, value: cst.Dict) -> str:
+        """``outputs = {"pitch": layers.Dense(128)(x), "step": step}`` (literal string keys, values tensors of the
+        model): a name for a dict of tensors, for keras.Model(inputs, outputs), which then returns that dict (keys
+        as Keras gives them). A value that is not a name of a tensor is bound to one first (the key where it is a
+        free name), each a statement of forward, in the dict's order (the order Keras calls its layers in)."""
+        taken = set(self.env) | set(self.local) | set(self.inputs) | _names_in(
+            self.fn if self.fn is not None else cst.Module(body=list(self.source_body)))
+        elements, out = [], []
+        for e in value.elements:
+            if isinstance(e.value, cst.Name) and isinstance(self.env.get(e.value.value), _Tensor):
+                elements.append(e)
+                continue
+            key = _string_key(e.key)
+            name = key if key.isidentifier() and not iskeyword(key) and key not in taken else None
+            k = 0
+            while name is None or name in taken:
+                name, k = f"{target}_{k}", k + 1
+            taken.add(name)
+            st = self._copy(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], e.value)]),
+                            _Substitute({}))
+            errors = self.errors
+            role = self._statement(st, False) if self._is_graph_expr(e.value) else None
+            if role != "forward" or not isinstance(self.env.get(name), _Tensor):
+                if self.errors == errors:
+                    self.error(e.value, f"{code(e.value)}: a value of a dict of the model's tensors that is not a "
+                                        "tensor of the model (fwport follows a dict whose values are all tensors)")
+                return "forward"
+            st = self.aug.pop(id(st), st)
+            out.append(_clean(rewrite(st, _Replace(self.replace), fresh=True)).with_changes(leading_lines=[]))
+            elements.append(e.with_changes(value=cst.Name(name)))
+        self.lists[target] = value.with_changes(elements=elements)
+        self.env[target] = _Layer(value, None, "list", var=target)  # not a tensor: refused elsewhere
+        self.env[target].op = _Op("list", False)
+        if not out:
+            return "layer"
+        self.generated[id(stmt)] = out
+        return "unrolled"
+
+    def _is_graph_expr(self, node: cst.BaseExpression) -> bool:
+        """``node`` reads a tensor of the model or calls a layer on one (it is computed in forward)."""
+        return any(isinstance(self.env.get(n), _Tensor) for n in _names_in(node)) \
+            or any(self._is_graph_call(c) for c in _calls(node))
+
     def _fresh_names(self, base: str, count: int) -> list[str]:
         taken = set(self.env) | set(self.local) | (_names_in(self.fn) if self.fn is not None else set())
         taken |= {n for names in (*self.layer_lists.values(), *self.tensor_lists.values()) for n in names}
@@ -4156,6 +4200,11 @@ class _Builder:
                 self.env[target] = _Layer(value, None, "dict", var=target)  # not a tensor: refused elsewhere
                 self.env[target].op = _Op("dict", False)
                 return "input"
+            if isinstance(value, cst.Dict) and value.elements and all(
+                    isinstance(e, cst.DictElement) and _string_key(e.key) is not None for e in value.elements) \
+                    and len({_string_key(e.key) for e in value.elements}) == len(value.elements) \
+                    and any(isinstance(self.env.get(n), _Tensor) for n in _names_in(value)):
+                return self._tensor_dict(stmt, target, value)
             if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
                     isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
                     and isinstance(self.env.get(e.value.value), _Tensor) for e in value.elements):
