@@ -13,7 +13,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
-from helpers import error_counts as errors
+from helpers import error_counts as errors, error_messages
 
 PACK = load_pack("tf2torch")
 
@@ -154,6 +154,59 @@ def test_a_dict_of_outputs_is_returned_and_verifies(tmp_path, keras):
     # Keras orders the layers from the outputs flattened by sorted key: "class" before "score"
     assert grads["fc3.weight"] == "layers[2].kernel" and grads["fc2.weight"] == "layers[3].kernel"
 
+
+# a name bound to a dict of the model's tensors (tensorflow's music_generation tutorial: `outputs = {"pitch":
+# Dense(128)(x), ...}`, then keras.Model(inputs, outputs)): layer calls in it, a tensor named, a feature map, keys
+# that are no free name ("x" is taken, "class" a keyword) and keys that do not sort as written
+NAMED_OUTPUTS = HEAD + '''
+
+def build_named_heads(num_classes=3):
+    image = keras.Input(shape=(9, 7, 3))
+    x = layers.Conv2D(4, 3, padding="same", activation="relu")(image)
+    pooled = layers.GlobalAveragePooling2D()(x)
+    outputs = {
+        "x": layers.Conv2D(2, 1)(x),
+        "class": layers.Dense(num_classes, activation="softmax")(pooled),
+        "pitch": layers.Dense(5, name="pitch")(pooled),
+        "pooled": pooled,
+    }
+    model = keras.Model(image, outputs)
+    return model
+'''
+
+
+def test_a_name_bound_to_a_dict_of_tensors_is_returned_and_computes_and_trains_as_keras(tmp_path):
+    r = tx(NAMED_OUTPUTS)
+    assert not errors(r), r.findings
+    out = r.output
+    # each layer call bound in forward in the dict's order, the key its name where it is a free one
+    assert "outputs_0 = self.conv2(x)\n        outputs_1 = torch.softmax(self.fc(pooled), dim=-1)\n" \
+           "        pitch = self.pitch(pooled)\n" in out
+    assert 'return {"x": outputs_0.permute(0, 2, 3, 1), "class": outputs_1, "pitch": pitch, "pooled": pooled}' in out
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(textwrap.dedent(NAMED_OUTPUTS).lstrip("\n"))
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build_named_heads",
+                          inputs=["float32[2,9,7,3]"], checks=("forward", "grad", "step"), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
+    assert len(grads) == 8  # every layer's weights mapped and compared
+
+
+def test_a_dict_with_a_value_that_is_not_a_tensor_is_an_error_on_its_line():
+    r = tx(HEAD + '''
+
+def build():
+    a = keras.Input(shape=(3,))
+    outputs = {"score": layers.Dense(2)(a), "n": 3}
+    return keras.Model(a, outputs)
+''')
+    assert any(m.startswith("3: a value of a dict of the model's tensors that is not a tensor")
+               for m in error_messages(r)), r.findings
+    assert errors(r)[("unsupported-construct", 7)] >= 1
+    assert "class " not in r.output and "keras.Model(" in r.output
 
 def test_dicts_not_followed_are_errors_on_their_line():
     cases = {

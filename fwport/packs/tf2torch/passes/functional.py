@@ -67,6 +67,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from keyword import iskeyword
 
 import libcst as cst
 
@@ -373,7 +374,9 @@ class _Plan:
     returns: list[str]  # the forward's return expression(s), as code
     model_target: str | None  # `model = keras.Model(...)`: "model"; returned directly: None
     keep_copies: set[int] = field(default_factory=set)  # config statements the builder also needs
-    input_note: str = ""
+    # a channels-first graph's inputs moved at entry: name → (the line moving it, how the forward's note shows it)
+    moved: dict[str, tuple[str, str]] = field(default_factory=dict)
+    reads_above: bool = False  # forward opens with tensors of a model above (_import_tensors)
     # channels-first graphs keep Keras's interface: these statements open the forward (inputs moved
     # channels-first once), and the feature maps it returns are moved back (Keras's layout)
     entry_lines: list[str] = field(default_factory=list)
@@ -3097,7 +3100,7 @@ class _Builder:
                               "input_names": self._input_names(), "dict_input": self.dict_input is not None}
         if not builder and self.later_rows:  # (a model below may read its tensors: _import_tensors)
             self.model_summary.update(var_taps=self._var_taps(stmts, roles, generated, m_index),
-                                      input_tensors=dict(self.inputs), op_records=self._op_records(),
+                                      input_tensors=dict(self.inputs), op_records=self._op_records(), layout=self.layout,
                                       layer_ops={p: op for op, p in self.record_paths.items()}, nodes=list(self.nodes))
         return plan
 
@@ -3157,7 +3160,7 @@ class _Builder:
             return self.var_taps
         taps: dict[str, tuple[int, _Tensor, frozenset]] = {}
         self.var_taps = taps
-        if self.loops or self.dict_input is not None or self.layout == "nchw" or self.fn is not None:
+        if self.loops or self.dict_input is not None or self.fn is not None:
             return taps
         params = {id(t.node.op): p for p, t in self.inputs.items()}
         for i in sorted(roles):
@@ -3230,9 +3233,10 @@ class _Builder:
             plan = info["plan"]
             taps = info["var_taps"]
             needed = set().union(*(taps[n][2] for n in names))
-            if self.layout == "nchw":
-                self.error(where, f"{', '.join(names)}: tensors of {base}, a model above, read by a model converted "
-                                  "to channels-first: not followed (both models must keep Keras's layout)")
+            if self.layout != info.get("layout", "keep"):
+                self.error(where, f"{', '.join(names)}: tensors of {base}, a model above, read by a model whose layout "
+                                  "differs from that model's (one converted to channels-first, the other keeping "
+                                  "Keras's): not followed (both models must have the same layout)")
                 continue
             missing = sorted(n for n in needed if n not in self.inputs or n not in info["input_tensors"])
             if missing:
@@ -3546,6 +3550,49 @@ class _Builder:
                 return "layer"
         self.layer_lists[target] = names
         return "layer"
+
+    def _tensor_dict(self, stmt, target: str, value: cst.Dict) -> str:
+        """``outputs = {"pitch": layers.Dense(128)(x), "step": step}`` (literal string keys, values tensors of the
+        model): a name for a dict of tensors, for keras.Model(inputs, outputs), which then returns that dict (keys
+        as Keras gives them). A value that is not a name of a tensor is bound to one first (the key where it is a
+        free name), each a statement of forward, in the dict's order (the order Keras calls its layers in)."""
+        taken = set(self.env) | set(self.local) | set(self.inputs) | _names_in(
+            self.fn if self.fn is not None else cst.Module(body=list(self.source_body)))
+        elements, out = [], []
+        for e in value.elements:
+            if isinstance(e.value, cst.Name) and isinstance(self.env.get(e.value.value), _Tensor):
+                elements.append(e)
+                continue
+            key = _string_key(e.key)
+            name = key if key.isidentifier() and not iskeyword(key) and key not in taken else None
+            k = 0
+            while name is None or name in taken:
+                name, k = f"{target}_{k}", k + 1
+            taken.add(name)
+            st = self._copy(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(name))], e.value)]),
+                            _Substitute({}))
+            errors = self.errors
+            role = self._statement(st, False) if self._is_graph_expr(e.value) else None
+            if role != "forward" or not isinstance(self.env.get(name), _Tensor):
+                if self.errors == errors:
+                    self.error(e.value, f"{code(e.value)}: a value of a dict of the model's tensors that is not a "
+                                        "tensor of the model (fwport follows a dict whose values are all tensors)")
+                return "forward"
+            st = self.aug.pop(id(st), st)
+            out.append(_clean(rewrite(st, _Replace(self.replace), fresh=True)).with_changes(leading_lines=[]))
+            elements.append(e.with_changes(value=cst.Name(name)))
+        self.lists[target] = value.with_changes(elements=elements)
+        self.env[target] = _Layer(value, None, "list", var=target)  # not a tensor: refused elsewhere
+        self.env[target].op = _Op("list", False)
+        if not out:
+            return "layer"
+        self.generated[id(stmt)] = out
+        return "unrolled"
+
+    def _is_graph_expr(self, node: cst.BaseExpression) -> bool:
+        """``node`` reads a tensor of the model or calls a layer on one (it is computed in forward)."""
+        return any(isinstance(self.env.get(n), _Tensor) for n in _names_in(node)) \
+            or any(self._is_graph_call(c) for c in _calls(node))
 
     def _fresh_names(self, base: str, count: int) -> list[str]:
         taken = set(self.env) | set(self.local) | (_names_in(self.fn) if self.fn is not None else set())
@@ -4153,6 +4200,11 @@ class _Builder:
                 self.env[target] = _Layer(value, None, "dict", var=target)  # not a tensor: refused elsewhere
                 self.env[target].op = _Op("dict", False)
                 return "input"
+            if isinstance(value, cst.Dict) and value.elements and all(
+                    isinstance(e, cst.DictElement) and _string_key(e.key) is not None for e in value.elements) \
+                    and len({_string_key(e.key) for e in value.elements}) == len(value.elements) \
+                    and any(isinstance(self.env.get(n), _Tensor) for n in _names_in(value)):
+                return self._tensor_dict(stmt, target, value)
             if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
                     isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
                     and isinstance(self.env.get(e.value.value), _Tensor) for e in value.elements):
@@ -6339,14 +6391,17 @@ class _Builder:
                 plan.entry_lines = [f"{name} = {param}[{_key_code(key)}]" for key, name in keys.items()]
             elif moved:  # its entries moved channels-first in a copy, never in the caller's dict
                 plan.entry_lines = [f"{param} = dict({param})"]
+        # tensors of a model above (_import_tensors): computed from the inputs as given (that model's method moves
+        # them channels-first itself), so before this model's own moves, which go where nothing reads the input
+        plan.entry_lines += self.import_lines
+        plan.reads_above = bool(self.import_lines)
         if moved:
-            shown = [f"{name}: (batch, {', '.join(str(d) for d in s)})" if s else name for name, s in moved]
-            plan.input_note = f"{', '.join(shown)} channels-last as in Keras, made channels-first once here"
-            plan.entry_lines += [f"{name} = {name}{_to_first(s)}" for name, s in moved]
+            plan.moved = {name: (f"{name} = {name}{_to_first(s)}",
+                                 f"{name}: (batch, {', '.join(str(d) for d in s)})" if s else name) for name, s in moved}
+            plan.entry_lines += [line for line, _ in plan.moved.values()]
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model runs channels-first (NCHW) "
                             "inside; its forward takes Keras's channels-last inputs and moves them once at entry",
                             call)
-        plan.entry_lines += self.import_lines  # (tensors of a model above: _import_tensors)
         back = [i for i, t in enumerate(outs) if nchw and not t.last and (t.shape is None or len(t.shape) > 1)]
         for i in back:
             plan.returns[i] = f"{_paren(expr(plan.returns[i]))}{_to_last(outs[i].shape)}"
@@ -7130,14 +7185,20 @@ def _parts(plan: _Plan, stmts: list):
     for part in (init, forward):  # no blank line at the top of a method
         if part:
             part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
-    if plan.entry_lines:
-        forward = [statement(line + "\n") for line in plan.entry_lines] + forward
-    if plan.input_note and forward:
-        note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
-        forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
     ret = plan.returns[0] if len(plan.returns) == 1 else ", ".join(plan.returns)
     if plan.return_keys is not None:
         ret = "{" + ", ".join(f"{_key_code(k)}: {r}" for k, r in zip(plan.return_keys, plan.returns)) + "}"
+    read = set().union(_names_in(expr(ret)), *(_reads(st) for st in forward))
+    # (an input read only through a model above's method, which moves it itself: not moved here)
+    moved = {name: v for name, v in plan.moved.items() if name in read or not plan.reads_above}
+    gone = {line for name, (line, _) in plan.moved.items() if name not in moved}
+    entry = [line for line in plan.entry_lines if line not in gone]
+    if entry:
+        forward = [statement(line + "\n") for line in entry] + forward
+    if moved and forward:
+        text = f"{', '.join(shown for _, shown in moved.values())} channels-last as in Keras, made channels-first once here"
+        note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {text}"))
+        forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
     forward.append(statement(f"return {ret}\n"))
     return init, forward
 
