@@ -390,6 +390,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # each opt.apply_gradients(zip(grads, V)): (opt's text, the function it is in, V) (_through_calls)
         self.applied: list[tuple[str, cst.FunctionDef | cst.Lambda | None, cst.BaseExpression]] = []
         self.assigned_call: dict[int, str] = {}  # id of a call of a name that is `target = <call>` → target
+        self.discarded_calls: set[int] = set()  # id of a call of a name that is a statement of its own (`f(x)`)
+        self.name_refs: dict[str, int] = {}  # each name → how many times the file writes it (defs included)
         self.top_functions: dict[int, cst.FunctionDef] = {}  # id → the module's own functions (run sets it)
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
@@ -559,6 +561,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self._not_names:
             self.names_seen.add(node.value)
+            self.name_refs[node.value] = self.name_refs.get(node.value, 0) + 1
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:  # (a keyword, not a name of the file)
@@ -638,6 +641,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
+            self.discarded_calls.add(id(call))
         if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
             self.compiles.append((call.func.value.value, call, self._scope_id()))
             self.call_order[id(call)] = self.order
@@ -2536,6 +2541,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         kept = self._train_step_call(original_node, updated_node)
         if kept is not None:
             return kept
+        if isinstance(original_node.func, cst.Name) and factory_model_only(self.plan, original_node):
+            c = next((c for c in self.compiled if c.factory == original_node.func.value), None)
+            if c is not None:
+                self.ctx.report(Severity.WARNING, "approximate",
+                                f"{code(original_node)} → {code(original_node)}[0]: {c.factory}() compiles its model "
+                                f"and returns {', '.join([c.model, *factory_names(c, c.model)])}; here the model "
+                                "alone is taken, and that compile's optimizer and loss do not follow it: where it is "
+                                "trained, bind them too (`model, optimizer, loss_fn = "
+                                f"{c.factory}(...)`) or create them", original_node)
+                return cst.Subscript(updated_node, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
         if (self.classes and self.classes[-1] in self.plan.schedule_classes and self._scopes
                 and getattr(self._scopes[-1], "name", None) is not None and self._scopes[-1].name.value == "__init__"
                 and isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "cast"
@@ -5110,18 +5125,31 @@ def _default_list(plan: _Plan, scope: int, name: str) -> cst.List | cst.Tuple | 
 
 def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpression] | str:
     """(the function's name, the value its return gives) when the compile's scope is a model factory:
-    a function of the module whose one return gives the compiled model and every call of which is
-    `m = F(...)`; else what stops it."""
+    a function of the module whose one return gives the compiled model, which the file calls, and uses
+    only by calling it (not passed as a value, e.g. to a tuner, which would get the tuple); else what stops
+    it. Its calls `m = F(...)` bind the optimizer and loss beside m; a call as a statement of its own
+    discards what it gives; any other (`return F()`) takes the model alone (:func:`factory_model_only`)."""
     fn = plan.top_functions.get(scope)
     if fn is None:
         return "that function is not one of the module's own"
     returns = _returned_values(fn)
     if len(returns) != 1 or not (isinstance(returns[0], cst.Name) and returns[0].value == model):
         return f"{fn.name.value}() does not end in one `return {model}`"
-    calls = plan.calls_of.get(fn.name.value, [])
-    if not calls or any(id(k) not in plan.assigned_call for k in calls):
-        return f"{fn.name.value}() is not always called as `name = {fn.name.value}(...)`"
-    return fn.name.value, returns[0]
+    name = fn.name.value
+    calls = plan.calls_of.get(name, [])
+    if not calls:
+        return f"{name}() is called nowhere in this file (its callers elsewhere expect a Keras model)"
+    if plan.name_refs.get(name, 0) != len(calls) + 1:  # (+ the def's own name)
+        return f"{name} is used other than by calling it (given as a function, whose caller expects a Keras model)"
+    if not any(id(k) in plan.assigned_call for k in calls):
+        return f"{name}() is never called as `name = {name}(...)`"
+    return name, returns[0]
+
+
+def factory_model_only(plan: _Plan, call: cst.Call) -> bool:
+    """A call of a model factory that neither binds a name (`m = F(...)`) nor is a statement of its own: it
+    takes the model alone from the factory's (model, optimizer, loss_fn)."""
+    return id(call) not in plan.assigned_call and id(call) not in plan.discarded_calls
 
 
 def _factory_optimizer(plan: _Plan, name: str, model: str, scope: int) -> bool:
