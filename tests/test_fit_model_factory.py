@@ -144,3 +144,30 @@ def test_two_models_of_one_factory_train_as_in_keras(tmp_path):
     for name in ("small", "big"):
         compare_fit(keras_out[name], torch_out[name], ["loss", "sparse_categorical_accuracy"])
         assert keras_out[name]["history"]["loss"][-1] < keras_out[name]["history"]["loss"][0]  # it trained
+
+
+# the factory's optimizer has a learning-rate schedule: the factory returns its LambdaLR beside the optimizer
+SCHEDULED = TWO_MODELS.replace(
+    "optimizer=keras.optimizers.SGD(learning_rate=lr, momentum=0.5)",
+    "optimizer=keras.optimizers.SGD(\n        learning_rate=keras.optimizers.schedules.ExponentialDecay(lr, decay_steps=3, "
+    "decay_rate=0.5))")
+
+
+def test_factory_with_a_scheduled_optimizer_returns_its_scheduler():
+    assert SCHEDULED != TWO_MODELS
+    r = _translate(SCHEDULED)
+    assert errors(r) == [], errors(r)
+    out = r.output
+    assert "    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, " in out
+    assert "    return model, optimizer, scheduler, loss_fn\n" in out
+    assert "small, small_optimizer, small_scheduler, small_loss_fn = build_model(8, 0.2)" in out
+    assert "fit(big, big_optimizer, big_scheduler, big_loss_fn, x, y" in out
+
+
+@needs("tensorflow", "torch")
+def test_two_scheduled_models_of_one_factory_train_as_in_keras(tmp_path):
+    from runners import compare_fit, keras_and_torch
+    r = _translate(SCHEDULED)
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(SCHEDULED), r.output, DRIVER)
+    for name in ("small", "big"):
+        compare_fit(keras_out[name], torch_out[name], ["loss", "sparse_categorical_accuracy"])

@@ -1303,7 +1303,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         c = next((c for c in self.compiled if c.factory and c.factory_return is original_node.value), None)
         if c is None:
             return updated_node
-        return updated_node.with_changes(value=parsed_expression(", ".join([c.model, *factory_names(c, c.model)])))
+        return updated_node.with_changes(value=parsed_expression(", ".join(self._factory_binding(c, c.model))))
+
+    def _factory_binding(self, c: fitloop.Compiled, receiver: str) -> list[str]:
+        """What a model factory's return gives and its caller binds: the model, its optimizer, the optimizer's
+        LambdaLR where the compile gives it a schedule, its loss (and metric objects): factory_names."""
+        opt, *rest = factory_names(c, receiver)
+        return [receiver, opt, *([self._scheduler_name(opt)] if c.schedule else []), *rest]
 
     def _factory_call(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign | None:
         """`m = get_model()` of a model factory → `m, optimizer, loss_fn = get_model()`."""
@@ -1314,7 +1320,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c is None or id(value) not in self.plan.assigned_call:
             return None
         receiver = self.plan.assigned_call[id(value)]
-        bound = ", ".join([receiver, *factory_names(c, receiver)])
+        bound = ", ".join(self._factory_binding(c, receiver))
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver} = {c.factory}(...) → {bound} = "
                         f"{c.factory}(...): the factory compiles its model; torch keeps the optimizer and the loss "
                         + ("(and the metric objects) " if c.metrics else "") + "beside it", original_node)
@@ -2546,7 +2552,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if c is not None:
                 self.ctx.report(Severity.WARNING, "approximate",
                                 f"{code(original_node)} → {code(original_node)}[0]: {c.factory}() compiles its model "
-                                f"and returns {', '.join([c.model, *factory_names(c, c.model)])}; here the model "
+                                f"and returns {', '.join(self._factory_binding(c, c.model))}; here the model "
                                 "alone is taken, and that compile's optimizer and loss do not follow it: where it is "
                                 "trained, bind them too (`model, optimizer, loss_fn = "
                                 f"{c.factory}(...)`) or create them", original_node)
@@ -4858,10 +4864,12 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     if factory is not None:
-        if c.schedule or (c.optimizer[0] == "name" and not _factory_optimizer(plan, c.optimizer[3], model, scope)
-                          and not _factory_local_optimizer(plan, models, c.optimizer[3], model, call, scope)):
-            return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
-                          "bound elsewhere, which the factory's return does not carry yet")
+        # (a schedule of an optimizer created in the compile: the factory returns its LambdaLR too)
+        if c.optimizer[0] == "name" and (c.schedule or (
+                not _factory_optimizer(plan, c.optimizer[3], model, scope)
+                and not _factory_local_optimizer(plan, models, c.optimizer[3], model, call, scope))):
+            return refuse("it is compiled inside a model factory with an optimizer bound elsewhere or bound by name "
+                          "with a learning-rate schedule, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
     taken = set(plan.bound_at) | written.module_names(ctx)  # (an import too: `from conlleval import evaluate`)
 
