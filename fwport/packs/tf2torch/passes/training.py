@@ -1499,6 +1499,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             name = original_node.func.value.value
             made = [k for c in self.compiled if c.factory for k in self.plan.calls_of.get(c.factory, [])
                     if self.plan.assigned_call.get(id(k)) == name]
+            seen = _binding_seen(self.plan, name, self.plan.call_order.get(id(original_node), 0),
+                                 self.plan.call_scope.get(id(original_node), 0))
+            if made and seen is not None and not any(seen is k for k in made) and self.plan.call_scope.get(
+                    id(original_node), 0) == 0 and all(self.plan.call_scope.get(id(k)) == 0 for k in made):
+                made = []  # (every binding a module statement: the one it sees is no factory's; model_api's error)
             if made:  # its binding became `name, optimizer, loss_fn = factory()`: never left silently
                 self.ctx.report(Severity.ERROR, "unsupported-construct",
                                 f"{code(original_node)}: {name} comes from a model factory, but fwport cannot tell "
