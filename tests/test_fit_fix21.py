@@ -143,7 +143,7 @@ def test_factory_optimizer_bound_before_its_model_is_still_refused():
                           "    model = keras.Model(inputs, outputs)\n")
     assert src != FACTORY
     r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
-    assert any("model factory with a learning-rate schedule or an optimizer bound elsewhere" in m
+    assert any("model factory with an optimizer bound elsewhere" in m
                for _, m in errors(r)), errors(r)
 
 

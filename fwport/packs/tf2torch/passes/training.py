@@ -393,6 +393,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # ... and (its statement, the function it is in, V) of each, keyed by opt's text (_reached_variables)
         self.applied_at: dict[str, list[tuple[int, cst.FunctionDef | cst.Lambda | None, cst.BaseExpression]]] = {}
         self.assigned_call: dict[int, str] = {}  # id of a call of a name that is `target = <call>` → target
+        self.discarded_calls: set[int] = set()  # id of a call of a name that is a statement of its own (`f(x)`)
+        self.name_refs: dict[str, int] = {}  # each name → how many times the file writes it (defs included)
         self.top_functions: dict[int, cst.FunctionDef] = {}  # id → the module's own functions (run sets it)
         self.module: cst.Module | None = None  # the module (run sets it)
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
@@ -563,6 +565,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self._not_names:
             self.names_seen.add(node.value)
+            self.name_refs[node.value] = self.name_refs.get(node.value, 0) + 1
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:  # (a keyword, not a name of the file)
@@ -642,6 +645,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name):
+            self.discarded_calls.add(id(call))
         if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
             self.compiles.append((call.func.value.value, call, self._scope_id()))
             self.call_order[id(call)] = self.order
@@ -1303,7 +1308,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         c = next((c for c in self.compiled if c.factory and c.factory_return is original_node.value), None)
         if c is None:
             return updated_node
-        return updated_node.with_changes(value=parsed_expression(", ".join([c.model, *factory_names(c, c.model)])))
+        return updated_node.with_changes(value=parsed_expression(", ".join(self._factory_binding(c, c.model))))
+
+    def _factory_binding(self, c: fitloop.Compiled, receiver: str) -> list[str]:
+        """What a model factory's return gives and its caller binds: the model, its optimizer, the optimizer's
+        LambdaLR where the compile gives it a schedule, its loss (and metric objects): factory_names."""
+        opt, *rest = factory_names(c, receiver)
+        return [receiver, opt, *([self._scheduler_name(opt)] if c.schedule else []), *rest]
 
     def _factory_call(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign | None:
         """`m = get_model()` of a model factory → `m, optimizer, loss_fn = get_model()`."""
@@ -1314,7 +1325,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c is None or id(value) not in self.plan.assigned_call:
             return None
         receiver = self.plan.assigned_call[id(value)]
-        bound = ", ".join([receiver, *factory_names(c, receiver)])
+        bound = ", ".join(self._factory_binding(c, receiver))
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver} = {c.factory}(...) → {bound} = "
                         f"{c.factory}(...): the factory compiles its model; torch keeps the optimizer and the loss "
                         + ("(and the metric objects) " if c.metrics else "") + "beside it", original_node)
@@ -1493,6 +1504,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             name = original_node.func.value.value
             made = [k for c in self.compiled if c.factory for k in self.plan.calls_of.get(c.factory, [])
                     if self.plan.assigned_call.get(id(k)) == name]
+            seen = _binding_seen(self.plan, name, self.plan.call_order.get(id(original_node), 0),
+                                 self.plan.call_scope.get(id(original_node), 0))
+            if made and seen is not None and not any(seen is k for k in made) and self.plan.call_scope.get(
+                    id(original_node), 0) == 0 and all(self.plan.call_scope.get(id(k)) == 0 for k in made):
+                made = []  # (every binding a module statement: the one it sees is no factory's; model_api's error)
             if made:  # its binding became `name, optimizer, loss_fn = factory()`: never left silently
                 self.ctx.report(Severity.ERROR, "unsupported-construct",
                                 f"{code(original_node)}: {name} comes from a model factory, but fwport cannot tell "
@@ -2541,6 +2557,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         kept = self._train_step_call(original_node, updated_node)
         if kept is not None:
             return kept
+        if isinstance(original_node.func, cst.Name) and factory_model_only(self.plan, original_node):
+            c = next((c for c in self.compiled if c.factory == original_node.func.value), None)
+            if c is not None:
+                self.ctx.report(Severity.WARNING, "approximate",
+                                f"{code(original_node)} → {code(original_node)}[0]: {c.factory}() compiles its model "
+                                f"and returns {', '.join(self._factory_binding(c, c.model))}; here the model "
+                                "alone is taken, and that compile's optimizer and loss do not follow it: where it is "
+                                "trained, bind them too (`model, optimizer, loss_fn = "
+                                f"{c.factory}(...)`) or create them", original_node)
+                return cst.Subscript(updated_node, [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
         if (self.classes and self.classes[-1] in self.plan.schedule_classes and self._scopes
                 and getattr(self._scopes[-1], "name", None) is not None and self._scopes[-1].name.value == "__init__"
                 and isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "cast"
@@ -4887,10 +4913,12 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     if factory is not None:
-        if c.schedule or (c.optimizer[0] == "name" and not _factory_optimizer(plan, c.optimizer[3], model, scope)
-                          and not _factory_local_optimizer(plan, models, c.optimizer[3], model, call, scope)):
-            return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
-                          "bound elsewhere, which the factory's return does not carry yet")
+        # (a schedule of an optimizer created in the compile: the factory returns its LambdaLR too)
+        if c.optimizer[0] == "name" and (c.schedule or (
+                not _factory_optimizer(plan, c.optimizer[3], model, scope)
+                and not _factory_local_optimizer(plan, models, c.optimizer[3], model, call, scope))):
+            return refuse("it is compiled inside a model factory with an optimizer bound elsewhere or bound by name "
+                          "with a learning-rate schedule, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
     taken = set(plan.bound_at) | written.module_names(ctx)  # (an import too: `from conlleval import evaluate`)
 
@@ -5254,18 +5282,31 @@ def _default_list(plan: _Plan, scope: int, name: str) -> cst.List | cst.Tuple | 
 
 def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpression] | str:
     """(the function's name, the value its return gives) when the compile's scope is a model factory:
-    a function of the module whose one return gives the compiled model and every call of which is
-    `m = F(...)`; else what stops it."""
+    a function of the module whose one return gives the compiled model, which the file calls, and uses
+    only by calling it (not passed as a value, e.g. to a tuner, which would get the tuple); else what stops
+    it. Its calls `m = F(...)` bind the optimizer and loss beside m; a call as a statement of its own
+    discards what it gives; any other (`return F()`) takes the model alone (:func:`factory_model_only`)."""
     fn = plan.top_functions.get(scope)
     if fn is None:
         return "that function is not one of the module's own"
     returns = _returned_values(fn)
     if len(returns) != 1 or not (isinstance(returns[0], cst.Name) and returns[0].value == model):
         return f"{fn.name.value}() does not end in one `return {model}`"
-    calls = plan.calls_of.get(fn.name.value, [])
-    if not calls or any(id(k) not in plan.assigned_call for k in calls):
-        return f"{fn.name.value}() is not always called as `name = {fn.name.value}(...)`"
-    return fn.name.value, returns[0]
+    name = fn.name.value
+    calls = plan.calls_of.get(name, [])
+    if not calls:
+        return f"{name}() is called nowhere in this file (its callers elsewhere expect a Keras model)"
+    if plan.name_refs.get(name, 0) != len(calls) + 1:  # (+ the def's own name)
+        return f"{name} is used other than by calling it (given as a function, whose caller expects a Keras model)"
+    if not any(id(k) in plan.assigned_call for k in calls):
+        return f"{name}() is never called as `name = {name}(...)`"
+    return name, returns[0]
+
+
+def factory_model_only(plan: _Plan, call: cst.Call) -> bool:
+    """A call of a model factory that neither binds a name (`m = F(...)`) nor is a statement of its own: it
+    takes the model alone from the factory's (model, optimizer, loss_fn)."""
+    return id(call) not in plan.assigned_call and id(call) not in plan.discarded_calls
 
 
 def _factory_optimizer(plan: _Plan, name: str, model: str, scope: int) -> bool:
