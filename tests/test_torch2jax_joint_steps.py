@@ -94,7 +94,23 @@ _SWAPPED = (("    encoder_optimizer.zero_grad()\n    decoder_optimizer.zero_grad
              "    decoder_optimizer.step()\n    encoder_optimizer.step()\n"))
 
 
-@pytest.mark.parametrize("changes", [(), _SWAPPED])
+# the seq2seq tutorials' spelling: each model cleared (its optimizer steps exactly its parameters)
+_MODELS_CLEARED = ((("    encoder_optimizer.zero_grad()\n    decoder_optimizer.zero_grad()\n",
+                     "    encoder.zero_grad()\n    decoder.zero_grad()\n"),))
+
+
+def test_each_model_cleared_is_read_as_its_optimizers_zero_grad():
+    src = JOINT.read_text()
+    for old, new in _MODELS_CLEARED[0]:
+        src = src.replace(old, new)
+    text, findings = _translate(src)
+    assert not _errors(findings), findings
+    assert ".zero_grad()" not in text and "train_step_encoder_decoder(encoder, decoder, opt_state_encoder" in text
+    assert any(f.code == "idiom-replaced" and "encoder.zero_grad() as encoder_optimizer.zero_grad(); decoder.zero_grad() "
+               "as decoder_optimizer.zero_grad()" in f.message for f in findings), findings
+
+
+@pytest.mark.parametrize("changes", [(), _SWAPPED, *_MODELS_CLEARED])
 def test_the_joint_step_trains_as_pytorch_does(tmp_path, changes):
     import numpy as np
     src = JOINT.read_text()

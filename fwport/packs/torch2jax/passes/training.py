@@ -16,7 +16,9 @@ signature, one stepping the module's optimizer declares ``global model, opt_stat
 ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``). Before all
 this, a step written in an equivalent spelling or order (``model.zero_grad()``, ``zero_grad(set_to_none=True)``,
 zero_grad after the step) is put in the shape read (``_normal_steps``); so is a body stepping several optimizers (a
-GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. A loop stepping by hand (``for p in
+GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. One loss stepped by several optimizers,
+one after another (seq2seq's encoder and decoder optimizers), becomes one train_step differentiating the loss with
+respect to the models together (_joint_steps, check_joint, joint_step). A loop stepping by hand (``for p in
 model.parameters(): p.data.add_(p.grad, alpha=-lr)``, no optimizer) becomes a jitted ``sgd_step`` (_manual_plan).
 Mixed precision (a ``with autocast`` around the loss, a GradScaler) and a ``retain_graph`` no later backward reads are
 read as the plain step (plain_spellings); gradient accumulation (the step under ``if (i + 1) % k == 0:``) becomes a
@@ -608,15 +610,18 @@ class _NormalSteps(cst.CSTTransformer):
             flat.append((st, o))
         keep: set[int] = set()
         prev = -1
+        group = None  # (the statement before the step's loss statements, its first backward())
         for k, (st, _) in enumerate(flat):
             o = _method_stmt(st, "step")
             if o is None:
                 continue
             backs = [j for j in range(prev + 1, k) if _backward(flat[j][0])]
-            if not backs:
+            if backs:
+                group = (prev, backs[0])
+            elif group is None or prev != k - 1:  # (a step right after another: on the same loss, _joint_steps)
                 return updated
-            zeros = [j for j in range(prev + 1, backs[0]) if flat[j][1] == o]
-            if not zeros or any(flat[j][1] == o for j in range(backs[0], k)):
+            zeros = [j for j in range(group[0] + 1, group[1]) if flat[j][1] == o]
+            if not zeros or any(flat[j][1] == o for j in range(group[1], k)):
                 return updated
             keep.add(zeros[-1])
             prev = k
@@ -631,7 +636,7 @@ class _NormalSteps(cst.CSTTransformer):
                 st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
                 carried = []
             out.append(st)
-        if len(_sequential_plans(out)) != len(steps):
+        if sum(1 + len(_joint_steps(rest, plan)) for rest, plan in _sequential_plans(out)) != len(steps):
             return updated
         dropped = len(flat) - len(body) + sum(1 for st in body if _helper_call(st, self.helpers)) \
             + sum(1 for st in body if _zero_grad(st)) - len(keep)
