@@ -2255,6 +2255,11 @@ class _Pass(cst.CSTTransformer):
         elif any(self.instances.get(m) in self.keyed_classes for m in models):
             m = next(m for m in models if self.instances.get(m) in self.keyed_classes)
             why = f"{m} ({self.instances[m]}) draws random numbers in training (dropout): the step would need a key"
+        elif self.keyed_classes and any(m not in self.instances for m in models):
+            why = (f"{next(m for m in models if m not in self.instances)} is of a class fwport does not know here, and "
+                   f"{' or '.join(self.keyed_classes)} draws random numbers in training (dropout)")
+        elif _loop_problem(rest, p, models[0], self.ctx.imports.resolve):
+            why = _loop_problem(rest, p, models[0], self.ctx.imports.resolve)
         elif any(isinstance(c.func, (cst.Name, cst.Attribute)) and self.ctx.imports.resolve(c.func) in CLIP_NAMES
                  for st in rest for c in find_all(st, cst.Call)):
             why = "the gradients are clipped"
@@ -2272,6 +2277,11 @@ class _Pass(cst.CSTTransformer):
                 if why is None and (loaded & {*models, *opts} or "grad" in loaded):
                     why = (f"line {_first_line(rest[i])}: a statement between the loss and the steps uses a model, an "
                            "optimizer or gradients")
+            scope = self.scopes[-1] if self.scopes else self.module
+            text = "".join(code(st) for st in block) + repr(_step_outputs(rest, p, tuple(models)))
+            if why is None and self.stepped.setdefault((id(scope), *opts), text) != text:
+                why = ("an earlier loop of this scope steps these optimizers on other loss statements (fwport writes one "
+                       "train_step per group of optimizers and scope)")
         if why is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"this {what} stays as written: {loss}.backward() gives its gradients to "
@@ -5252,11 +5262,12 @@ class _Finish(cst.CSTTransformer):
         # written after the last of the optimizers the scope creates (the step reads them all)
         order = [t for a in _scope_assigns(scope) for t in a.targets for t in target_names(t.target)]
         last_made = max(opts, key=lambda o: max((i for i, n in enumerate(order) if n == o), default=-1))
-        if self.pending.get(last_made):
-            if code(self.pending[last_made][0]) != code(step_fn):
-                return None
-        else:
-            self.pending[last_made] = [step_fn]
+        waiting = self.pending.setdefault(last_made, [])
+        same = [s for s in waiting if isinstance(s, cst.FunctionDef) and s.name.value == step_name]
+        if same and code(same[0]) != code(step_fn):
+            return None  # the training pass reported why (check_joint)
+        if not same:
+            waiting.append(step_fn)
         return new_body, False
 
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
@@ -5430,9 +5441,11 @@ class _Finish(cst.CSTTransformer):
         elif threaded:
             self.pending_fn[fn.name.value] = [step_fn]
             self.threaded_done[fn.name.value] = info
-        elif self.pending.get(opt):  # a second loop of the optimizer in this scope: the same step, called again
-            if code(self.pending[opt][0]) != code(step_fn):
+        elif any(s.name.value == step_name for s in self.pending.get(opt, []) if isinstance(s, cst.FunctionDef)):
+            # a second loop of the optimizer in this scope: the same step, called again
+            if code(next(s for s in self.pending[opt] if isinstance(s, cst.FunctionDef)
+                         and s.name.value == step_name)) != code(step_fn):
                 return None  # the training pass reported why (check_plan)
         else:
-            self.pending[opt] = [step_fn]
+            self.pending.setdefault(opt, []).append(step_fn)
         return new_body, rooted
