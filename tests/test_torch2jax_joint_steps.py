@@ -95,13 +95,13 @@ _SWAPPED = (("    encoder_optimizer.zero_grad()\n    decoder_optimizer.zero_grad
 
 
 # the seq2seq tutorials' spelling: each model cleared (its optimizer steps exactly its parameters)
-_MODELS_CLEARED = ((("    encoder_optimizer.zero_grad()\n    decoder_optimizer.zero_grad()\n",
-                     "    encoder.zero_grad()\n    decoder.zero_grad()\n"),))
+_MODELS_CLEARED = (("    encoder_optimizer.zero_grad()\n    decoder_optimizer.zero_grad()\n",
+                    "    encoder.zero_grad()\n    decoder.zero_grad()\n"),)
 
 
 def test_each_model_cleared_is_read_as_its_optimizers_zero_grad():
     src = JOINT.read_text()
-    for old, new in _MODELS_CLEARED[0]:
+    for old, new in _MODELS_CLEARED:
         src = src.replace(old, new)
     text, findings = _translate(src)
     assert not _errors(findings), findings
@@ -110,7 +110,7 @@ def test_each_model_cleared_is_read_as_its_optimizers_zero_grad():
                "as decoder_optimizer.zero_grad()" in f.message for f in findings), findings
 
 
-@pytest.mark.parametrize("changes", [(), _SWAPPED, *_MODELS_CLEARED])
+@pytest.mark.parametrize("changes", [(), _SWAPPED, _MODELS_CLEARED])
 def test_the_joint_step_trains_as_pytorch_does(tmp_path, changes):
     import numpy as np
     src = JOINT.read_text()
@@ -150,3 +150,48 @@ def test_a_joint_step_fwport_does_not_write_stays_an_error_saying_why(change, wh
     errs = _errors(findings)
     assert any("one loss training 2 models" in f.message and why in f.message for f in errs), findings
     assert "loss.backward()" in text and "def train_step_encoder_decoder" not in text
+
+
+# softmax_gan's shape: the discriminator's loss kept for the generator's, whose values the discriminator computed before
+# its step changed its parameters in place
+_STALE = """import torch
+import torch.nn as nn
+
+generator = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+discriminator = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+optimizer_G = torch.optim.Adam(generator.parameters(), lr=0.01)
+optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=0.01)
+for i in range(2):
+    optimizer_G.zero_grad()
+    optimizer_D.zero_grad()
+    z = torch.randn(6, 4)
+    real = torch.randn(6, 3)
+    d_real = discriminator(real)
+    d_fake = discriminator(generator(z))
+    d_loss = d_real.mean() - d_fake.mean()
+    d_loss.backward(retain_graph=True)
+    optimizer_D.step()
+    g_loss = d_fake.mean()
+    g_loss.backward()
+    optimizer_G.step()
+print("trained")
+"""
+
+
+@pytest.mark.parametrize("later, raises", [
+    ("    g_loss = d_fake.mean()\n", True),
+    # the generator's loss computed again after the step: PyTorch runs it (the gradients still add up)
+    ("    g_loss = discriminator(generator(z)).mean()\n", False),
+])
+def test_a_kept_graph_read_after_its_models_step_says_pytorch_raises_there(later, raises):
+    src = _STALE.replace("    g_loss = d_fake.mean()\n", later)
+    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=300)
+    assert (p.returncode != 0 and "modified by an inplace operation" in p.stderr) is raises, p.stderr[-2000:]
+    assert raises or "trained" in p.stdout
+    text, findings = _translate(src)
+    errs = [f.message for f in _errors(findings) if "a training loop is rewritten when" in f.message]
+    assert len(errs) == 1, findings
+    said = ("g_loss.backward() goes back through d_fake, computed with discriminator before optimizer_D.step() changed "
+            "discriminator's parameters in place: PyTorch itself raises there")
+    assert (said in errs[0]) is raises, errs[0]
+    assert raises or "d_loss.backward(retain_graph=True) keeps the graph for a later backward()" in errs[0]

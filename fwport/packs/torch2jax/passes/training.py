@@ -2118,7 +2118,7 @@ class _Pass(cst.CSTTransformer):
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
-                            f"eqx.apply_updates){_unplanned(body)}", loop)
+                            f"eqx.apply_updates){_unplanned(body, self.scope_optimizers())}", loop)
             return
         for rest, plan in _sequential_plans(body, self.ctx):  # a GAN's generator step, then its discriminator's
             self.check_plan(loop, rest, plan)
@@ -3723,7 +3723,54 @@ def _manual_update(stmt) -> tuple[str, str] | None:
     return model, f"{sign}{_paren(inner)}" if sign else text
 
 
-def _unplanned(body: list) -> str:
+class _UndetachedLoads(cst.CSTVisitor):
+    """The names a statement reads other than through ``X.detach()`` / ``X.data`` (values whose graph it keeps)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        return not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "detach" and not node.args)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return node.attr.value != "data"
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _stale_graph(body: list, kept: int, opt_models: dict) -> str | None:
+    """softmax_gan: ``d_loss.backward(retain_graph=True)``, ``optimizer_D.step()``, then a later loss reading values the
+    discriminator computed before that step (not detached): its backward() goes through a graph whose parameters the
+    step changed in place, which PyTorch refuses. The error's end saying so, or None."""
+    step = next((i for i in range(kept + 1, len(body)) if _method_stmt(body[i], "step")), None)
+    later = next((i for i in range(step + 1, len(body)) if _backward(body[i])), None) if step is not None else None
+    model = opt_models.get(_method_stmt(body[step], "step")) if step is not None else None
+    if later is None or model is None:
+        return None
+    tainted = {model}
+    for st in body[:step]:
+        n = _Names()
+        scan(st, n)
+        if tainted & set(n.loaded):
+            tainted |= n.stored
+    read = set()
+    for st in body[step + 1:later]:
+        v = _UndetachedLoads()
+        st.visit(v)
+        read |= v.names & (tainted - {model})
+    if not read:
+        return None
+    opt, loss = _method_stmt(body[step], "step"), _backward(body[later])
+    return (f": {loss}.backward() goes back through {', '.join(sorted(read))}, computed with {model} before {opt}.step() "
+            f"changed {model}'s parameters in place: PyTorch itself raises there ('one of the variables needed for "
+            f"gradient computation has been modified by an inplace operation') wherever that backward() needs those "
+            f"parameters; compute {', '.join(sorted(read))} again after {opt}.step() (or detach them where {loss} should "
+            "not differentiate them), then each step reads the gradients of its own loss")
+
+
+def _unplanned(body: list, opt_models: dict | None = None) -> str:
     """Why a loop body holding loss.backward() has no step fwport reads (for the error's end), or ""."""
     stmt_calls = [(st, st.body[0].value) for st in body if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
                   and isinstance(st.body[0], cst.Expr) and isinstance(st.body[0].value, cst.Call)
@@ -3731,6 +3778,11 @@ def _unplanned(body: list) -> str:
     calls = [c for c in find_all(cst.Module(body=list(body)), cst.Call) if isinstance(c.func, cst.Attribute)]
     kept = next((c for c in calls if c.func.attr.value == "backward"
                  and any(a.keyword is not None and a.keyword.value == "retain_graph" for a in c.args)), None)
+    kept_at = next((i for i, st in enumerate(body) if isinstance(st, cst.SimpleStatementLine)
+                    and any(c is kept for c in find_all(st, cst.Call))), None) if kept is not None else None
+    stale = _stale_graph(body, kept_at, opt_models or {}) if kept_at is not None else None
+    if stale is not None:
+        return stale
     if kept is not None:
         return (f": {code(kept.func.value)}.{code(kept).split('.')[-1]} keeps the graph for a later backward(), "
                 "whose gradients then add up with these in the parameters both losses reach (a later step reads the sum, "
