@@ -3736,6 +3736,9 @@ class _UndetachedLoads(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return node.attr.value != "data"
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # (a name assigned is not read)
+
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
 
@@ -3755,11 +3758,13 @@ def _stale_graph(body: list, kept: int, opt_models: dict) -> str | None:
         scan(st, n)
         if tainted & set(n.loaded):
             tainted |= n.stored
-    read = set()
+    read, stale = set(), tainted - {model}
     for st in body[step + 1:later]:
-        v = _UndetachedLoads()
+        v, n = _UndetachedLoads(), _Names()
         st.visit(v)
-        read |= v.names & (tainted - {model})
+        scan(st, n)
+        read |= v.names & stale
+        stale -= n.stored  # computed again after the step
     if not read:
         return None
     opt, loss = _method_stmt(body[step], "step"), _backward(body[later])
