@@ -16,7 +16,9 @@ signature, one stepping the module's optimizer declares ``global model, opt_stat
 ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``). Before all
 this, a step written in an equivalent spelling or order (``model.zero_grad()``, ``zero_grad(set_to_none=True)``,
 zero_grad after the step) is put in the shape read (``_normal_steps``); so is a body stepping several optimizers (a
-GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. A loop stepping by hand (``for p in
+GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. One loss stepped by several optimizers,
+one after another (seq2seq's encoder and decoder optimizers), becomes one train_step differentiating the loss with
+respect to the models together (_joint_steps, check_joint, joint_step). A loop stepping by hand (``for p in
 model.parameters(): p.data.add_(p.grad, alpha=-lr)``, no optimizer) becomes a jitted ``sgd_step`` (_manual_plan).
 Mixed precision (a ``with autocast`` around the loss, a GradScaler) and a ``retain_graph`` no later backward reads are
 read as the plain step (plain_spellings); gradient accumulation (the step under ``if (i + 1) % k == 0:``) becomes a
@@ -608,15 +610,18 @@ class _NormalSteps(cst.CSTTransformer):
             flat.append((st, o))
         keep: set[int] = set()
         prev = -1
+        group = None  # (the statement before the step's loss statements, its first backward())
         for k, (st, _) in enumerate(flat):
             o = _method_stmt(st, "step")
             if o is None:
                 continue
             backs = [j for j in range(prev + 1, k) if _backward(flat[j][0])]
-            if not backs:
+            if backs:
+                group = (prev, backs[0])
+            elif group is None or prev != k - 1:  # (a step right after another: on the same loss, _joint_steps)
                 return updated
-            zeros = [j for j in range(prev + 1, backs[0]) if flat[j][1] == o]
-            if not zeros or any(flat[j][1] == o for j in range(backs[0], k)):
+            zeros = [j for j in range(group[0] + 1, group[1]) if flat[j][1] == o]
+            if not zeros or any(flat[j][1] == o for j in range(group[1], k)):
                 return updated
             keep.add(zeros[-1])
             prev = k
@@ -631,7 +636,7 @@ class _NormalSteps(cst.CSTTransformer):
                 st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
                 carried = []
             out.append(st)
-        if len(_sequential_plans(out)) != len(steps):
+        if sum(1 + len(_joint_steps(rest, plan)) for rest, plan in _sequential_plans(out)) != len(steps):
             return updated
         dropped = len(flat) - len(body) + sum(1 for st in body if _helper_call(st, self.helpers)) \
             + sum(1 for st in body if _zero_grad(st)) - len(keep)
@@ -2113,7 +2118,7 @@ class _Pass(cst.CSTTransformer):
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
-                            f"eqx.apply_updates){_unplanned(body)}", loop)
+                            f"eqx.apply_updates){_unplanned(body, self.scope_optimizers())}", loop)
             return
         for rest, plan in _sequential_plans(body, self.ctx):  # a GAN's generator step, then its discriminator's
             self.check_plan(loop, rest, plan)
@@ -2197,6 +2202,9 @@ class _Pass(cst.CSTTransformer):
     def check_plan(self, loop, body: list, plan, what: str = "training loop") -> None:
         """One step of a loop's body (check_loop), or a straight-line step (check_straight, ``what`` "training
         step", ``loop`` its step() statement): rewritten where this scope creates its optimizer, else an error."""
+        others = _joint_steps(body, plan)
+        if others and self.check_joint(loop, body, plan, others, what):
+            return
         if plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
             model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
             problem = _loop_problem(body, plan, model, self.ctx.imports.resolve)
@@ -2219,6 +2227,78 @@ class _Pass(cst.CSTTransformer):
                             "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
                             "model and opt_state from this function, or create the optimizer here", loop)
 
+
+    def check_joint(self, loop, body: list, plan, others: list[str], what: str) -> bool:
+        """One loss whose backward() several optimizers step on (_joint_steps), each created in this scope from one
+        model's parameters: recorded (JOINT) for the finishing step, which writes one train_step differentiating the
+        loss with respect to the models together, where no model draws (dropout), keeps a state (BatchNorm) or takes
+        a whole graph, nothing clips the gradients and nothing between the loss and the steps reads a model, an
+        optimizer or gradients; else an error saying which. False where the optimizers are not all this scope's
+        own (check_plan reports as before)."""
+        opts = [plan[0], *others]
+        made = self.scope_optimizers()
+        if any(o not in made or self.threaded_here(o) for o in opts):
+            return False
+        models = [made[o] for o in opts]
+        if any(m is None or not m.isidentifier() for m in models) or len(set(models)) != len(models):
+            return False
+        rest = _without_steps(body, others)
+        p = _loop_plan(rest)
+        loss = plan[1]
+        why = None
+        if p is None or p[0] != plan[0]:
+            why = "the steps are not in the shape read once the other optimizers' zero_grad() and step() are set aside"
+        elif any(m in self.whole for m in models):
+            why = f"{next(m for m in models if m in self.whole)} takes a whole graph (called without jax.vmap)"
+        elif any(m in self.stateful for m in models):
+            why = f"{next(m for m in models if m in self.stateful)}'s layers keep a state (BatchNorm) to thread"
+        elif any(self.instances.get(m) in self.keyed_classes for m in models):
+            m = next(m for m in models if self.instances.get(m) in self.keyed_classes)
+            why = f"{m} ({self.instances[m]}) draws random numbers in training (dropout): the step would need a key"
+        elif self.keyed_classes and any(m not in self.instances for m in models):
+            why = (f"{next(m for m in models if m not in self.instances)} is of a class fwport does not know here, and "
+                   f"{' or '.join(self.keyed_classes)} draws random numbers in training (dropout)")
+        elif _loop_problem(rest, p, models[0], self.ctx.imports.resolve):
+            why = _loop_problem(rest, p, models[0], self.ctx.imports.resolve)
+        elif any(isinstance(c.func, (cst.Name, cst.Attribute)) and self.ctx.imports.resolve(c.func) in CLIP_NAMES
+                 for st in rest for c in find_all(st, cst.Call)):
+            why = "the gradients are clipped"
+        else:
+            block, _ = _split_block(rest, p, tuple(models))
+            called = set()
+            for st in block:
+                called |= set(_names_loaded(st))
+            missing = [m for m in models if m not in called]
+            if missing:
+                why = (f"no statement computing {loss} calls {missing[0]}: its gradients come through a value "
+                       "computed earlier, which a JAX loss function does not differentiate")
+            for i in p[5]:
+                loaded = set(_names_loaded(rest[i]))
+                if why is None and (loaded & {*models, *opts} or "grad" in loaded):
+                    why = (f"line {_first_line(rest[i])}: a statement between the loss and the steps uses a model, an "
+                           "optimizer or gradients")
+            scope = self.scopes[-1] if self.scopes else self.module
+            text = "".join(code(st) for st in block) + repr(_step_outputs(rest, p, tuple(models)))
+            if why is None and self.stepped.setdefault((id(scope), *opts), text) != text:
+                why = ("an earlier loop of this scope steps these optimizers on other loss statements (fwport writes one "
+                       "train_step per group of optimizers and scope)")
+        if why is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"this {what} stays as written: {loss}.backward() gives its gradients to "
+                            f"{', '.join(o + '.step()' for o in opts)} (one loss training {len(opts)} models); fwport "
+                            f"writes one train_step differentiating {loss} with respect to "
+                            f"({', '.join(models)}) together, but here {why}; write that step by hand (loss, grads = "
+                            f"eqx.filter_value_and_grad(loss_fn)(({', '.join(models)})), then each optimizer's update "
+                            "of its model's gradients)", loop)
+            return True
+        self.check_host_random(loop, rest, p, tuple(models))
+        fn = self.scopes[-1].name.value if self.scopes else ""
+        self.ctx.analyses.setdefault(JOINT, {})[(fn, plan[0])] = tuple(others)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{loss}.backward() then {', '.join(o + '.step()' for o in opts)}: one train_step "
+                        f"differentiating {loss} with respect to ({', '.join(models)}) together "
+                        "(eqx.filter_value_and_grad of the tuple), each model updated by its own optimizer", loop)
+        return True
 
     def other_step(self, body: list, plan, model: str) -> bool:
         """Whether an earlier loop of the scope steps the same optimizer (created in the scope) with other loss
@@ -3643,7 +3723,59 @@ def _manual_update(stmt) -> tuple[str, str] | None:
     return model, f"{sign}{_paren(inner)}" if sign else text
 
 
-def _unplanned(body: list) -> str:
+class _UndetachedLoads(cst.CSTVisitor):
+    """The names a statement reads other than through ``X.detach()`` / ``X.data`` (values whose graph it keeps)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        return not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "detach" and not node.args)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return node.attr.value != "data"
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # (a name assigned is not read)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _stale_graph(body: list, kept: int, opt_models: dict) -> str | None:
+    """softmax_gan: ``d_loss.backward(retain_graph=True)``, ``optimizer_D.step()``, then a later loss reading values the
+    discriminator computed before that step (not detached): its backward() goes through a graph whose parameters the
+    step changed in place, which PyTorch refuses. The error's end saying so, or None."""
+    step = next((i for i in range(kept + 1, len(body)) if _method_stmt(body[i], "step")), None)
+    later = next((i for i in range(step + 1, len(body)) if _backward(body[i])), None) if step is not None else None
+    model = opt_models.get(_method_stmt(body[step], "step")) if step is not None else None
+    if later is None or model is None:
+        return None
+    tainted = {model}
+    for st in body[:step]:
+        n = _Names()
+        scan(st, n)
+        if tainted & set(n.loaded):
+            tainted |= n.stored
+    read, stale = set(), tainted - {model}
+    for st in body[step + 1:later]:
+        v, n = _UndetachedLoads(), _Names()
+        st.visit(v)
+        scan(st, n)
+        read |= v.names & stale
+        stale -= n.stored  # computed again after the step
+    if not read:
+        return None
+    opt, loss = _method_stmt(body[step], "step"), _backward(body[later])
+    return (f": {loss}.backward() goes back through {', '.join(sorted(read))}, computed with {model} before {opt}.step() "
+            f"changed {model}'s parameters in place: PyTorch itself raises there ('one of the variables needed for "
+            f"gradient computation has been modified by an inplace operation') wherever that backward() needs those "
+            f"parameters; compute {', '.join(sorted(read))} again after {opt}.step() (or detach them where {loss} should "
+            "not differentiate them), then each step reads the gradients of its own loss")
+
+
+def _unplanned(body: list, opt_models: dict | None = None) -> str:
     """Why a loop body holding loss.backward() has no step fwport reads (for the error's end), or ""."""
     stmt_calls = [(st, st.body[0].value) for st in body if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
                   and isinstance(st.body[0], cst.Expr) and isinstance(st.body[0].value, cst.Call)
@@ -3651,6 +3783,11 @@ def _unplanned(body: list) -> str:
     calls = [c for c in find_all(cst.Module(body=list(body)), cst.Call) if isinstance(c.func, cst.Attribute)]
     kept = next((c for c in calls if c.func.attr.value == "backward"
                  and any(a.keyword is not None and a.keyword.value == "retain_graph" for a in c.args)), None)
+    kept_at = next((i for i, st in enumerate(body) if isinstance(st, cst.SimpleStatementLine)
+                    and any(c is kept for c in find_all(st, cst.Call))), None) if kept is not None else None
+    stale = _stale_graph(body, kept_at, opt_models or {}) if kept_at is not None else None
+    if stale is not None:
+        return stale
     if kept is not None:
         return (f": {code(kept.func.value)}.{code(kept).split('.')[-1]} keeps the graph for a later backward(), "
                 "whose gradients then add up with these in the parameters both losses reach (a later step reads the sum, "
@@ -3742,6 +3879,37 @@ def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
         seen.add(plan[0])
         rest = rest[plan[4] + 1:]
     return out
+
+
+JOINT = "torch2jax.joint-steps"  # ctx.analyses: (function or "", optimizer) → the optimizers stepped with it on its loss
+
+
+def _joint_steps(body: list, plan) -> list[str]:
+    """The optimizers whose step() follows the planned step at once, on the gradients of the same loss (the seq2seq
+    tutorials: ``encoder_optimizer.zero_grad(); decoder_optimizer.zero_grad(); <loss>; loss.backward();
+    encoder_optimizer.step(); decoder_optimizer.step()``): one loss training several models, each stepped by its own
+    optimizer. Each is cleared once before the backward() and stepped once, and no backward() follows; else []."""
+    opt, loss, start, back, step, between = plan
+    others = []
+    for st in body[step + 1:]:
+        other = _method_stmt(st, "step")
+        if other is None:
+            break
+        others.append(other)
+    if not others or len(set(others)) != len(others) or opt in others \
+            or any(_backward(st) for st in body[step + 1:]):
+        return []
+    for other in others:
+        zeros = [i for i, st in enumerate(body) if _zero_grad(st) == other]
+        if len(zeros) != 1 or zeros[0] > back or sum(1 for st in body if _method_stmt(st, "step") == other) != 1:
+            return []
+    return others
+
+
+def _without_steps(body: list, others) -> list:
+    """A loop body less the zero_grad() and step() statements of the optimizers ``others`` (those a joint step takes
+    over: _joint_steps)."""
+    return [st for st in body if _zero_grad(st) not in others and _method_stmt(st, "step") not in others]
 
 
 def _block_plan(body: list, i: int) -> tuple[list, int | None, tuple] | None:
@@ -3837,7 +4005,7 @@ def _split_block(body: list, plan, model: str) -> tuple[list, list]:
     opt, loss, start, back, step, between = plan
     last = max(i for i in range(start, back) if _assigns_loss(body[i], loss))
     block, before = [], []
-    tainted = {model}
+    tainted = set(model) if isinstance(model, tuple) else {model}  # (a joint step's models: _joint_steps)
     used: set[str] = set()  # the names the statements moved into loss_fn so far read or assign
     for i, s in enumerate(body[start:last + 1], start):
         if _method_stmt(s, "zero_grad") == opt:
@@ -3981,7 +4149,7 @@ def _step_outputs(body: list, plan, model: str) -> list[str]:
         scan(s, n)
         stored |= n.stored
         _first_uses(s, first)
-    inner = stored - {loss, model}
+    inner = stored - {loss, *(model if isinstance(model, tuple) else (model,))}
     out = {n for n in inner if first.get(n) == "load"}
     for i in between:
         n = _Names()
@@ -5079,6 +5247,86 @@ class _Finish(cst.CSTTransformer):
                                 f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
         return _step_body(body, zero, start, update, before + [call], between), step_fn
 
+    def joint_step(self, body: list, plan, others: tuple) -> tuple[list, bool] | None:
+        """A loss several optimizers step on (JOINT, checked by the training pass): its step as one call of a
+        train_step whose loss_fn takes the models as one tuple, differentiated together (eqx.filter_value_and_grad),
+        each model then updated by its own optimizer from its own gradients."""
+        opts = [plan[0], *others]
+        models = [self.trained.get(o) for o in opts]
+        if any(m is None for m in models) or not all(self.in_scope(o) for o in opts):
+            return None
+        body = _without_steps(body, others)
+        plan = _loop_plan(body)
+        if plan is None or plan[0] != opts[0] or _loop_problem(body, plan, models[0], self.ctx.imports.resolve):
+            return None
+        opt, loss, start, back, step, between = plan
+        zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
+        block, before = _split_block(body, plan, tuple(models))
+        names, first = _Names(), {}
+        for s in block:
+            scan(s, names)
+            _first_uses(s, first)
+        fn = self.scopes[-1] if len(self.scopes) == 1 else None
+        scope = self.scopes[-1] if self.scopes else self.module
+        own = {n for a in _scope_assigns(scope) for t in a.targets for n in target_names(t.target) if hasattr(builtins, n)}
+        local = {p.name.value for p in fn.params.params} | _local_names(fn) if fn is not None else set()
+        trained = set(self.trained.values())
+        inputs = [n for n in names.loaded if first.get(n) != "store" and n not in models
+                  and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound or n in local)
+                  and (not hasattr(builtins, n) or n in own)]
+        aux = _step_outputs(body, plan, tuple(models))
+        aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
+        f = self.spell
+        moved = list(block)
+        for m in models:
+            moved = [rewrite(s, _VmapModel(m, f("jax.vmap"), None, self.ctx.analyses.get(VMAP_AXES, {}).get(m)),
+                             fresh=True) for s in moved]
+        moved, items = _traced_items(moved)
+        last = moved[-1].body[0]
+        returned = f", {aux_text}" if aux else ""
+        if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):
+            moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
+        else:
+            moved.append(parsed_statement(f"return {loss}{returned}\n"))
+        taken = {*names.loaded, *names.stored}
+        tup = next(n for n in ("models", "trained_models", "models_") if n not in taken)
+        moved.insert(0, parsed_statement(f"{', '.join(models)} = {tup}\n"))
+        states = [self.state(o) for o in opts]
+        step_name = "train_step_" + "_".join(self.suffix.get(o, o) for o in opts)
+        traced = _traced_counters(scope, block, inputs, loss)
+        passed = [f"{f('jax.numpy.asarray')}({n})" if n in traced else n for n in inputs]
+        grads = [f"grads_{m}" for m in models]
+        jit, unjitted = _jit_lines(self.ctx, fn, opt, f)
+        value = f"({loss}, {aux_text})" if aux else loss
+        text = (jit + f"def {step_name}({', '.join([*models, *states, *inputs])}):\n" + unjitted +
+                f"    def loss_fn({tup}):\n"
+                f"        pass\n\n"
+                f"    {value}, ({', '.join(grads)}) = {f('equinox.filter_value_and_grad')}(loss_fn"
+                f"{', has_aux=True' if aux else ''})(({', '.join(models)}))\n"
+                + "".join(f"    updates, {st} = {o}.update({g}, {st}, {f('equinox.filter')}({m}, {f('equinox.is_array')}))\n"
+                          f"    {m} = {f('equinox.apply_updates')}({m}, updates)\n"
+                          for o, m, st, g in zip(opts, models, states, grads))
+                + f"    return {', '.join([*models, *states, loss, *aux])}\n")
+        step_fn = parsed_statement(text)
+        inner = step_fn.body.body[0]
+        inner = inner.with_changes(body=inner.body.with_changes(body=moved))
+        step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
+                                       leading_lines=[cst.EmptyLine(indent=False)])
+        call = [parsed_statement(f"{', '.join([*models, *states, loss, *aux])} = {step_name}"
+                                 f"({', '.join([*models, *states, *passed])})\n")]
+        call += [parsed_statement(f"{n} = {n}.item()\n") for n in items if n in aux]
+        new_body = _step_body(body, zero, start, step, before + call, between)
+        # written after the last of the optimizers the scope creates (the step reads them all)
+        order = [t for a in _scope_assigns(scope) for t in a.targets for t in target_names(t.target)]
+        last_made = max(opts, key=lambda o: max((i for i, n in enumerate(order) if n == o), default=-1))
+        waiting = self.pending.setdefault(last_made, [])
+        same = [s for s in waiting if isinstance(s, cst.FunctionDef) and s.name.value == step_name]
+        if same and code(same[0]) != code(step_fn):
+            return None  # the training pass reported why (check_joint)
+        if not same:
+            waiting.append(step_fn)
+        return new_body, False
+
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
         """A step inside an ``if`` / ``with`` block at the loop's level (a GAN's generator step under ``if i %
         n_critic == 0:``) → its own train_step, called in the block; the optimizer's zero_grad() may sit before the
@@ -5121,6 +5369,9 @@ class _Finish(cst.CSTTransformer):
         plan = plan or _loop_plan(body)
         if plan is None:
             return None
+        joint = self.ctx.analyses.get(JOINT, {}).get((self.scopes[-1].name.value if self.scopes else "", plan[0]))
+        if joint is not None:
+            return self.joint_step(body, plan, joint)
         fn = self.scopes[-1] if len(self.scopes) == 1 else None
         info = self.threaded.get(fn.name.value) if fn is not None and not nested else None
         glob = self.global_trained.get(fn.name.value) if fn is not None and not nested else None
@@ -5247,9 +5498,11 @@ class _Finish(cst.CSTTransformer):
         elif threaded:
             self.pending_fn[fn.name.value] = [step_fn]
             self.threaded_done[fn.name.value] = info
-        elif self.pending.get(opt):  # a second loop of the optimizer in this scope: the same step, called again
-            if code(self.pending[opt][0]) != code(step_fn):
+        elif any(s.name.value == step_name for s in self.pending.get(opt, []) if isinstance(s, cst.FunctionDef)):
+            # a second loop of the optimizer in this scope: the same step, called again
+            if code(next(s for s in self.pending[opt] if isinstance(s, cst.FunctionDef)
+                         and s.name.value == step_name)) != code(step_fn):
                 return None  # the training pass reported why (check_plan)
         else:
-            self.pending[opt] = [step_fn]
+            self.pending.setdefault(opt, []).append(step_fn)
         return new_body, rooted
