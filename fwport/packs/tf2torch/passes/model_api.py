@@ -128,12 +128,45 @@ _LAYER_VARIABLES = {"kernel", "bias"}
 _VARIABLE_WRITES = {"assign", "assign_add", "assign_sub"}
 
 
-def _layer_variable(node: cst.BaseExpression) -> cst.Call | None:
-    """The ``model.get_layer(...)`` call of ``model.get_layer(...).kernel`` / ``.bias``, else None."""
-    if (isinstance(node, cst.Attribute) and node.attr.value in _LAYER_VARIABLES and isinstance(node.value, cst.Call)
-            and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "get_layer"):
+def _layer_variable(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The layer (_layer_ref) of ``model.get_layer(...).kernel`` / ``model.layers[k].bias``, else None."""
+    if isinstance(node, cst.Attribute) and node.attr.value in _LAYER_VARIABLES and _layer_ref(node.value) is not None:
         return node.value
     return None
+
+
+def _layers_index(node: cst.BaseExpression) -> int | None:
+    """k of ``model.layers[k]`` (an integer literal, negative too), else None."""
+    if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
+            and node.value.attr.value == "layers" and isinstance(node.value.value, cst.Name) and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)):
+        return None
+    index = node.slice[0].slice.value
+    negative = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus)
+    index = index.expression if negative else index  # type: ignore[attr-defined]
+    if not isinstance(index, cst.Integer):
+        return None
+    return -int(index.value) if negative else int(index.value)
+
+
+def _layer_ref(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``node`` where it names one layer of a model: ``model.get_layer(...)`` or ``model.layers[k]``."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get_layer":
+        return node
+    return node if _layers_index(node) is not None else None
+
+
+#: the uses of a name bound to a model's layer (``layer = model.get_layer("x")``) that only concern its weights:
+#: the module holding them is all the name needs to be (the training pass made ``.trainable = f`` requires_grad_)
+_WEIGHT_USES = {"requires_grad_", "trainable", "get_weights", "set_weights", "kernel", "bias"}
+
+
+def _weights_only(scope: cst.CSTNode, name: str, binding: cst.Name) -> bool:
+    """Whether every other occurrence of ``name`` in ``scope`` reads one of _WEIGHT_USES of it."""
+    allowed = {id(a.value) for a in find_all(scope, cst.Attribute)
+               if isinstance(a.value, cst.Name) and a.value.value == name and a.attr.value in _WEIGHT_USES}
+    return all(id(n) in allowed for n in find_all(scope, cst.Name) if n.value == name and n is not binding) \
+        and len(allowed) > 0
 
 
 def _keras_layout_of(param: str, ops) -> str | None:
@@ -883,8 +916,7 @@ class _ModelApiPass(cst.CSTTransformer):
                 if isinstance(v, cst.Attribute) and v.attr.value in ("input", "output") and isinstance(v.value, cst.Call) \
                         and isinstance(v.value.func, cst.Attribute) and v.value.func.attr.value == "get_layer":
                     self._layer_uses[id(v.value)] = ("tap", node)
-        if (isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and isinstance(func.value, cst.Call)
-                and isinstance(func.value.func, cst.Attribute) and func.value.func.attr.value == "get_layer"):
+        if isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and _layer_ref(func.value) is not None:
             self._layer_uses[id(func.value)] = (func.attr.value, node)
         if isinstance(func, cst.Attribute) and func.attr.value in _VARIABLE_WRITES and _layer_variable(func.value):
             self._layer_uses[id(func.value.value)] = ("assign", func.value)  # get_layer(...).kernel.assign(v)
@@ -894,6 +926,14 @@ class _ModelApiPass(cst.CSTTransformer):
         for t in node.targets:  # get_layer(...).kernel = v
             if _layer_variable(t.target):
                 self._layer_uses[id(t.target.value)] = ("write", t.target)
+        # layer = model.get_layer("x") (or model.layers[k]), the name only frozen or its weights read / set: the
+        # module holding the layer's weights (the layer-weights planner translates those uses on it)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and _layer_ref(node.value):
+            scope = self.functions[-1] if self.functions else self.module
+            name = node.targets[0].target
+            if scope is not None and len(self.chain[-1].assigned.get(name.value) or []) == 1 \
+                    and _weights_only(scope, name.value, name):
+                self._layer_uses[id(node.value)] = ("bound", node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if _layer_variable(node.target):
@@ -917,13 +957,13 @@ class _ModelApiPass(cst.CSTTransformer):
                 and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
                 and not self.ctx.is_settled(node) and self.ctx.plans.get(node) is None):
             return
-        index = node.slice[0].slice.value
-        negative = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus)
-        if not isinstance(index.expression if negative else index, cst.Integer):  # type: ignore[attr-defined]
+        k = _layers_index(node)
+        if k is None:
             return
-        k = -int(index.expression.value) if negative else int(index.value)  # type: ignore[attr-defined]
-        recorded = self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
         sequential = self._sequential_name(value.value)
+        if sequential is None and self._plan_functional_index(node, k):
+            return
+        recorded = self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
         recorded = recorded and (k >= 0 or sequential is not None)  # (a negative index: counted from SPANS' end)
         if not (recorded or sequential):
             return
@@ -1458,6 +1498,42 @@ class _ModelApiPass(cst.CSTTransformer):
                 return builder.name.value
         return None
 
+    def _plan_functional_index(self, node: cst.Subscript, k: int) -> bool:
+        """``model.layers[k]`` of a functional model (one whose layer records the functional pass wrote: Keras's
+        list in its order, each InputLayer too), used only for its weights (frozen, get / set_weights, .kernel /
+        .bias read; or bound to a name used so): the torch module holding that layer's weights (WHOLE_LAYERS; a
+        negative k counted from LAYER_COUNTS), whose weight uses the layer-weights planner translates. Elsewhere
+        (called, its output read) the module is not the layer (an activation folded into forward): False."""
+        receiver = node.value.value  # type: ignore[attr-defined]
+        if id(node) not in self._layer_uses or not self.models.is_model_expr(receiver, self.chain) \
+                or self._left(receiver) or self._refused_param(receiver) is not None:
+            return False
+        scopes = self._records_scope(receiver)
+        if scopes is None:
+            return False
+        self._indexed.add(id(node.value))
+        ctx, shown, name = self.ctx, code(node), receiver.value  # type: ignore[attr-defined]
+
+        def apply(orig: cst.Subscript, upd: cst.Subscript) -> cst.BaseExpression:
+            from fwport.packs.tf2torch.passes.sequential import LAYER_COUNTS, WHOLE_LAYERS
+            whole, counts = ctx.analyses.get(WHOLE_LAYERS, {}), ctx.analyses.get(LAYER_COUNTS, {})
+            for scope in scopes.split("|"):
+                at = k if k >= 0 else counts.get(scope, 0) + k if scope in counts else -1
+                found = whole.get((scope, f"layers[{at}]")) if at >= 0 else None
+                if found is not None:
+                    out = f"{name}[{found[0]}]" if found[0].isdigit() else f"{name}.{found[0]}"
+                    ctx.report(Severity.INFO, "idiom-replaced", f"{shown} → {out}: the module holding that layer's "
+                               "weights (Keras's model.layers of a functional model lists its InputLayers too)", orig)
+                    return cst.parse_expression(out)
+            ctx.report(Severity.ERROR, "unsupported-construct",
+                       f"{shown}: model.layers is a Keras model attribute, and fwport does not know this layer as one "
+                       "module of the translation holding its weights (an InputLayer, a layer without weights, one "
+                       "it translates into several, or an index past the list); the translated modules are "
+                       f"{name}'s attributes", orig)
+            return orig
+        ctx.plans.add(node, apply, descend=False, by="model_api")
+        return True
+
     def _plan_get_layer(self, call: cst.Call) -> bool:
         """``model.get_layer("name")`` / ``get_layer(index=i)`` on a translated model, used as
         ``.requires_grad_(flag)`` (the training pass's ``.trainable = flag``), ``.get_weights()`` or
@@ -1520,7 +1596,7 @@ class _ModelApiPass(cst.CSTTransformer):
         def torch_path(target: str) -> str:
             return f"{receiver}[{target}]" if target.isdigit() else f"{receiver}.{target}"
 
-        if how == "requires_grad_":
+        if how in ("requires_grad_", "bound"):
             def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
                 found = module_of()
                 if found is None:
