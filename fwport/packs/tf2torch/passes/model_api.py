@@ -149,6 +149,11 @@ def _layers_index(node: cst.BaseExpression) -> int | None:
     return -int(index.value) if negative else int(index.value)
 
 
+def _model_of(ref: cst.BaseExpression) -> cst.BaseExpression:
+    """``model`` of a _layer_ref, ``model.get_layer(...)`` / ``model.layers[k]``."""
+    return ref.func.value if isinstance(ref, cst.Call) else ref.value.value  # type: ignore[attr-defined]
+
+
 def _layer_ref(node: cst.BaseExpression) -> cst.BaseExpression | None:
     """``node`` where it names one layer of a model: ``model.get_layer(...)`` or ``model.layers[k]``."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get_layer":
@@ -161,10 +166,10 @@ def _layer_ref(node: cst.BaseExpression) -> cst.BaseExpression | None:
 _WEIGHT_USES = {"requires_grad_", "trainable", "get_weights", "set_weights", "kernel", "bias"}
 
 
-def _weights_only(scope: cst.CSTNode, name: str, binding: cst.Name) -> bool:
-    """Whether every other occurrence of ``name`` in ``scope`` reads one of _WEIGHT_USES of it."""
+def _weights_only(scope: cst.CSTNode, name: str, binding: cst.Name, uses=_WEIGHT_USES) -> bool:
+    """Whether every other occurrence of ``name`` in ``scope`` reads one of ``uses`` of it."""
     allowed = {id(a.value) for a in find_all(scope, cst.Attribute)
-               if isinstance(a.value, cst.Name) and a.value.value == name and a.attr.value in _WEIGHT_USES}
+               if isinstance(a.value, cst.Name) and a.value.value == name and a.attr.value in uses}
     return all(id(n) in allowed for n in find_all(scope, cst.Name) if n.value == name and n is not binding) \
         and len(allowed) > 0
 
@@ -430,6 +435,8 @@ class _Models:
         self.param_refusals: dict[tuple[int, str], tuple[str, cst.Call]] = {}
         self.functions: dict[int, cst.FunctionDef] = {}  # id(function) → the function (its scope's key)
         self.param_args: dict[tuple[int, str], list] = {}  # (id(function), parameter) → what its calls give it
+        # (id(function), parameter) → (what a call gives it, the scopes and functions around that call), each call
+        self.param_sites: dict[tuple[int, str], list] = {}
         self.facts: dict[tuple, tuple] = ctx.analyses.setdefault(_FACTS, {})
 
     def _fact(self, kind, node: cst.CSTNode, compute):
@@ -649,6 +656,7 @@ class _Models:
                 verdicts.append((self._given(args[param], chain) if args and param in args else "", call))
                 if args and param in args:
                     self.param_args.setdefault((id(f), param), []).append(args[param])
+                    self.param_sites.setdefault((id(f), param), []).append((args[param], chain, list(stack)))
             refused = next(((v, c) for v, c in verdicts if v not in ("", "model", "other")), None)
             if refused is not None:
                 self.param_refusals[(id(f), param)] = refused
@@ -932,8 +940,19 @@ class _ModelApiPass(cst.CSTTransformer):
             scope = self.functions[-1] if self.functions else self.module
             name = node.targets[0].target
             if scope is not None and len(self.chain[-1].assigned.get(name.value) or []) == 1 \
-                    and _weights_only(scope, name.value, name):
+                    and _weights_only(scope, name.value, name) and (
+                        _weights_only(scope, name.value, name, {"requires_grad_", "trainable"})
+                        or self._weights_planned(_model_of(node.value))):
                 self._layer_uses[id(node.value)] = ("bound", node)
+
+    def _weights_planned(self, receiver: cst.BaseExpression) -> bool:
+        """Whether the layer-weights planner finds the records of the model ``receiver`` names (a name bound in this
+        scope, no parameter, to a model whose records have one scope): it translates the get / set_weights and
+        .kernel of a layer taken out of it, which the torch module holding the layer's weights has not."""
+        if not isinstance(receiver, cst.Name) or (self.functions and receiver.value in self.chain[-1].params):
+            return False
+        scope = self._records_scope(receiver)
+        return scope is not None and "|" not in scope
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if _layer_variable(node.target):
@@ -1474,6 +1493,19 @@ class _ModelApiPass(cst.CSTTransformer):
         function, or ``function.name`` for a Sequential it does not return, as the sequential pass names it,
         both looked up when the edit is applied). None: not known."""
         values: list = [receiver]
+        if isinstance(receiver, cst.Name) and self.functions and receiver.value in self.chain[-1].params \
+                and receiver.value not in self.chain[-1].assigned:
+            # a parameter: the records of the one model every call of the function gives it
+            sites = self.models.param_sites.get((id(self.functions[-1]), receiver.value)) or []
+            found = set()
+            for arg, chain, stack in sites:
+                saved = self.chain, self.functions
+                self.chain, self.functions = chain, stack
+                try:
+                    found.add(self._records_scope(arg))
+                finally:
+                    self.chain, self.functions = saved
+            return found.pop() if len(found) == 1 and None not in found else None
         if isinstance(receiver, cst.Name):
             scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None)
             values = scope.assigned.get(receiver.value) if scope is not None else None
@@ -1509,7 +1541,8 @@ class _ModelApiPass(cst.CSTTransformer):
                 or self._left(receiver) or self._refused_param(receiver) is not None:
             return False
         scopes = self._records_scope(receiver)
-        if scopes is None:
+        how = self._layer_uses[id(node)][0]
+        if scopes is None or how not in ("requires_grad_", "bound") and not self._weights_planned(receiver):
             return False
         self._indexed.add(id(node.value))
         ctx, shown, name = self.ctx, code(node), receiver.value  # type: ignore[attr-defined]

@@ -1,0 +1,139 @@
+"""A layer taken out of a translated model by the forms Keras code reaches it with — a name bound to
+``model.get_layer("x")``, ``model.layers[k]`` of a functional model (negative too; Keras's list there holds the
+InputLayer), ``m.get_layer(...)`` on a function's parameter every call gives one model — used for its weights
+(frozen, get / set_weights, ``.kernel``): the torch module holding them, each weight in Keras's layout. Checked
+against Keras by running both programs; and the forms fwport cannot give stay errors."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("tf2torch")
+
+
+def tr(src: str):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), PACK)
+
+
+def errors(result) -> list[str]:
+    return [f.message for f in result.findings if f.severity == Severity.ERROR]
+
+
+FORMS = '''
+import numpy as np
+import keras
+from keras import layers
+
+
+def build():
+    inp = keras.Input(shape=(6, 6, 3))
+    x = layers.Conv2D(4, 3, activation="relu", name="conv")(inp)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.Dense(5, activation="tanh", name="hidden")(x)
+    out = layers.Dense(2, name="head")(x)
+    return keras.Model(inp, out)
+
+
+def freeze(m):
+    m.get_layer("hidden").trainable = False
+    return m.get_layer(name="hidden").get_weights()
+
+
+rng = np.random.default_rng(0)
+model = build()
+conv = model.get_layer("conv")
+conv.set_weights([rng.standard_normal((3, 3, 3, 4)), rng.standard_normal(4)])
+conv_back = conv.get_weights()
+head = model.layers[-1]
+head.set_weights([rng.standard_normal((5, 2)), rng.standard_normal(2)])
+model.layers[-2].set_weights([rng.standard_normal((4, 5)), rng.standard_normal(5)])
+head_kernel = model.layers[-1].kernel
+model.layers[1].trainable = False
+hidden_back = freeze(model)
+'''
+
+
+def test_layer_lookups_used_for_weights_compute_what_keras_computes():
+    """Each form set weights (a Conv2D's HWIO kernel, Dense kernels), read them back, froze layers: the model's
+    output, the arrays read back, the kernel read and each layer's trainable weights are Keras's."""
+    from test_layer_gaps import _run
+    r = tr(FORMS)
+    assert not errors(r), errors(r)
+    out = r.output
+    assert "conv = model.conv\n" in out and "head = model.head\n" in out and "get_layer" not in out
+    assert "model.conv.requires_grad_(False)" in out and "m.hidden.requires_grad_(False)" in out
+    assert ".layers" not in out
+    x = "np.random.default_rng(1).standard_normal((2, 6, 6, 3)).astype('float32')"
+    keras_tail = f'''
+import json
+x = {x}
+print(json.dumps({{"y": np.asarray(model(x)).tolist(), "conv": [a.tolist() for a in conv_back],
+                  "hidden": [a.tolist() for a in hidden_back], "kernel": np.asarray(head_kernel).tolist(),
+                  "trainable": [len(l.trainable_weights) for l in model.layers]}}))
+'''
+    torch_tail = f'''
+import json
+x = torch.as_tensor({x})
+mods = [None, model.conv, model.gap, model.hidden, model.head]
+print(json.dumps({{"y": model(x).detach().numpy().tolist(), "conv": [a.tolist() for a in conv_back],
+                  "hidden": [a.tolist() for a in hidden_back], "kernel": head_kernel.detach().numpy().tolist(),
+                  "trainable": [0 if m is None else sum(p.requires_grad for p in m.parameters()) for m in mods]}}))
+'''
+    k = _run("keras", textwrap.dedent(FORMS), keras_tail)
+    t = _run("torch", out, torch_tail)
+    np.testing.assert_allclose(np.array(t["y"]), np.array(k["y"]), rtol=1e-5, atol=1e-5)
+    for key in ("conv", "hidden"):
+        assert len(t[key]) == len(k[key]) == 2
+        for a, b in zip(t[key], k[key]):
+            np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.array(t["kernel"]), np.array(k["kernel"]), rtol=1e-6, atol=1e-6)
+    assert t["trainable"] == k["trainable"] == [0, 0, 0, 0, 2]
+
+
+def test_layer_lookups_fwport_cannot_give_stay_errors():
+    """A bound layer also called (the module holding a Dense's weights is not the layer: its activation is in
+    forward), the InputLayer's weights, an index past Keras's list, a parameter two calls give different models:
+    each an error, left as written."""
+    r = tr('''
+        import keras
+        from keras import layers
+
+
+        def build():
+            inp = keras.Input(shape=(6,))
+            x = layers.Dense(5, activation="tanh", name="hidden")(inp)
+            out = layers.Dense(2, name="head")(x)
+            return keras.Model(inp, out)
+
+
+        def other():
+            inp = keras.Input(shape=(6,))
+            out = layers.Dense(2, name="hidden")(inp)
+            return keras.Model(inp, out)
+
+
+        def freeze(m):
+            m.get_layer("hidden").trainable = False
+
+
+        model = build()
+        hidden = model.get_layer("hidden")
+        y = hidden(model.input)
+        w0 = model.layers[0].get_weights()
+        w9 = model.layers[9].get_weights()
+        freeze(model)
+        freeze(other())
+    ''')
+    errs = errors(r)
+    out = r.output
+    assert 'hidden = model.get_layer("hidden")' in out
+    assert sum("fwport does not know this layer as one module of the translation holding its weights (an "
+               "InputLayer" in m for m in errs) == 2, errs
+    assert "w0 = model.layers[0].get_weights()" in out and "w9 = model.layers[9].get_weights()" in out
+    assert 'm.get_layer("hidden").requires_grad_(False)' in out
+    assert sum("m.get_layer(...) is a Keras model method" in m for m in errs) == 1, errs
