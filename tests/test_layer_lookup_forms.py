@@ -136,4 +136,7 @@ def test_layer_lookups_fwport_cannot_give_stay_errors():
                "InputLayer" in m for m in errs) == 2, errs
     assert "w0 = model.layers[0].get_weights()" in out and "w9 = model.layers[9].get_weights()" in out
     assert 'm.get_layer("hidden").requires_grad_(False)' in out
-    assert sum("m.get_layer(...) is a Keras model method" in m for m in errs) == 1, errs
+    assert sum("m.get_layer(...) is a Keras model method" in m and "(m is a parameter of freeze(), and the calls "
+               "of it in this file give it models of different layers" in m for m in errs) == 1, errs
+    assert sum("model.get_layer(...) is a Keras model method" in m and "the layer is used here as more than its "
+               "weights" in m for m in errs) == 1, errs

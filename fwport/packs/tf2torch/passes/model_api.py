@@ -1441,11 +1441,44 @@ class _ModelApiPass(cst.CSTTransformer):
                             f"{receiver}.set_weights, position by position, as Keras's list", original_node)
             return cst.Call(cst.Name(helper), args)
         why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
+        if method == "get_layer":
+            why = self._get_layer_why(original_node)
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
                         f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
         self.ctx.settle(original_node)
         return original_node
+
+    def _get_layer_why(self, call: cst.Call) -> str:
+        """Why ``model.get_layer(...)`` stays as written (_plan_get_layer gave nothing): the first cause found."""
+        name, index = call_argument(call, "name", 0), call_argument(call, "index", 1)
+        key = literal_value(name, None) if name is not None else None
+        at = literal_value(index, None) if index is not None else None
+        if not (isinstance(key, str) and index is None or type(at) is int and name is None):
+            return (" (fwport maps a layer to its torch module by a literal name=\"...\" or index=k; this one is "
+                    "known only at run time)")
+        receiver = call.func.value  # type: ignore[attr-defined]
+        use = self._layer_uses.get(id(call))
+        if use is not None and use[0] == "tap":
+            return (" (its output read by keras.Model(...), a model made of this one's layers: the finding there says "
+                    "why fwport does not translate it)")
+        if isinstance(receiver, cst.Name) and self.functions and receiver.value in self.chain[-1].params:
+            sites = self.models.param_sites.get((id(self.functions[-1]), receiver.value)) or []
+            return (f" ({receiver.value} is a parameter of {self.functions[-1].name.value}(), and " + (
+                "the calls of it in this file give it models of different layers, or ones fwport does not follow"
+                if sites else "no call of it in this file gives it a model fwport follows") + ")")
+        if self._records_scope(receiver) is None:
+            scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None) \
+                if isinstance(receiver, cst.Name) else None
+            if scope is not None and len(scope.assigned.get(receiver.value) or []) > 1:
+                return (f" ({receiver.value} is bound more than once in this scope: which model reaches this line is "
+                        "not followed; give each model a name of its own)")
+            return " (fwport does not know which model of the file this is: its layers are not followed)"
+        if use is None:
+            return (" (the layer is used here as more than its weights — called, its output, a sub-layer or another "
+                    "attribute read — and fwport gives only the torch module holding its weights, which need not be "
+                    "the whole layer: an activation runs in forward)")
+        return ""
 
     def _counts_exactly(self) -> bool:
         """Whether every Keras layer the file makes holds in torch the weights Keras counts, one for one (_COUNTED:
