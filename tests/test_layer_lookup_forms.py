@@ -1,7 +1,7 @@
 """A layer taken out of a translated model by the forms Keras code reaches it with — a name bound to
 ``model.get_layer("x")``, ``model.layers[k]`` of a functional model (negative too; Keras's list there holds the
 InputLayer), ``m.get_layer(...)`` on a function's parameter every call gives one model — used for its weights
-(frozen, get / set_weights, ``.kernel``): the torch module holding them, each weight in Keras's layout. Checked
+(frozen, get / set_weights, ``.kernel``, one layer's weights copied into another's): the torch module holding them, each weight in Keras's layout. Checked
 against Keras by running both programs; and the forms fwport cannot give stay errors."""
 from __future__ import annotations
 
@@ -55,6 +55,9 @@ model.layers[-2].set_weights([rng.standard_normal((4, 5)), rng.standard_normal(5
 head_kernel = model.layers[-1].kernel
 model.layers[1].trainable = False
 hidden_back = freeze(model)
+twin = build()
+twin.get_layer("head").set_weights(model.get_layer("head").get_weights())
+twin_head = twin.get_layer("head").get_weights()
 '''
 
 
@@ -68,12 +71,14 @@ def test_layer_lookups_used_for_weights_compute_what_keras_computes():
     assert "conv = model.conv\n" in out and "head = model.head\n" in out and "get_layer" not in out
     assert "model.conv.requires_grad_(False)" in out and "m.hidden.requires_grad_(False)" in out
     assert ".layers" not in out
+    assert "twin.head.load_state_dict(model.head.state_dict())" in out
     x = "np.random.default_rng(1).standard_normal((2, 6, 6, 3)).astype('float32')"
     keras_tail = f'''
 import json
 x = {x}
 print(json.dumps({{"y": np.asarray(model(x)).tolist(), "conv": [a.tolist() for a in conv_back],
                   "hidden": [a.tolist() for a in hidden_back], "kernel": np.asarray(head_kernel).tolist(),
+                  "twin": [a.tolist() for a in twin_head],
                   "trainable": [len(l.trainable_weights) for l in model.layers]}}))
 '''
     torch_tail = f'''
@@ -82,12 +87,13 @@ x = torch.as_tensor({x})
 mods = [None, model.conv, model.gap, model.hidden, model.head]
 print(json.dumps({{"y": model(x).detach().numpy().tolist(), "conv": [a.tolist() for a in conv_back],
                   "hidden": [a.tolist() for a in hidden_back], "kernel": head_kernel.detach().numpy().tolist(),
+                  "twin": [a.tolist() for a in twin_head],
                   "trainable": [0 if m is None else sum(p.requires_grad for p in m.parameters()) for m in mods]}}))
 '''
     k = _run("keras", textwrap.dedent(FORMS), keras_tail)
     t = _run("torch", out, torch_tail)
     np.testing.assert_allclose(np.array(t["y"]), np.array(k["y"]), rtol=1e-5, atol=1e-5)
-    for key in ("conv", "hidden"):
+    for key in ("conv", "hidden", "twin"):
         assert len(t[key]) == len(k[key]) == 2
         for a, b in zip(t[key], k[key]):
             np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-6, atol=1e-6)

@@ -822,6 +822,7 @@ class _ModelApiPass(cst.CSTTransformer):
         # id(model.get_layer(...)) → (how it is used: "requires_grad_" | "get_weights" | "set_weights", the call
         # using it): the uses of a layer a translation can give (_plan_get_layer)
         self._layer_uses: dict[int, tuple[str, cst.Call]] = {}
+        self._copied_layers: set[int] = set()  # id(b.get_layer(...)) of a.get_layer(...).set_weights(b.get_layer(...).get_weights())
         self._line_plans: dict[int, object] = {}  # id of a set_weights line → its edit (leave_SimpleStatementLine)
 
     def _left(self, receiver: cst.BaseExpression) -> bool:
@@ -1600,6 +1601,61 @@ class _ModelApiPass(cst.CSTTransformer):
         ctx.plans.add(node, apply, descend=False, by="model_api")
         return True
 
+    def _layer_module(self, scopes: str, key, at):
+        """(torch path below the model, rule id, variant) of the layer named ``key`` (or at Keras's index ``at``) in
+        the records of ``scopes`` (_records_scope), where one torch module holds its weights; else None."""
+        from fwport.packs.tf2torch.passes.sequential import LAYER_NAMES, WHOLE_LAYERS
+        whole, names = self.ctx.analyses.get(WHOLE_LAYERS, {}), self.ctx.analyses.get(LAYER_NAMES, {})
+        for scope in scopes.split("|"):
+            source = names.get((scope, key)) if isinstance(key, str) else f"layers[{at}]"
+            if source is not None and (scope, source) in whole:
+                return whole[(scope, source)]
+        return None
+
+    def _plan_layer_copy(self, call: cst.Call, outer: cst.Call, key, at) -> bool:
+        """``a.get_layer("x").set_weights(b.get_layer("y").get_weights())``: one layer's weights copied into
+        another's → ``a.x.load_state_dict(b.y.state_dict())`` where both are modules of one rule and weight-map
+        variant (the same torch layout for the same Keras arrays: the copy is Keras's, and raises where the sizes
+        differ, as Keras's does); else an error. False: not this form."""
+        source = outer.args[0].value if len(outer.args) == 1 and outer.args[0].keyword is None else None
+        if not (isinstance(source, cst.Call) and not source.args and isinstance(source.func, cst.Attribute)
+                and source.func.attr.value == "get_weights" and isinstance(source.func.value, cst.Call)
+                and isinstance(source.func.value.func, cst.Attribute)
+                and source.func.value.func.attr.value == "get_layer"):
+            return False
+        inner = source.func.value
+        name, index = call_argument(inner, "name", 0), call_argument(inner, "index", 1)
+        key2 = literal_value(name, None) if name is not None else None
+        at2 = literal_value(index, None) if index is not None else None
+        scopes = self._records_scope(call.func.value)  # type: ignore[attr-defined]
+        scopes2 = self._records_scope(inner.func.value)  # type: ignore[attr-defined]
+        if not ((isinstance(key2, str) and index is None) or (type(at2) is int and name is None)) \
+                or scopes is None or scopes2 is None or self._left(inner.func.value):  # type: ignore[attr-defined]
+            return False
+        ctx, shown = self.ctx, code(outer)
+        target_model, source_model = code(call.func.value), code(inner.func.value)  # type: ignore[attr-defined]
+
+        def path(model: str, found) -> str:
+            return f"{model}[{found[0]}]" if found[0].isdigit() else f"{model}.{found[0]}"
+
+        def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+            t, s = self._layer_module(scopes, key, at), self._layer_module(scopes2, key2, at2)
+            if t is None or s is None or (t[1], t[2]) != (s[1], s[2]):
+                why = ("fwport does not know " + ("the layer written" if t is None else "the layer read") + " as one "
+                       "module of the translation holding its weights" if t is None or s is None else
+                       f"the layers became torch modules of different weight layouts ({t[1]} and {s[1]})")
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{shown}: get_weights() / set_weights() are Keras "
+                           f"layer methods, which the torch modules have not; {why}: copy the parameters by hand, "
+                           "in torch's layout", orig)
+                return orig
+            out = f"{path(target_model, t)}.load_state_dict({path(source_model, s)}.state_dict())"
+            ctx.report(Severity.INFO, "idiom-replaced", f"{shown} → {out}: the layer's weights copied by name between "
+                       f"two modules of one layout ({t[1]})", orig)
+            return cst.parse_expression(out)
+        ctx.plans.add(outer, apply, descend=False, by="model_api")
+        self._copied_layers.add(id(inner))  # (the edit replaces the whole call: no edit of its own)
+        return True
+
     def _plan_get_layer(self, call: cst.Call) -> bool:
         """``model.get_layer("name")`` / ``get_layer(index=i)`` on a translated model, used as
         ``.requires_grad_(flag)`` (the training pass's ``.trainable = flag``), ``.get_weights()`` or
@@ -1607,6 +1663,8 @@ class _ModelApiPass(cst.CSTTransformer):
         as it is (an Embedding's table); ``.kernel`` / ``.bias`` read as a value: the torch parameter in Keras's
         layout (the inverse of its weight map, where that is one index permutation: a Dense's kernel is weight.T),
         written (assign, =): an error. Else (another use, an unnamed or unknown layer): False, the error stands."""
+        if id(call) in self._copied_layers:
+            return True  # (read by a layer's copy, _plan_layer_copy)
         use = self._layer_uses.get(id(call))
         if use is None:
             return False
@@ -1621,6 +1679,8 @@ class _ModelApiPass(cst.CSTTransformer):
         at = literal_value(index, None) if index is not None else None
         if not ((isinstance(key, str) and index is None) or (type(at) is int and name is None)):
             return False
+        if how == "set_weights" and self._plan_layer_copy(call, outer, key, at):
+            return True
         line = None  # the statement line that is this set_weights(...) call alone: it becomes a `with torch.no_grad():`
         if how == "set_weights":
             if not (len(outer.args) == 1 and not outer.args[0].star and outer.args[0].keyword is None):
