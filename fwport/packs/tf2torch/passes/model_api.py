@@ -163,13 +163,16 @@ def _layer_ref(node: cst.BaseExpression) -> cst.BaseExpression | None:
 
 #: the uses of a name bound to a model's layer (``layer = model.get_layer("x")``) that only concern its weights:
 #: the module holding them is all the name needs to be (the training pass made ``.trainable = f`` requires_grad_)
-_WEIGHT_USES = {"requires_grad_", "trainable", "get_weights", "set_weights", "kernel", "bias"}
+_WEIGHT_USES = {"requires_grad_", "get_weights", "set_weights", "kernel", "bias"}
 
 
 def _weights_only(scope: cst.CSTNode, name: str, binding: cst.Name, uses=_WEIGHT_USES) -> bool:
-    """Whether every other occurrence of ``name`` in ``scope`` reads one of ``uses`` of it."""
-    allowed = {id(a.value) for a in find_all(scope, cst.Attribute)
-               if isinstance(a.value, cst.Name) and a.value.value == name and a.attr.value in uses}
+    """Whether every other occurrence of ``name`` in ``scope`` reads one of ``uses`` of it (not written: ``name.kernel
+    = v``)."""
+    written = {id(t.target) for a in find_all(scope, cst.Assign) for t in a.targets}
+    written |= {id(a.target) for a in find_all(scope, cst.AugAssign)}
+    allowed = {id(a.value) for a in find_all(scope, cst.Attribute) if isinstance(a.value, cst.Name)
+               and a.value.value == name and a.attr.value in uses and id(a) not in written}
     return all(id(n) in allowed for n in find_all(scope, cst.Name) if n.value == name and n is not binding) \
         and len(allowed) > 0
 
