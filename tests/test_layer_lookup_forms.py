@@ -146,3 +146,51 @@ def test_layer_lookups_fwport_cannot_give_stay_errors():
                "of it in this file give it models of different layers" in m for m in errs) == 1, errs
     assert sum("model.get_layer(...) is a Keras model method" in m and "the layer is used here as more than its "
                "weights" in m for m in errs) == 1, errs
+
+
+SEQUENTIAL = '''
+import numpy as np
+import keras
+from keras import layers
+
+
+def make():
+    return keras.Sequential([keras.Input((6,)), layers.Dense(4, activation="relu", name="a"), layers.Dense(3),
+                             layers.Dense(2)])
+
+
+m = make()
+m.layers[1].trainable = False
+m.layers[0].set_weights([np.linspace(-1, 1, 24).reshape(6, 4), np.array([0.1, -0.2, 0.3, 0.0])])
+m.layers[-2].set_weights([np.linspace(1, -1, 12).reshape(4, 3), np.zeros(3)])
+m.layers[-1].set_weights([np.arange(6.0).reshape(3, 2), np.array([0.5, -0.5])])
+first = m.layers[0].get_weights()
+'''
+
+
+def test_layers_index_of_a_builders_sequential_is_keras_list_without_the_input():
+    """``m.layers[k]`` of a Sequential a builder returns: Keras's list has no InputLayer and counts a Dense with its
+    activation as one layer (the torch entries m[0], m[1] ReLU, m[2], m[3]); a negative index counts from its end.
+    The frozen layers, the arrays read and the output after set_weights are Keras's."""
+    from test_layer_gaps import _run
+    r = tr(SEQUENTIAL)
+    assert not errors(r), errors(r)
+    out = r.output
+    assert "m[2].requires_grad_(False)" in out and "m[3].weight.copy_(" in out and ".layers" not in out
+    x = "np.linspace(-1, 1, 12).reshape(2, 6).astype('float32')"
+    keras_tail = f'''
+import json
+print(json.dumps({{"y": np.asarray(m({x})).tolist(), "first": [a.tolist() for a in first],
+                  "trainable": [len(l.trainable_weights) for l in m.layers]}}))
+'''
+    torch_tail = f'''
+import json
+print(json.dumps({{"y": m(torch.as_tensor({x})).detach().numpy().tolist(), "first": [a.tolist() for a in first],
+                  "trainable": [sum(p.requires_grad for p in m[i].parameters()) for i in (0, 2, 3)]}}))
+'''
+    k = _run("keras", textwrap.dedent(SEQUENTIAL), keras_tail)
+    t = _run("torch", out, torch_tail)
+    assert t["trainable"] == k["trainable"] == [2, 0, 2]
+    for a, b in zip(t["first"], k["first"]):
+        np.testing.assert_array_equal(np.array(a), np.array(b))
+    np.testing.assert_allclose(np.array(t["y"]), np.array(k["y"]), rtol=1e-5, atol=1e-6)

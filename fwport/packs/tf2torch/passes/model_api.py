@@ -1569,7 +1569,7 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def _plan_functional_index(self, node: cst.Subscript, k: int) -> bool:
         """``model.layers[k]`` of a functional model (one whose layer records the functional pass wrote: Keras's
-        list in its order, each InputLayer too), used only for its weights (frozen, get / set_weights, .kernel /
+        list in its order, each InputLayer too) or of a Sequential not known by its name (a builder's), used only for its weights (frozen, get / set_weights, .kernel /
         .bias read; or bound to a name used so): the torch module holding that layer's weights (WHOLE_LAYERS; a
         negative k counted from LAYER_COUNTS), whose weight uses the layer-weights planner translates. Elsewhere
         (called, its output read) the module is not the layer (an activation folded into forward): False."""
@@ -1585,15 +1585,18 @@ class _ModelApiPass(cst.CSTTransformer):
         ctx, shown, name = self.ctx, code(node), receiver.value  # type: ignore[attr-defined]
 
         def apply(orig: cst.Subscript, upd: cst.Subscript) -> cst.BaseExpression:
-            from fwport.packs.tf2torch.passes.sequential import LAYER_COUNTS, WHOLE_LAYERS
-            whole, counts = ctx.analyses.get(WHOLE_LAYERS, {}), ctx.analyses.get(LAYER_COUNTS, {})
+            from fwport.packs.tf2torch.passes.sequential import LAYER_COUNTS, SPANS, WHOLE_LAYERS
+            whole, counts = ctx.analyses.get(WHOLE_LAYERS, {}), dict(ctx.analyses.get(LAYER_COUNTS, {}))
+            for scope, found in ctx.analyses.get(SPANS, {}).items():  # (a Sequential's: its layers' entries)
+                if found and found[0] is not None:
+                    counts.setdefault(scope, len(found[0]))
             for scope in scopes.split("|"):
                 at = k if k >= 0 else counts.get(scope, 0) + k if scope in counts else -1
                 found = whole.get((scope, f"layers[{at}]")) if at >= 0 else None
                 if found is not None:
                     out = f"{name}[{found[0]}]" if found[0].isdigit() else f"{name}.{found[0]}"
                     ctx.report(Severity.INFO, "idiom-replaced", f"{shown} → {out}: the module holding that layer's "
-                               "weights (Keras's model.layers of a functional model lists its InputLayers too)", orig)
+                               "weights (Keras's model.layers: a functional model's lists its InputLayers, a Sequential's not)", orig)
                     return cst.parse_expression(out)
             ctx.report(Severity.ERROR, "unsupported-construct",
                        f"{shown}: model.layers is a Keras model attribute, and fwport does not know this layer as one "
