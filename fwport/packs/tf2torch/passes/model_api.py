@@ -1533,8 +1533,13 @@ class _ModelApiPass(cst.CSTTransformer):
         if isinstance(receiver, cst.Name) and self.functions and receiver.value in self.chain[-1].params \
                 and receiver.value not in self.chain[-1].assigned:
             # a parameter: the records of the one model every call of the function gives it
-            sites = self.models.param_sites.get((id(self.functions[-1]), receiver.value)) or []
+            key = (id(self.functions[-1]), receiver.value)
+            resolving = self.__dict__.setdefault("_resolving", set())
+            if key in resolving:
+                return None  # (a recursive function giving its parameter to itself)
+            sites = self.models.param_sites.get(key) or []
             found = set()
+            resolving.add(key)
             for arg, chain, stack in sites:
                 saved = self.chain, self.functions
                 self.chain, self.functions = chain, stack
@@ -1542,6 +1547,7 @@ class _ModelApiPass(cst.CSTTransformer):
                     found.add(self._records_scope(arg))
                 finally:
                     self.chain, self.functions = saved
+            resolving.discard(key)
             return found.pop() if len(found) == 1 and None not in found else None
         if isinstance(receiver, cst.Name):
             scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None)
