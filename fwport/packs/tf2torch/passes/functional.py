@@ -6263,6 +6263,9 @@ class _Builder:
         order = _layer_order([t.node for t in outs], self.input_ops)
         path = {id(op): f"layers[{i}]" for i, op in enumerate(o for o in order if o.is_layer)}
         self.record_paths = {} if self.loops else dict(path)
+        if not self.loops:  # (model_api counts a negative model.layers[-k] from it)
+            from fwport.packs.tf2torch.passes.sequential import LAYER_COUNTS
+            self.ctx.analyses.setdefault(LAYER_COUNTS, {})[self.scope] = len(path)
         for op in order:  # the layers of a model above this one reads tensors of (_import_tensors): shared
             for rest, target, rule, variant, symbols in self.imported.get(id(op), []) if id(op) in path else []:
                 self.ctx.layers.append(LayerRecord(self.scope, f"{path[id(op)]}{rest}", target, rule, variant,

@@ -179,6 +179,12 @@ class _Reads(cst.CSTVisitor):
                 if record is not None:
                     out[name] = ("alias", record)
                 continue
+            if len(values) == 1 and isinstance(values[0], cst.Call) and isinstance(values[0].func, cst.Attribute) \
+                    and values[0].func.attr.value == "get_layer":
+                record = self._named(values[0])  # layer = model.get_layer("conv"): the same
+                if record is not None:
+                    out[name] = ("alias", record)
+                continue
             if len(values) != 1 or not isinstance(values[0], cst.Call):
                 continue
             func = values[0].func
@@ -255,6 +261,28 @@ class _Reads(cst.CSTVisitor):
         else:
             return self._local(receiver)
         return self.records.get((scope, ".".join(parts))) or self._local(receiver)
+
+    def _named(self, call: cst.Call):
+        """The record of ``model.get_layer("name")`` / ``get_layer(index=k)`` on a translated model variable (the
+        name its model pass gave the layer: LAYER_NAMES)."""
+        from fwport.core.bind import call_argument, literal_value
+        from fwport.packs.tf2torch.passes.sequential import LAYER_NAMES
+        receiver = call.func.value  # type: ignore[attr-defined]
+        if not isinstance(receiver, cst.Name):
+            return None
+        head = receiver.value
+        scope = self.instances.get(head) or self._instance(head) or (
+            head if any(s == head for s, _ in self.records) else None)
+        name, index = call_argument(call, "name", 0), call_argument(call, "index", 1)
+        key = literal_value(name, None) if name is not None else None
+        at = literal_value(index, None) if index is not None else None
+        if isinstance(key, str) and index is None:
+            source = self.ctx.analyses.get(LAYER_NAMES, {}).get((scope, key))
+        else:
+            source = f"layers[{at}]" if type(at) is int and name is None else None
+        if scope is None or source is None:
+            return None
+        return self.records.get((scope, source.replace("[", ".").replace("]", "")))
 
     def visit_Call(self, node: cst.Call) -> None:
         """Keras methods on what the torch module has no counterpart of: a Keras variable's methods on a layer's
@@ -502,6 +530,11 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         for r in ctx.layers if spans else ():
             if r.scope == scope and r.source.startswith("layers[") and r.source[7:-1].isdigit():
                 records.setdefault((scope, f"layers.{int(r.source[7:-1]) - len(spans)}"), r)
+    from fwport.packs.tf2torch.passes.sequential import LAYER_COUNTS
+    for scope, count in ctx.analyses.get(LAYER_COUNTS, {}).items():  # model.layers[-1] of a functional model
+        for r in ctx.layers:
+            if r.scope == scope and r.source.startswith("layers[") and r.source[7:-1].isdigit():
+                records.setdefault((scope, f"layers.{int(r.source[7:-1]) - count}"), r)
     scopes = {s for s, _ in records}
     inst = _Instances()
     scan(module, inst)

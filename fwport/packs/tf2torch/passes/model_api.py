@@ -128,12 +128,53 @@ _LAYER_VARIABLES = {"kernel", "bias"}
 _VARIABLE_WRITES = {"assign", "assign_add", "assign_sub"}
 
 
-def _layer_variable(node: cst.BaseExpression) -> cst.Call | None:
-    """The ``model.get_layer(...)`` call of ``model.get_layer(...).kernel`` / ``.bias``, else None."""
-    if (isinstance(node, cst.Attribute) and node.attr.value in _LAYER_VARIABLES and isinstance(node.value, cst.Call)
-            and isinstance(node.value.func, cst.Attribute) and node.value.func.attr.value == "get_layer"):
+def _layer_variable(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The layer (_layer_ref) of ``model.get_layer(...).kernel`` / ``model.layers[k].bias``, else None."""
+    if isinstance(node, cst.Attribute) and node.attr.value in _LAYER_VARIABLES and _layer_ref(node.value) is not None:
         return node.value
     return None
+
+
+def _layers_index(node: cst.BaseExpression) -> int | None:
+    """k of ``model.layers[k]`` (an integer literal, negative too), else None."""
+    if not (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
+            and node.value.attr.value == "layers" and isinstance(node.value.value, cst.Name) and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)):
+        return None
+    index = node.slice[0].slice.value
+    negative = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus)
+    index = index.expression if negative else index  # type: ignore[attr-defined]
+    if not isinstance(index, cst.Integer):
+        return None
+    return -int(index.value) if negative else int(index.value)
+
+
+def _model_of(ref: cst.BaseExpression) -> cst.BaseExpression:
+    """``model`` of a _layer_ref, ``model.get_layer(...)`` / ``model.layers[k]``."""
+    return ref.func.value if isinstance(ref, cst.Call) else ref.value.value  # type: ignore[attr-defined]
+
+
+def _layer_ref(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``node`` where it names one layer of a model: ``model.get_layer(...)`` or ``model.layers[k]``."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get_layer":
+        return node
+    return node if _layers_index(node) is not None else None
+
+
+#: the uses of a name bound to a model's layer (``layer = model.get_layer("x")``) that only concern its weights:
+#: the module holding them is all the name needs to be (the training pass made ``.trainable = f`` requires_grad_)
+_WEIGHT_USES = {"requires_grad_", "get_weights", "set_weights", "kernel", "bias"}
+
+
+def _weights_only(scope: cst.CSTNode, name: str, binding: cst.Name, uses=_WEIGHT_USES) -> bool:
+    """Whether every other occurrence of ``name`` in ``scope`` reads one of ``uses`` of it (not written: ``name.kernel
+    = v``)."""
+    written = {id(t.target) for a in find_all(scope, cst.Assign) for t in a.targets}
+    written |= {id(a.target) for a in find_all(scope, cst.AugAssign)}
+    allowed = {id(a.value) for a in find_all(scope, cst.Attribute) if isinstance(a.value, cst.Name)
+               and a.value.value == name and a.attr.value in uses and id(a) not in written}
+    return all(id(n) in allowed for n in find_all(scope, cst.Name) if n.value == name and n is not binding) \
+        and len(allowed) > 0
 
 
 def _keras_layout_of(param: str, ops) -> str | None:
@@ -397,6 +438,8 @@ class _Models:
         self.param_refusals: dict[tuple[int, str], tuple[str, cst.Call]] = {}
         self.functions: dict[int, cst.FunctionDef] = {}  # id(function) → the function (its scope's key)
         self.param_args: dict[tuple[int, str], list] = {}  # (id(function), parameter) → what its calls give it
+        # (id(function), parameter) → (what a call gives it, the scopes and functions around that call), each call
+        self.param_sites: dict[tuple[int, str], list] = {}
         self.facts: dict[tuple, tuple] = ctx.analyses.setdefault(_FACTS, {})
 
     def _fact(self, kind, node: cst.CSTNode, compute):
@@ -616,6 +659,7 @@ class _Models:
                 verdicts.append((self._given(args[param], chain) if args and param in args else "", call))
                 if args and param in args:
                     self.param_args.setdefault((id(f), param), []).append(args[param])
+                    self.param_sites.setdefault((id(f), param), []).append((args[param], chain, list(stack)))
             refused = next(((v, c) for v, c in verdicts if v not in ("", "model", "other")), None)
             if refused is not None:
                 self.param_refusals[(id(f), param)] = refused
@@ -781,6 +825,7 @@ class _ModelApiPass(cst.CSTTransformer):
         # id(model.get_layer(...)) → (how it is used: "requires_grad_" | "get_weights" | "set_weights", the call
         # using it): the uses of a layer a translation can give (_plan_get_layer)
         self._layer_uses: dict[int, tuple[str, cst.Call]] = {}
+        self._copied_layers: set[int] = set()  # id(b.get_layer(...)) of a.get_layer(...).set_weights(b.get_layer(...).get_weights())
         self._line_plans: dict[int, object] = {}  # id of a set_weights line → its edit (leave_SimpleStatementLine)
 
     def _left(self, receiver: cst.BaseExpression) -> bool:
@@ -883,8 +928,7 @@ class _ModelApiPass(cst.CSTTransformer):
                 if isinstance(v, cst.Attribute) and v.attr.value in ("input", "output") and isinstance(v.value, cst.Call) \
                         and isinstance(v.value.func, cst.Attribute) and v.value.func.attr.value == "get_layer":
                     self._layer_uses[id(v.value)] = ("tap", node)
-        if (isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and isinstance(func.value, cst.Call)
-                and isinstance(func.value.func, cst.Attribute) and func.value.func.attr.value == "get_layer"):
+        if isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and _layer_ref(func.value) is not None:
             self._layer_uses[id(func.value)] = (func.attr.value, node)
         if isinstance(func, cst.Attribute) and func.attr.value in _VARIABLE_WRITES and _layer_variable(func.value):
             self._layer_uses[id(func.value.value)] = ("assign", func.value)  # get_layer(...).kernel.assign(v)
@@ -894,6 +938,25 @@ class _ModelApiPass(cst.CSTTransformer):
         for t in node.targets:  # get_layer(...).kernel = v
             if _layer_variable(t.target):
                 self._layer_uses[id(t.target.value)] = ("write", t.target)
+        # layer = model.get_layer("x") (or model.layers[k]), the name only frozen or its weights read / set: the
+        # module holding the layer's weights (the layer-weights planner translates those uses on it)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and _layer_ref(node.value):
+            scope = self.functions[-1] if self.functions else self.module
+            name = node.targets[0].target
+            if scope is not None and len(self.chain[-1].assigned.get(name.value) or []) == 1 \
+                    and _weights_only(scope, name.value, name) and (
+                        _weights_only(scope, name.value, name, {"requires_grad_", "trainable"})
+                        or self._weights_planned(_model_of(node.value))):
+                self._layer_uses[id(node.value)] = ("bound", node)
+
+    def _weights_planned(self, receiver: cst.BaseExpression) -> bool:
+        """Whether the layer-weights planner finds the records of the model ``receiver`` names (a name bound in this
+        scope, no parameter, to a model whose records have one scope): it translates the get / set_weights and
+        .kernel of a layer taken out of it, which the torch module holding the layer's weights has not."""
+        if not isinstance(receiver, cst.Name) or (self.functions and receiver.value in self.chain[-1].params):
+            return False
+        scope = self._records_scope(receiver)
+        return scope is not None and "|" not in scope
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if _layer_variable(node.target):
@@ -917,13 +980,13 @@ class _ModelApiPass(cst.CSTTransformer):
                 and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
                 and not self.ctx.is_settled(node) and self.ctx.plans.get(node) is None):
             return
-        index = node.slice[0].slice.value
-        negative = isinstance(index, cst.UnaryOperation) and isinstance(index.operator, cst.Minus)
-        if not isinstance(index.expression if negative else index, cst.Integer):  # type: ignore[attr-defined]
+        k = _layers_index(node)
+        if k is None:
             return
-        k = -int(index.expression.value) if negative else int(index.value)  # type: ignore[attr-defined]
-        recorded = self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
         sequential = self._sequential_name(value.value)
+        if sequential is None and self._plan_functional_index(node, k):
+            return
+        recorded = self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
         recorded = recorded and (k >= 0 or sequential is not None)  # (a negative index: counted from SPANS' end)
         if not (recorded or sequential):
             return
@@ -1382,11 +1445,44 @@ class _ModelApiPass(cst.CSTTransformer):
                             f"{receiver}.set_weights, position by position, as Keras's list", original_node)
             return cst.Call(cst.Name(helper), args)
         why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
+        if method == "get_layer":
+            why = self._get_layer_why(original_node)
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
                         f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
         self.ctx.settle(original_node)
         return original_node
+
+    def _get_layer_why(self, call: cst.Call) -> str:
+        """Why ``model.get_layer(...)`` stays as written (_plan_get_layer gave nothing): the first cause found."""
+        name, index = call_argument(call, "name", 0), call_argument(call, "index", 1)
+        key = literal_value(name, None) if name is not None else None
+        at = literal_value(index, None) if index is not None else None
+        if not (isinstance(key, str) and index is None or type(at) is int and name is None):
+            return (" (fwport maps a layer to its torch module by a literal name=\"...\" or index=k; this one is "
+                    "known only at run time)")
+        receiver = call.func.value  # type: ignore[attr-defined]
+        use = self._layer_uses.get(id(call))
+        if use is not None and use[0] == "tap":
+            return (" (its output read by keras.Model(...), a model made of this one's layers: the finding there says "
+                    "why fwport does not translate it)")
+        if isinstance(receiver, cst.Name) and self.functions and receiver.value in self.chain[-1].params:
+            sites = self.models.param_sites.get((id(self.functions[-1]), receiver.value)) or []
+            return (f" ({receiver.value} is a parameter of {self.functions[-1].name.value}(), and " + (
+                "the calls of it in this file give it models of different layers, or ones fwport does not follow"
+                if sites else "no call of it in this file gives it a model fwport follows") + ")")
+        if self._records_scope(receiver) is None:
+            scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None) \
+                if isinstance(receiver, cst.Name) else None
+            if scope is not None and len(scope.assigned.get(receiver.value) or []) > 1:
+                return (f" ({receiver.value} is bound more than once in this scope: which model reaches this line is "
+                        "not followed; give each model a name of its own)")
+            return " (fwport does not know which model of the file this is: its layers are not followed)"
+        if use is None:
+            return (" (the layer is used here as more than its weights — called, its output, a sub-layer or another "
+                    "attribute read — and fwport gives only the torch module holding its weights, which need not be "
+                    "the whole layer: an activation runs in forward)")
+        return ""
 
     def _counts_exactly(self) -> bool:
         """Whether every Keras layer the file makes holds in torch the weights Keras counts, one for one (_COUNTED:
@@ -1434,6 +1530,25 @@ class _ModelApiPass(cst.CSTTransformer):
         function, or ``function.name`` for a Sequential it does not return, as the sequential pass names it,
         both looked up when the edit is applied). None: not known."""
         values: list = [receiver]
+        if isinstance(receiver, cst.Name) and self.functions and receiver.value in self.chain[-1].params \
+                and receiver.value not in self.chain[-1].assigned:
+            # a parameter: the records of the one model every call of the function gives it
+            key = (id(self.functions[-1]), receiver.value)
+            resolving = self.__dict__.setdefault("_resolving", set())
+            if key in resolving:
+                return None  # (a recursive function giving its parameter to itself)
+            sites = self.models.param_sites.get(key) or []
+            found = set()
+            resolving.add(key)
+            for arg, chain, stack in sites:
+                saved = self.chain, self.functions
+                self.chain, self.functions = chain, stack
+                try:
+                    found.add(self._records_scope(arg))
+                finally:
+                    self.chain, self.functions = saved
+            resolving.discard(key)
+            return found.pop() if len(found) == 1 and None not in found else None
         if isinstance(receiver, cst.Name):
             scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None)
             values = scope.assigned.get(receiver.value) if scope is not None else None
@@ -1458,6 +1573,101 @@ class _ModelApiPass(cst.CSTTransformer):
                 return builder.name.value
         return None
 
+    def _plan_functional_index(self, node: cst.Subscript, k: int) -> bool:
+        """``model.layers[k]`` of a functional model (one whose layer records the functional pass wrote: Keras's
+        list in its order, each InputLayer too) or of a Sequential not known by its name (a builder's), used only for its weights (frozen, get / set_weights, .kernel /
+        .bias read; or bound to a name used so): the torch module holding that layer's weights (WHOLE_LAYERS; a
+        negative k counted from LAYER_COUNTS), whose weight uses the layer-weights planner translates. Elsewhere
+        (called, its output read) the module is not the layer (an activation folded into forward): False."""
+        receiver = node.value.value  # type: ignore[attr-defined]
+        if id(node) not in self._layer_uses or not self.models.is_model_expr(receiver, self.chain) \
+                or self._left(receiver) or self._refused_param(receiver) is not None:
+            return False
+        scopes = self._records_scope(receiver)
+        how = self._layer_uses[id(node)][0]
+        if scopes is None or how not in ("requires_grad_", "bound") and not self._weights_planned(receiver):
+            return False
+        self._indexed.add(id(node.value))
+        ctx, shown, name = self.ctx, code(node), receiver.value  # type: ignore[attr-defined]
+
+        def apply(orig: cst.Subscript, upd: cst.Subscript) -> cst.BaseExpression:
+            from fwport.packs.tf2torch.passes.sequential import LAYER_COUNTS, SPANS, WHOLE_LAYERS
+            whole, counts = ctx.analyses.get(WHOLE_LAYERS, {}), dict(ctx.analyses.get(LAYER_COUNTS, {}))
+            for scope, found in ctx.analyses.get(SPANS, {}).items():  # (a Sequential's: its layers' entries)
+                if found and found[0] is not None:
+                    counts.setdefault(scope, len(found[0]))
+            for scope in scopes.split("|"):
+                at = k if k >= 0 else counts.get(scope, 0) + k if scope in counts else -1
+                found = whole.get((scope, f"layers[{at}]")) if at >= 0 else None
+                if found is not None:
+                    out = f"{name}[{found[0]}]" if found[0].isdigit() else f"{name}.{found[0]}"
+                    ctx.report(Severity.INFO, "idiom-replaced", f"{shown} → {out}: the module holding that layer's "
+                               "weights (Keras's model.layers: a functional model's lists its InputLayers, a Sequential's not)", orig)
+                    return cst.parse_expression(out)
+            ctx.report(Severity.ERROR, "unsupported-construct",
+                       f"{shown}: model.layers is a Keras model attribute, and fwport does not know this layer as one "
+                       "module of the translation holding its weights (an InputLayer, a layer without weights, one "
+                       "it translates into several, or an index past the list); the translated modules are "
+                       f"{name}'s attributes", orig)
+            return orig
+        ctx.plans.add(node, apply, descend=False, by="model_api")
+        return True
+
+    def _layer_module(self, scopes: str, key, at):
+        """(torch path below the model, rule id, variant) of the layer named ``key`` (or at Keras's index ``at``) in
+        the records of ``scopes`` (_records_scope), where one torch module holds its weights; else None."""
+        from fwport.packs.tf2torch.passes.sequential import LAYER_NAMES, WHOLE_LAYERS
+        whole, names = self.ctx.analyses.get(WHOLE_LAYERS, {}), self.ctx.analyses.get(LAYER_NAMES, {})
+        for scope in scopes.split("|"):
+            source = names.get((scope, key)) if isinstance(key, str) else f"layers[{at}]"
+            if source is not None and (scope, source) in whole:
+                return whole[(scope, source)]
+        return None
+
+    def _plan_layer_copy(self, call: cst.Call, outer: cst.Call, key, at) -> bool:
+        """``a.get_layer("x").set_weights(b.get_layer("y").get_weights())``: one layer's weights copied into
+        another's → ``a.x.load_state_dict(b.y.state_dict())`` where both are modules of one rule and weight-map
+        variant (the same torch layout for the same Keras arrays: the copy is Keras's, and raises where the sizes
+        differ, as Keras's does); else an error. False: not this form."""
+        source = outer.args[0].value if len(outer.args) == 1 and outer.args[0].keyword is None else None
+        if not (isinstance(source, cst.Call) and not source.args and isinstance(source.func, cst.Attribute)
+                and source.func.attr.value == "get_weights" and isinstance(source.func.value, cst.Call)
+                and isinstance(source.func.value.func, cst.Attribute)
+                and source.func.value.func.attr.value == "get_layer"):
+            return False
+        inner = source.func.value
+        name, index = call_argument(inner, "name", 0), call_argument(inner, "index", 1)
+        key2 = literal_value(name, None) if name is not None else None
+        at2 = literal_value(index, None) if index is not None else None
+        scopes = self._records_scope(call.func.value)  # type: ignore[attr-defined]
+        scopes2 = self._records_scope(inner.func.value)  # type: ignore[attr-defined]
+        if not ((isinstance(key2, str) and index is None) or (type(at2) is int and name is None)) \
+                or scopes is None or scopes2 is None or self._left(inner.func.value):  # type: ignore[attr-defined]
+            return False
+        ctx, shown = self.ctx, code(outer)
+        target_model, source_model = code(call.func.value), code(inner.func.value)  # type: ignore[attr-defined]
+
+        def path(model: str, found) -> str:
+            return f"{model}[{found[0]}]" if found[0].isdigit() else f"{model}.{found[0]}"
+
+        def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+            t, s = self._layer_module(scopes, key, at), self._layer_module(scopes2, key2, at2)
+            if t is None or s is None or (t[1], t[2]) != (s[1], s[2]):
+                why = ("fwport does not know " + ("the layer written" if t is None else "the layer read") + " as one "
+                       "module of the translation holding its weights" if t is None or s is None else
+                       f"the layers became torch modules of different weight layouts ({t[1]} and {s[1]})")
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{shown}: get_weights() / set_weights() are Keras "
+                           f"layer methods, which the torch modules have not; {why}: copy the parameters by hand, "
+                           "in torch's layout", orig)
+                return orig
+            out = f"{path(target_model, t)}.load_state_dict({path(source_model, s)}.state_dict())"
+            ctx.report(Severity.INFO, "idiom-replaced", f"{shown} → {out}: the layer's weights copied by name between "
+                       f"two modules of one layout ({t[1]})", orig)
+            return cst.parse_expression(out)
+        ctx.plans.add(outer, apply, descend=False, by="model_api")
+        self._copied_layers.add(id(inner))  # (the edit replaces the whole call: no edit of its own)
+        return True
+
     def _plan_get_layer(self, call: cst.Call) -> bool:
         """``model.get_layer("name")`` / ``get_layer(index=i)`` on a translated model, used as
         ``.requires_grad_(flag)`` (the training pass's ``.trainable = flag``), ``.get_weights()`` or
@@ -1465,6 +1675,8 @@ class _ModelApiPass(cst.CSTTransformer):
         as it is (an Embedding's table); ``.kernel`` / ``.bias`` read as a value: the torch parameter in Keras's
         layout (the inverse of its weight map, where that is one index permutation: a Dense's kernel is weight.T),
         written (assign, =): an error. Else (another use, an unnamed or unknown layer): False, the error stands."""
+        if id(call) in self._copied_layers:
+            return True  # (read by a layer's copy, _plan_layer_copy)
         use = self._layer_uses.get(id(call))
         if use is None:
             return False
@@ -1479,6 +1691,8 @@ class _ModelApiPass(cst.CSTTransformer):
         at = literal_value(index, None) if index is not None else None
         if not ((isinstance(key, str) and index is None) or (type(at) is int and name is None)):
             return False
+        if how == "set_weights" and self._plan_layer_copy(call, outer, key, at):
+            return True
         line = None  # the statement line that is this set_weights(...) call alone: it becomes a `with torch.no_grad():`
         if how == "set_weights":
             if not (len(outer.args) == 1 and not outer.args[0].star and outer.args[0].keyword is None):
@@ -1520,7 +1734,7 @@ class _ModelApiPass(cst.CSTTransformer):
         def torch_path(target: str) -> str:
             return f"{receiver}[{target}]" if target.isdigit() else f"{receiver}.{target}"
 
-        if how == "requires_grad_":
+        if how in ("requires_grad_", "bound"):
             def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
                 found = module_of()
                 if found is None:

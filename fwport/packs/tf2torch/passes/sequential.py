@@ -999,6 +999,9 @@ SPANS = "layers.spans"
 #: (ctx.analyses) (model scope, "layers[k]") → the Keras layer's call (its use_bias / center / scale say which
 #: weights get_weights() lists)
 LAYER_CALLS = "layers.calls"
+#: (ctx.analyses) scope of a functional model → how many layers Keras's ``model.layers`` lists (its InputLayers
+#: too), where that is known before run time: a negative index counts from it
+LAYER_COUNTS = "layers.counts"
 
 
 def remember_layer(ctx: FileContext, scope: str, k: int, target: str, rule_id: str, variant, call) -> None:
