@@ -3318,13 +3318,9 @@ class _Builder:
             p.node = self.origin.get(id(p.node), (None, p.node))[1]
         if model_call is not None:
             model_call = self.origin.get(id(model_call), (None, model_call))[1]
-            # (the first error found while following it, named: what a reader, or a tally over many files, fixes first)
-            first = next((p.finding.message for p in ctx.pending[getattr(self, "mark", len(ctx.pending)):]
-                          if p.finding.severity is Severity.ERROR), None)
-            cause = f"the first: \"{first if len(first) <= 100 else first[:99] + '…'}\"; " if first else ""
             ctx.report(Severity.ERROR, "unsupported-construct", "this functional model is left as written: fwport "
-                       f"cannot follow all of it ({cause}the errors above say where); translate it by hand as an "
-                       "nn.Module whose forward calls the layers in order", model_call)
+                       "cannot follow all of it (the errors above say where); translate it by hand as an nn.Module "
+                       "whose forward calls the layers in order", model_call)
 
         calls = ctx.analyses.setdefault("functional_calls", {})
         # (an if decided here: the branch it does not take too; a statement whose sizes were written in: as it was)
