@@ -412,10 +412,12 @@ def keras3_forward_verified(tmp_path: Path, src: str, out: str, model: str, shap
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
-def keras3_verified(tmp_path: Path, src: str, out: str, model: str, shape: str) -> dict:
+def keras3_verified(tmp_path: Path, src: str, out: str, model: str, shape: str | list[str],
+                    checks: tuple[str, ...] = ("forward", "grad")) -> dict:
     """``fwport verify`` of ``out`` (a tf2torch translation) against the Keras program ``src`` (written as given) under
-    Keras 3, forward and gradients on the CPU, for ``model`` called on one input ``shape``: asserts the verdict is
-    pass and gives the certificate (skips without torch or TensorFlow)."""
+    Keras 3, ``checks`` (forward and gradients) on the CPU, for ``model`` called on one input ``shape`` (or a list of
+    shapes, one per input): asserts the verdict is pass and gives the certificate (skips without torch or
+    TensorFlow)."""
     import pytest
 
     pytest.importorskip("torch")
@@ -423,8 +425,9 @@ def keras3_verified(tmp_path: Path, src: str, out: str, model: str, shape: str) 
     from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(out)
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[shape],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model,
+                          inputs=[shape] if isinstance(shape, str) else list(shape), checks=checks, device="cpu",
+                          keras=3))
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     return cert
 

@@ -13,6 +13,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages
+from runners import keras3_verified
 
 PACK = load_pack("tf2torch")
 
@@ -118,12 +119,6 @@ def test_models_of_different_layouts_stay_an_error():
     (FEATURE_MAP, "classifier", ["float32[2,9,7,3]"], 10),
 ])
 def test_the_models_compute_and_train_as_keras(tmp_path, src, model, shapes, weights):
-    pytest.importorskip("torch")
-    pytest.importorskip("tensorflow")
-    from fwport.verify import Options, verify
-    (tmp_path / "m.py").write_text(textwrap.dedent(src).lstrip("\n"))
-    (tmp_path / "t.py").write_text(tr(src).output)
-    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=shapes,
-                          checks=("forward", "grad", "step"), device="cpu", keras=3))
-    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    cert = keras3_verified(tmp_path, textwrap.dedent(src).lstrip("\n"), tr(src).output, model, shapes,
+                           checks=("forward", "grad", "step"))
     assert len(cert["results"]["gradients"]) == weights  # the shared layers' weights mapped and compared too

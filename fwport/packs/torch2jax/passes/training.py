@@ -4162,6 +4162,16 @@ def _step_outputs(body: list, plan, model: str) -> list[str]:
     return sorted(out)
 
 
+def _return_loss(moved: list, loss: str, returned: str) -> None:
+    """The loss function's end, in place: its last statement ``name = value`` (the loss) becomes ``return value``
+    (plus ``returned``, the aux values), else ``return loss`` follows it."""
+    last = moved[-1].body[0]
+    if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):
+        moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
+    else:
+        moved.append(parsed_statement(f"return {loss}{returned}\n"))
+
+
 def _traced_items(stmts: list) -> tuple[list, list[str]]:
     """The loss statements with ``x = <value>.item()`` (dcgan's ``D_x = output.mean().item()`` between two losses)
     written ``x = <value>``: inside the jitted step the value is a traced array, which has no Python number; the
@@ -5209,12 +5219,7 @@ class _Finish(cst.CSTTransformer):
         else:
             moved = [rewrite(s, _VmapModel(model, f("jax.vmap"), None, self.ctx.analyses.get(VMAP_AXES, {}).get(model)),
                              fresh=True) for s in block]
-        last = moved[-1].body[0]
-        returned = f", {aux[0] if len(aux) == 1 else '(' + ', '.join(aux) + ')'}" if aux else ""
-        if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):
-            moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
-        else:
-            moved.append(parsed_statement(f"return {loss}{returned}\n"))
+        _return_loss(moved, loss, f", {aux[0] if len(aux) == 1 else '(' + ', '.join(aux) + ')'}" if aux else "")
         clipped = []
         clip_text = ""
         if clip is not None:
@@ -5282,12 +5287,7 @@ class _Finish(cst.CSTTransformer):
             moved = [rewrite(s, _VmapModel(m, f("jax.vmap"), None, self.ctx.analyses.get(VMAP_AXES, {}).get(m)),
                              fresh=True) for s in moved]
         moved, items = _traced_items(moved)
-        last = moved[-1].body[0]
-        returned = f", {aux_text}" if aux else ""
-        if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):
-            moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
-        else:
-            moved.append(parsed_statement(f"return {loss}{returned}\n"))
+        _return_loss(moved, loss, f", {aux_text}" if aux else "")
         taken = {*names.loaded, *names.stored}
         tup = next(n for n in ("models", "trained_models", "models_") if n not in taken)
         moved.insert(0, parsed_statement(f"{', '.join(models)} = {tup}\n"))
