@@ -125,6 +125,9 @@ def test_factory_given_as_a_value_stays_an_error():
     compile_errors = [(line, m) for line, m in errors(r) if m.startswith("model.compile(...) is a Keras model method")]
     assert [line for line, _ in compile_errors] == [_line(src, "model.compile(")], errors(r)
     assert "build_model is used other than by calling it" in compile_errors[0][1]
+    # the marker above the compile left as written, in the output
+    assert r.output.split("    model.compile(")[0].splitlines()[-1].startswith(
+        "    # fwport: unsupported-construct: model.compile(...) is a Keras model method")
 
 
 def test_factory_called_nowhere_stays_an_error():
@@ -133,6 +136,9 @@ def test_factory_called_nowhere_stays_an_error():
     compile_errors = [(line, m) for line, m in errors(r) if m.startswith("model.compile(...) is a Keras model method")]
     assert [line for line, _ in compile_errors] == [_line(src, "model.compile(")], errors(r)
     assert "build_model() is called nowhere in this file" in compile_errors[0][1]
+    # the marker above the compile left as written, in the output
+    assert r.output.split("    model.compile(")[0].splitlines()[-1].startswith(
+        "    # fwport: unsupported-construct: model.compile(...) is a Keras model method")
 
 
 @needs("tensorflow", "torch")
