@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -196,6 +197,39 @@ class Warm:
 import atexit  # noqa: E402
 
 atexit.register(Warm.close)
+
+_IMPORTS = re.compile(r"^\s*(?:import|from)\s+(tensorflow|keras|tf_keras|jax|equinox|optax|torch)\b", re.M)
+
+
+def side_of(code: str) -> str:
+    """The warm worker a program's imports call for: "keras" where it imports TensorFlow or Keras, else "jax" where it
+    imports JAX, Equinox or optax, else "torch" (TensorFlow unimportable there, as for a translation)."""
+    found = set(_IMPORTS.findall(code))
+    if found & {"tensorflow", "keras", "tf_keras"}:
+        return "keras"
+    return "jax" if found & {"jax", "equinox", "optax"} else "torch"
+
+
+def python(*argv, side: str | None = None, env: dict | None = None, cwd=None, timeout: float = 600,
+           check: bool = False) -> subprocess.CompletedProcess:
+    """As ``subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=cwd)`` (``argv``:
+    ``"-c", code, args...`` or ``script, args...``), run in the test file's warm worker of ``side`` (Warm; by default
+    side_of the program's text) so that a framework is imported once per file. ``env`` may be a whole environment
+    (``dict(os.environ, X=...)``): what it adds to or changes in os.environ is what the worker is started with.
+    ``check``: assert the run succeeded (its stderr's end is the message)."""
+    argv = [str(a) if isinstance(a, Path) else a for a in argv]
+    if argv[0] == "-c":
+        script, args, text = argv[1], argv[2:], argv[1]
+    else:
+        script = Path(argv[0])
+        args, text = argv[1:], (Path(cwd or ".") / script).read_text()
+    extra = {k: str(v) for k, v in (env or {}).items() if os.environ.get(k) != str(v)}
+    missing = [k for k in os.environ if env is not None and len(env) >= len(os.environ) // 2 and k not in env]
+    assert not missing, f"an environment without {missing[:3]}: use subprocess.run"
+    p = Warm.run(script, list(args), side or side_of(text), extra, timeout, cwd)
+    if check:
+        assert p.returncode == 0, p.stderr[-3000:]
+    return p
 
 
 def run_side(directory: Path, side: str, code: str, driver: str, *args: str, timeout: int = 600,
@@ -427,7 +461,7 @@ def keras3_verified(tmp_path: Path, src: str, out: str, model: str, shape: str |
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model,
                           inputs=[shape] if isinstance(shape, str) else list(shape), checks=checks, device="cpu",
-                          keras=3))
+                          keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     return cert
 

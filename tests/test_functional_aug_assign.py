@@ -8,6 +8,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import Warm
 
 SRC = '''
 from tensorflow import keras
@@ -56,7 +57,7 @@ def test_an_augmented_assignment_on_a_tensor_is_a_new_tensor_as_in_keras(tmp_pat
     (tmp_path / "m.py").write_text(SRC)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[2,6,4]"],
-                          checks=("forward", "grad"), device="cpu", keras=keras))
+                          checks=("forward", "grad"), device="cpu", keras=keras), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages as _errors
+from runners import Warm
 
 # reduced from keras-io vision/image_classification_from_scratch.py (make_model) and vision/edsr.py (ResBlock)
 SRC = '''
@@ -62,7 +63,7 @@ def test_elementwise_ops_on_maps_of_unknown_sizes_are_followed_and_match_keras(t
     (tmp_path / "m.py").write_text(SRC)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "make_model()",
-                          inputs=["float32[2,13,10,3]"], checks=("forward", "grad"), device="cpu"))
+                          inputs=["float32[2,13,10,3]"], checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
@@ -114,7 +115,7 @@ def test_a_chained_assignment_binds_the_tensor_to_each_name_and_matches_keras(tm
     (tmp_path / "m.py").write_text(EDSR)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "make_model()",
-                          inputs=["float32[2,9,6,3]"], checks=("forward", "grad"), device="cpu"))
+                          inputs=["float32[2,9,6,3]"], checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

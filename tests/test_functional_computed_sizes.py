@@ -9,6 +9,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_findings as _errors
+from runners import Warm
 
 SRC = '''
 import keras
@@ -56,7 +57,7 @@ def test_it_computes_what_keras_does(tmp_path):
     (tmp_path / "m.py").write_text(SRC)
     (tmp_path / "t.py").write_text(_tx(SRC).output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[2,8,8,3]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert len(cert["results"]["gradients"]) == 6  # (the conv and the two Dense layers, kernel and bias each)
 

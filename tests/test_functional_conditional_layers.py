@@ -10,6 +10,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_findings as _errors
+from runners import Warm
 
 SRC = '''
 import tensorflow as tf
@@ -84,7 +85,7 @@ def test_each_variant_computes_what_keras_does(tmp_path, src, model):
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(_tx(src).output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[4,5,8]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
     # the first Dense; LayerScale's gamma where init_values; the second Dense where no dropout
@@ -134,7 +135,7 @@ def test_a_helpers_conditional_layer_on_literal_arguments_takes_its_branch_and_c
     (tmp_path / "m.py").write_text(HELPER)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[4,6]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert len(cert["results"]["gradients"]) == 10  # (four Dense and a LayerNorm, two weights each)
 

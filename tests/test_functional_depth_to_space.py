@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages as _errors
+from runners import Warm
 
 # reduced from keras-io vision/super_resolution_sub_pixel.py (get_model), with 3 channels so that the order of
 # the channels the block is taken from shows
@@ -48,7 +49,7 @@ def test_depth_to_space_is_written_out_exactly_in_a_channels_first_model(tmp_pat
     (tmp_path / "m.py").write_text(SRC)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "get_model()",
-                          inputs=["float32[2,5,7,3]"], checks=("forward", "grad"), device="cpu", keras=2))
+                          inputs=["float32[2,5,7,3]"], checks=("forward", "grad"), device="cpu", keras=2), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -14,6 +14,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -29,7 +30,7 @@ def verified(tmp_path, src: str, out: str, model: str, inputs: list[str]) -> dic
     (tmp_path / "m.py").write_text(textwrap.dedent(src).lstrip("\n"))
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
-                          checks=("forward", "grad"), device="cpu"))
+                          checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     return {e["name"]: e["source"] for e in cert["results"]["gradients"]}
 

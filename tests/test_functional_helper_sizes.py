@@ -12,6 +12,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -276,5 +277,5 @@ def test_sizes_unpacked_from_a_tensors_shape_in_a_helper_are_its_known_sizes(tmp
     (tmp_path / "m.py").write_text(UNPACKED)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,4,6]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

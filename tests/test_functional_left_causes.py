@@ -7,6 +7,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import Warm
 
 GAN_ADA = '''
 import tensorflow as tf
@@ -62,7 +63,7 @@ def test_batch_norm_without_scale_computes_what_keras_does(tmp_path):
     (tmp_path / "t.py").write_text(_tx(GAN_ADA).output)
     for model, spec in (("get_generator", "float32[4,8]"), ("shifted", "float32[4,6,6,3]")):
         cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=[spec],
-                              checks=("forward", "grad", "step"), device="cpu", keras=3))
+                              checks=("forward", "grad", "step"), device="cpu", keras=3), Warm.session())
         # (a Keras variable no map moves, or a torch parameter none writes, is a problem: gamma must be absent)
         assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
         assert cert["results"]["step"], model
@@ -145,7 +146,7 @@ def test_a_bidirectional_given_a_name_bound_to_a_recurrent_layer_computes_what_k
     (tmp_path / "t.py").write_text(_tx(CTC).output)
     for model in ("build_model", "build_also_called"):
         cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[2,7,6]"],
-                              checks=("forward", "grad"), device="cpu", keras=3))
+                              checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
         assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
 
 
@@ -222,5 +223,5 @@ def test_a_tensors_shape_shown_alone_is_dropped_with_the_graph(tmp_path):
     (tmp_path / "m.py").write_text(GUIDE)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "model", inputs=["float32[4,12]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

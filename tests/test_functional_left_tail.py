@@ -8,6 +8,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import Warm
 
 
 def _tx(src: str, keras: int = 3):
@@ -21,7 +22,7 @@ def _verify(tmp_path, src: str, out: str, model: str, inputs: list[str], checks=
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs, checks=checks,
-                          device="cpu", keras=3))
+                          device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -9,6 +9,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from fwport.verify._worker_io import UserError, match_calls
+from runners import Warm
 
 LOOPS = '''
 from tensorflow import keras
@@ -84,7 +85,7 @@ def test_the_loops_last_layer_called_after_it_is_the_last_module_of_its_list(tmp
     (tmp_path / "m.py").write_text(LAST_AGAIN)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build(2, [1, 2, 3])",
-                          inputs=["float32[4,6,8]"], checks=("forward", "grad"), device="cpu"))
+                          inputs=["float32[4,6,8]"], checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert {e["name"]: e["source"] for e in cert["results"]["gradients"]}["d.2.weight"] == "calls[3][2][0].kernel"
 
@@ -116,7 +117,7 @@ def test_a_model_built_in_loops_verifies(tmp_path, keras, model):
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(_tx(src, keras).output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[4,6,8]"],
-                          checks=("forward", "grad"), device="cpu", keras=keras))
+                          checks=("forward", "grad"), device="cpu", keras=keras), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
     if model.startswith("build(3"):

@@ -12,6 +12,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import Warm
 
 # keras-io's cutmix.py, reduced: the residual stacks' count comes from `depth`, a stride per pass
 RESNET = '''
@@ -126,7 +127,7 @@ def test_the_class_raises_for_another_value_and_computes_what_keras_does(tmp_pat
     (tmp_path / "m.py").write_text(RESNET)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "resnet_v20((8, 8, 3), 8)",
-                          inputs=["float32[2,8,8,3]"], checks=("forward", "grad"), device="cpu", keras=3))
+                          inputs=["float32[2,8,8,3]"], checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     grads = {e["name"] for e in cert["results"]["gradients"]}
     assert len(grads) == 4 * (1 + 3 * 2) + 2 * 2 + 2  # conv and BN per resnet_layer, two 1x1 shortcuts, the head
@@ -146,7 +147,7 @@ def test_a_helpers_if_on_the_builders_parameter_is_decided_by_the_files_call(tmp
     (tmp_path / "m.py").write_text(ATTENTION)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), 'get_model("self")',
-                          inputs=["float32[3,5,8]"], checks=("forward", "grad"), device="cpu", keras=3))
+                          inputs=["float32[3,5,8]"], checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import Warm
 
 XCEPTION = '''
 import keras
@@ -79,7 +80,7 @@ def test_a_builder_given_a_constant_input_shape_computes_what_keras_does(tmp_pat
     (tmp_path / "t.py").write_text(_tx(XCEPTION).output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "make_model((16, 16, 3), 2)",
                           inputs=["float32[2,16,16,3]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

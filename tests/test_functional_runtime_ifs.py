@@ -10,6 +10,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_findings as _errors
+from runners import Warm
 
 IFS = '''
 import keras
@@ -81,7 +82,7 @@ def test_each_variant_computes_what_keras_does(tmp_path, variant, model):
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(_tx(src, keras).output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[4,6,8]"],
-                          checks=("forward", "grad"), device="cpu", keras=keras))
+                          checks=("forward", "grad"), device="cpu", keras=keras), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
     # fc1 and the head; the LayerNorm where use_norm; the widening Dense where both
@@ -206,7 +207,7 @@ def test_a_channels_first_graph_with_kept_ifs_computes_what_keras_does(tmp_path,
     (tmp_path / "m.py").write_text(CNN)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[2,12,12,3]"],
-                          checks=("forward", "grad"), device="cpu"))
+                          checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert len(cert["results"]["gradients"]) == (10 if "extra" in model else 6)
 
@@ -252,6 +253,6 @@ def test_an_elif_chain_is_kept_as_one_and_each_variant_computes_what_keras_does(
     (tmp_path / "t.py").write_text(r.output)
     for model, params in [("build(16)", 4), ("build(16, norm='layer')", 6), ("build(16, norm='batch')", 6)]:
         cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[4,6,8]"],
-                              checks=("forward", "grad"), device="cpu"))
+                              checks=("forward", "grad"), device="cpu"), Warm.session())
         assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
         assert len(cert["results"]["gradients"]) == params

@@ -12,6 +12,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_lines as _errors
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -80,7 +81,7 @@ def test_a_sequential_factory_verifies(tmp_path):
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "Discriminator()",
                           inputs=["float32[2,16,16,3]", "float32[2,16,16,3]"], checks=("forward", "grad"),
-                          device="cpu"))
+                          device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
@@ -189,5 +190,5 @@ def test_a_sequential_factory_called_in_a_helper_verifies(tmp_path):
     (tmp_path / "m.py").write_text(textwrap.dedent(IN_A_HELPER).lstrip("\n"))
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[2,8,8,4]"],
-                          checks=("forward", "grad"), device="cpu"))
+                          checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

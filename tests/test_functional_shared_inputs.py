@@ -10,6 +10,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import Warm
 
 PPO = '''
 import tensorflow as tf
@@ -60,7 +61,7 @@ def test_models_sharing_an_input_compute_what_keras_does(tmp_path, model):
     (tmp_path / "m.py").write_text(PPO)
     (tmp_path / "t.py").write_text(_tx(PPO).output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[5,4]"],
-                          checks=("forward", "grad"), device="cpu", keras=2))
+                          checks=("forward", "grad"), device="cpu", keras=2), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert len(cert["results"]["gradients"]) == 6  # three Dense layers of the model's own mlp
 

@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages as _errors
+from runners import Warm
 
 SRC = '''
 from tensorflow import keras
@@ -59,7 +60,7 @@ def test_sizes_read_from_tensors_are_written_in_and_match_keras(tmp_path):
     (tmp_path / "m.py").write_text(SRC)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[2,8,6,3]"],
-                          checks=("forward", "grad"), device="cpu"))
+                          checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

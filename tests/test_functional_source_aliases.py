@@ -13,6 +13,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -28,7 +29,7 @@ def verified(tmp_path, src: str, out: str, model: str, inputs: list[str]) -> Non
     (tmp_path / "m.py").write_text(textwrap.dedent(src).lstrip("\n"))
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
-                          checks=("forward", "grad"), device="cpu"))
+                          checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
@@ -128,7 +129,7 @@ def test_an_activation_held_by_a_name_is_its_call_and_verifies_in_both_kerases(t
     (tmp_path / "m.py").write_text(textwrap.dedent(ACTIVATION).lstrip("\n"))
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build", inputs=["float32[3,4]"],
-                          checks=("forward", "grad"), device="cpu", keras=keras))
+                          checks=("forward", "grad"), device="cpu", keras=keras), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
     assert grads["fc2.weight"] == ("layers[3].kernel" if keras == 2 else "layers[2].kernel"), grads

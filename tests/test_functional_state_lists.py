@@ -9,6 +9,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import Warm
 
 SEQ2SEQ = '''
 from tensorflow import keras
@@ -62,7 +63,7 @@ def test_a_named_list_of_states_is_the_initial_state_and_computes_what_keras_doe
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()",
                           inputs=["float32[2,4,5]", "float32[2,3,6]"], checks=("forward", "grad"), device="cpu",
-                          keras=3))
+                          keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert len(cert["results"]["gradients"]) == 8  # two LSTMs (four tensors each in torch), the Dense
 

@@ -14,6 +14,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_counts as errors, error_messages
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -30,7 +31,7 @@ def verified(tmp_path, src: str, out: str, model: str, inputs: list[str], keras:
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
-                          checks=("forward", "grad"), device="cpu", keras=keras))
+                          checks=("forward", "grad"), device="cpu", keras=keras), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     return {e["name"]: e["source"] for e in cert["results"]["gradients"]}
 
@@ -189,7 +190,7 @@ def test_a_name_bound_to_a_dict_of_tensors_is_returned_and_computes_and_trains_a
     (tmp_path / "m.py").write_text(textwrap.dedent(NAMED_OUTPUTS).lstrip("\n"))
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build_named_heads",
-                          inputs=["float32[2,9,7,3]"], checks=("forward", "grad", "step"), device="cpu", keras=3))
+                          inputs=["float32[2,9,7,3]"], checks=("forward", "grad", "step"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
     assert len(grads) == 8  # every layer's weights mapped and compared
@@ -362,7 +363,7 @@ def test_helper_loops_over_values_the_builder_gives_are_module_lists(tmp_path):
         (tmp_path / "m.py").write_text(textwrap.dedent(HELPER_LOOPS).lstrip("\n"))
         (tmp_path / "t.py").write_text(out)
         cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build", inputs=["float32[2,5]"],
-                              checks=("forward", "grad"), device="cpu", args=args))
+                              checks=("forward", "grad"), device="cpu", args=args), Warm.session())
         assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import Warm
 
 TRIALS = '''
 import keras
@@ -89,7 +90,7 @@ def test_the_model_after_trial_cells_computes_what_keras_does(tmp_path):
         out = out.replace(t, "")
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "model", inputs=["float32[2,8,8,3]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert len(cert["results"]["gradients"]) == 10  # 4 convolutions of the blocks (weight, bias) and the Dense
 

@@ -12,6 +12,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages as _errors
+from runners import Warm
 
 SRC = '''
 import tensorflow as tf
@@ -73,7 +74,7 @@ def test_a_layer_class_on_several_maps_of_a_channels_first_model_computes_what_k
     (tmp_path / "t.py").write_text(out)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()",
                           inputs=["float32[2,8]", "float32[2,4,6,3]"], checks=("forward", "grad"), device="cpu",
-                          keras=version))
+                          keras=version), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

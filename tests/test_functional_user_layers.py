@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -54,5 +55,5 @@ def test_a_layer_of_the_file_on_a_channels_first_map_verifies(tmp_path):
     (tmp_path / "m.py").write_text(textwrap.dedent(GATED).lstrip("\n"))
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[2,8,8,3]"],
-                          checks=("forward", "grad"), device="cpu"))
+                          checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

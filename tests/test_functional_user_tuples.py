@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages as _errors
+from runners import Warm
 
 SRC = '''
 import tensorflow as tf
@@ -52,7 +53,7 @@ def test_a_layer_class_s_tuple_is_unpacked_as_keras_unpacks_it(tmp_path):
     (tmp_path / "m.py").write_text(SRC)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert [o["ok"] for o in cert["results"]["outputs"]] == [True, True]  # the scores compared too
 
@@ -110,7 +111,7 @@ def test_a_layer_s_own_tf_variable_has_a_weight_record_verify_moves(tmp_path):
     (tmp_path / "m.py").write_text(LAYER_SCALE)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
@@ -119,7 +120,7 @@ def _step(tmp_path, src: str, out: str, keras: int):
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(out)
     return verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,5,4]"],
-                          checks=("forward", "grad", "step"), device="cpu", keras=keras))
+                          checks=("forward", "grad", "step"), device="cpu", keras=keras), Warm.session())
 
 
 def test_keras_3_does_not_train_a_layer_s_own_tf_variable(tmp_path):
@@ -189,7 +190,7 @@ def test_attention_scores_unpacked_where_the_layer_is_called_are_its_second_outp
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()",
                           inputs=["float32[2,5,8]", "float32[2,7,8]"], checks=("forward", "grad"), device="cpu",
-                          keras=3))
+                          keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert [o["ok"] for o in cert["results"]["outputs"]] == [True, True]  # the scores compared too
 

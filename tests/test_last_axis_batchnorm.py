@@ -12,6 +12,7 @@ import pytest
 
 from conv_numerics import assert_close
 from test_layers_more import compare, errors, tx
+from runners import Warm
 
 HEAD = '''
 from tensorflow import keras
@@ -67,7 +68,7 @@ def test_batchnorm_of_unknown_rank_in_a_channels_first_sequential_normalises_dim
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "model", inputs=["float32[2,6,6,3]"],
-                          checks=("forward", "grad"), device="cpu"))
+                          checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert {"0.weight", "0.bias"} <= {e["name"] for e in cert["results"]["gradients"]}
 

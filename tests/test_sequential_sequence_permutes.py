@@ -10,6 +10,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_messages as _errors
+from runners import Warm
 
 SOURCE = '''
 import keras
@@ -43,7 +44,7 @@ def test_embedding_conv_and_rnns_in_a_channels_first_sequential_match_keras(tmp_
     (tmp_path / "m.py").write_text(SOURCE)
     (tmp_path / "t.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "model", inputs=["int32[2,12]:30"],
-                          checks=("forward", "grad"), device="cpu", keras=3))
+                          checks=("forward", "grad"), device="cpu", keras=3), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from fwport.core.cli import main
 from fwport.core.engine import LayerContext
 from fwport.packs.tf2torch import trace
+from runners import Warm
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -128,5 +129,5 @@ def test_trace_gives_the_sizes_and_the_translation_verifies(tmp_path):
     assert "Lazy" not in out
     from fwport.verify import Options, verify
     cert = verify(Options(str(src), str(tmp_path / "net_torch.py"), "Net", inputs=["float32[4,5,6]"],
-                          checks=("forward", "grad", "step"), device="cpu"))
+                          checks=("forward", "grad", "step"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
