@@ -34,6 +34,7 @@ import contextlib, io, json, os, runpy, sys, sysconfig, traceback
 if sys.argv[1] == "without-tensorflow":
     sys.modules["tensorflow"] = None
     sys.modules["keras"] = None
+    sys.modules["tf_keras"] = None
 INSTALLED = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
 proto = os.fdopen(os.dup(1), "w")
 for line in sys.stdin:
@@ -135,7 +136,7 @@ class Warm:
 
         cls._own()
         block = "without-tensorflow" if side == "torch" else "with-tensorflow"
-        key = (side, tuple(sorted(env.items())))
+        key = (side, tuple(sorted(dict(os.environ, **env).items())))  # a test's monkeypatched variable: its own worker
         proc = cls.workers.get(key)
         if proc is None or proc.poll() is not None:
             proc = subprocess.Popen([sys.executable, "-c", _WARM, block], stdin=subprocess.PIPE,

@@ -105,18 +105,18 @@ def test_an_imported_layer_without_a_rule_after_the_flatten_is_not_silent():
 # --- model.get_layer(...) on a translated model -------------------------------------------------------
 
 def _run(code_text: str, program: str, tail: str, **env_extra: str) -> dict:
-    """Run ``program`` (a file's text) then ``tail`` in a fresh interpreter; ``tail`` prints one JSON object."""
+    """Run ``program`` (a file's text) then ``tail`` as Python runs a file, in the test file's warm worker for what
+    it imports (runners.python); ``tail`` prints one JSON object; ``code_text`` names the side in a failure."""
     import json
-    import os
-    import subprocess
-    import sys
     import tempfile
     from pathlib import Path
+
+    from runners import python
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "prog.py"
         path.write_text(program + "\n" + tail)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **env_extra)
-        p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=600, cwd=d)
+        env = dict(TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **env_extra)
+        p = python(path, env=env, timeout=600, cwd=d)
         assert p.returncode == 0, (code_text, p.stderr[-3000:])
         return json.loads(p.stdout.strip().splitlines()[-1])
 

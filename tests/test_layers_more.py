@@ -4,9 +4,6 @@ and what is not exact refused with an error finding."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -20,6 +17,7 @@ from fwport.verify.transfer import plan, transfer
 
 from conv_numerics import assert_close, compare_weightless
 from helpers import error_summaries as errors
+from runners import python
 
 PACK = load_pack("tf2torch")
 
@@ -86,17 +84,14 @@ def compare(original: str, translated: str, records, build: str, xs: list[np.nda
         (d / "tr.py").write_text(translated)
         np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
         np.savez(d / "tx.npz", **{f"x{i}": x for i, x in enumerate(torch_xs if torch_xs is not None else xs)})
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+        env = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
         spec = json.dumps([{"key": m.key, "layer": m.layer, "var": m.var} for m in moves])
-        p = subprocess.run([sys.executable, "-c", _KERAS, str(d / "orig.py"), build, str(d / "x.npz"),
-                            str(d / "k.npz"), spec], capture_output=True, text=True, env=env, timeout=600)
-        assert p.returncode == 0, p.stderr[-3000:]
+        python("-c", _KERAS, d / "orig.py", build, d / "x.npz", d / "k.npz", spec, side="keras", env=env, check=True)
         k = np.load(d / "k.npz")
         moved = transfer({n[2:]: k[n] for n in k.files if n.startswith("w:")}, moves)
         np.savez(d / "w.npz", **moved)
-        p = subprocess.run([sys.executable, "-c", _TORCH, str(d / "tr.py"), build, str(d / "tx.npz"),
-                            str(d / "w.npz"), str(d / "t.npz")], capture_output=True, text=True, env=env, timeout=600)
-        assert p.returncode == 0, p.stderr[-3000:]
+        python("-c", _TORCH, d / "tr.py", build, d / "tx.npz", d / "w.npz", d / "t.npz", side="torch", env=env,
+               check=True)
         return k["y"], np.load(d / "t.npz")["y"]
 
 
@@ -400,12 +395,9 @@ def test_activity_regularization_penalty_is_keras_model_losses(tmp_path):
     assert any("regularization_loss()" in f.message for f in r.findings if f.code == "idiom-replaced")
     (tmp_path / "k.py").write_text(src)
     (tmp_path / "t.py").write_text(r.output)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     got = []
     for side, f in (("keras", "k.py"), ("torch", "t.py")):
-        p = subprocess.run([sys.executable, "-c", _PENALTY, str(tmp_path / f), side], capture_output=True, text=True,
-                           env=env, timeout=600)
-        assert p.returncode == 0, p.stderr[-2000:]
+        p = python("-c", _PENALTY, tmp_path / f, side, side=side, env={"TF_CPP_MIN_LOG_LEVEL": "3"}, check=True)
         got.append(float(p.stdout.split()[-1]))
     assert got[0] > 0 and abs(got[0] - got[1]) <= 1e-5 * got[0], got
 
@@ -522,12 +514,9 @@ def test_fixed_rotations_and_zooms_give_keras_pixels(tmp_path):
     (tmp_path / "k.py").write_text(src)
     (tmp_path / "t.py").write_text(r.output)
     (tmp_path / "run.py").write_text(_AUGMENT)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_USE_LEGACY_KERAS", None)
     for side, f in (("keras", "k.py"), ("torch", "t.py")):
-        p = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / f), side, str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300, env=env)
-        assert p.returncode == 0, p.stderr[-2000:]
+        python(tmp_path / "run.py", tmp_path / f, side, tmp_path / f"{side}.npz", side=side,
+               env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, check=True)
     k, t = np.load(tmp_path / "keras.npz"), np.load(tmp_path / "torch.npz")
     assert sorted(k.files) == sorted(t.files) and len(k.files) == 7
     for name in k.files:

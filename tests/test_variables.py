@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -15,6 +12,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 
 def _translate(src: str):
@@ -263,10 +261,11 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 
 
 def _run(path, block: bool) -> dict:
-    args = [sys.executable, "-c", _BLOCK, str(path)] if block else [sys.executable, str(path)]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    """The JSON a program prints last, run as Python runs a file: a translation (``block``) with TensorFlow
+    unimportable, the original with it (each in the test file's warm worker of that side)."""
+    args = ("-c", _BLOCK, path) if block else (path,)
+    proc = python(*args, side="torch" if block else "keras", env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""},
+                  timeout=300, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
