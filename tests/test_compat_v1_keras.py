@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from fwport.core.pipeline import translate_source
-from fwport.verify import Options, Session, verify
+from fwport.verify import Options, verify
 from helpers import error_texts as _errors
+from runners import Warm
 
 SRC = '''import tensorflow as tf
 
@@ -28,10 +29,10 @@ def test_compat_v1_keras_model_verifies(tmp_path):
     assert "tf." not in r.output and "nn.Conv2d(3, 4, 3" in r.output, r.output
     (tmp_path / "m.py").write_text(SRC)
     (tmp_path / "m_torch.py").write_text(r.output)
-    with Session() as session:
-        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "build_model",
-                              inputs=["float32[2,8,8,3]"], args={}, checks=("forward", "grad"), device="cpu"),
-                      session)
+    session = Warm.session()
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "build_model",
+                          inputs=["float32[2,8,8,3]"], args={}, checks=("forward", "grad"), device="cpu"),
+                  session)
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -12,6 +12,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_counts as errors
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -544,14 +545,14 @@ def test_a_channels_first_model_keeps_keras_interface_and_a_nested_model_is_call
     assert all(m.layout == "same" and m.output_layout == "same" for m in r.models)
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(NESTED_IN_NCHW)
     (tmp_path / "m_torch.py").write_text(r.output)
-    with Session() as session:
-        for model, shape in (("model", "float32[2,8,8,3]"), ("inner", "float32[2,8,8,4]")):
-            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
-                                  checks=("forward", "grad"), device="cpu"), session)
-            assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    session = Warm.session()
+    for model, shape in (("model", "float32[2,8,8,3]"), ("inner", "float32[2,8,8,4]")):
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
+                              checks=("forward", "grad"), device="cpu"), session)
+        assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
 FACTORY_INSTANCE = '''
@@ -585,13 +586,13 @@ def test_a_module_level_instance_of_a_builder_is_that_layer_of_the_next_model(tm
     assert "h = self.encoder(inputs.movedim(1, -1)).movedim(-1, 1)" in r.output
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(FACTORY_INSTANCE.replace("encoder.summary()\n", ""))
     (tmp_path / "m_torch.py").write_text(r.output.replace("print(encoder", "(encoder"))
-    with Session() as session:
-        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "model",
-                              inputs=["float32[2,8,8,3]"], checks=("forward", "grad"), device="cpu"), session)
-        assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    session = Warm.session()
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "model",
+                          inputs=["float32[2,8,8,3]"], checks=("forward", "grad"), device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
 def test_a_layer_of_the_file_called_with_what_its_forward_does_not_take_is_refused():

@@ -12,6 +12,7 @@ import textwrap
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -433,18 +434,18 @@ def test_go_backwards_reads_the_steps_reversed_and_keeps_keras_output_order(tmp_
     RNN, exact for LSTM, GRU and SimpleRNN, with and without return_sequences, in functional and Sequential
     models (a SequenceDropout between, whose per-sequence mask commutes with the reversal) and a subclass (its
     lazy GRU)."""
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     src = textwrap.dedent(_BACKWARDS).lstrip("\n")
     r = tr(src)
     assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
     assert r.output.count("ReverseSteps()") == 6
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "m_torch.py").write_text(r.output)
-    with Session() as session:
-        for model in ("functional", "sequence_out", "Encoder"):
-            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
-                                  inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
-            assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+    session = Warm.session()
+    for model in ("functional", "sequence_out", "Encoder"):
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
+                              inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
+        assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
 
 
 def test_go_backwards_where_fwport_does_not_write_it_stays_an_error():

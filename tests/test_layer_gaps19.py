@@ -19,6 +19,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import Warm
 
 PACK = load_pack("tf2torch")
 
@@ -32,15 +33,15 @@ def errors(result):
 
 
 def _verify(tmp_path, src: str, out: str, cases: dict[str, str], checks=("forward", "grad", "step")) -> None:
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "m_torch.py").write_text(out)
-    with Session() as session:
-        for model, spec in cases.items():
-            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[spec],
-                                  checks=checks, device="cpu"), session)
-            assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
-            assert all(e["ok"] for e in cert["results"].get("layers", [])), (model, cert["results"]["layers"])
+    session = Warm.session()
+    for model, spec in cases.items():
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[spec],
+                              checks=checks, device="cpu"), session)
+        assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+        assert all(e["ok"] for e in cert["results"].get("layers", [])), (model, cert["results"]["layers"])
 
 
 # --- normalization with scale=False ------------------------------------------------------------------------

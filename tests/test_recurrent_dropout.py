@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as _errors
+from runners import Warm
 
 np = pytest.importorskip("numpy")
 
@@ -52,14 +53,14 @@ def test_recurrent_dropout_becomes_the_helper_and_verifies_at_inference(translat
     assert "SequenceDropout" not in out  # dropout= is drawn per gate by the helper, not before the module
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(SOURCE)
     (tmp_path / "m_torch.py").write_text(out)
-    with Session() as session:
-        for model in ("build_seq", "build_fn"):
-            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
-                                  inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
-            assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+    session = Warm.session()
+    for model in ("build_seq", "build_fn"):
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
+                              inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
+        assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
 
 
 def _helpers(translated):

@@ -7,6 +7,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as _errors
+from runners import Warm
 
 SOURCE = '''
 from tensorflow import keras
@@ -34,14 +35,14 @@ def test_input_dropout_becomes_sequence_dropout_and_verifies_at_inference(tmp_pa
     assert "nn.Sequential(SequenceDropout(rate), nn.GRU(5, 6, batch_first=True)" in r.output
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(SOURCE)
     (tmp_path / "m_torch.py").write_text(r.output)
-    with Session() as session:
-        for model in ("build_seq", "build_fn"):
-            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
-                                  inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
-            assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+    session = Warm.session()
+    for model in ("build_seq", "build_fn"):
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
+                              inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
+        assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
 
 
 def test_sequence_dropout_draws_one_feature_mask_per_sequence():
@@ -109,14 +110,14 @@ def test_recurrent_dropout_of_a_file_that_never_trains_is_a_warning_and_verifies
     assert not [ln for ln in r.output.splitlines() if "recurrent_dropout" in ln and not ln.lstrip().startswith("#")]
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(NO_TRAINING)
     (tmp_path / "m_torch.py").write_text(r.output)
-    with Session() as session:
-        for model in ("build_seq", "build_fn"):
-            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
-                                  inputs=["float32[3,7,5]"], checks=("forward",), device="cpu"), session)
-            assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+    session = Warm.session()
+    for model in ("build_seq", "build_fn"):
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
+                              inputs=["float32[3,7,5]"], checks=("forward",), device="cpu"), session)
+        assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
 
 
 @pytest.mark.parametrize("training", ["model = build_seq()\nmodel.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y)\n",

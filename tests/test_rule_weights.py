@@ -6,7 +6,8 @@ import pytest
 
 from fwport.core.rule import load_pack
 from fwport.core.pipeline import translate_source
-from fwport.verify import Options, Session, verify
+from fwport.verify import Options, verify
+from runners import Warm
 
 CASES_SOURCE = '''
 from tensorflow import keras
@@ -354,12 +355,12 @@ def certificates(tmp_path_factory):
         results[keras] = translate_source(CASES_SOURCE, "cases.py", None, {"keras": keras})
         (d / f"cases_torch{keras}.py").write_text(results[keras].output)
     certs = {}
-    with Session() as session:  # one subprocess per framework for every case
-        for key, (model, inputs, checks, *keras) in CASES.items():
-            keras = keras[0] if keras else 3
-            certs[key] = (verify(Options(str(d / "cases.py"), str(d / f"cases_torch{keras}.py"), model,
-                                         inputs=inputs or [], checks=checks, device="cpu",
-                                         keras=keras if keras == 2 else None), session), results[keras])
+    session = Warm.session()  # one subprocess per framework for every case
+    for key, (model, inputs, checks, *keras) in CASES.items():
+        keras = keras[0] if keras else 3
+        certs[key] = (verify(Options(str(d / "cases.py"), str(d / f"cases_torch{keras}.py"), model,
+                                     inputs=inputs or [], checks=checks, device="cpu",
+                                     keras=keras if keras == 2 else None), session), results[keras])
     return certs
 
 

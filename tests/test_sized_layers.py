@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from fwport.core.pipeline import translate_source
+from runners import Warm
 
 
 def _errors(r) -> Counter:
@@ -17,12 +18,12 @@ def _errors(r) -> Counter:
 def _verify(tmp_path, source: str, output: str, model: str, shape: str, checks=("forward", "grad")) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(source)
     (tmp_path / "m_torch.py").write_text(output)
-    with Session() as session:
-        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
-                              checks=checks, device="cpu"), session)
+    session = Warm.session()
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
+                          checks=checks, device="cpu"), session)
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import Warm
 
 TF = load_pack("tf2torch")
 
@@ -173,12 +174,12 @@ def test_torch2jax_spreads_too():
 def test_the_spread_model_verifies_against_keras(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     src = textwrap.dedent(SPREAD).lstrip("\n")
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "m_torch.py").write_text(tx(SPREAD).output)
-    with Session() as session:
-        for model, shape in (("get_model", "float32[2,8,8,1]"), ("get_decoder", "float32[2,6,6,8]")):
-            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
-                                  checks=("forward", "grad"), device="cpu"), session)
-            assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+    session = Warm.session()
+    for model, shape in (("get_model", "float32[2,8,8,1]"), ("get_decoder", "float32[2,6,6,8]")):
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
+                              checks=("forward", "grad"), device="cpu"), session)
+        assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))

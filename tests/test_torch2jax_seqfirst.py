@@ -13,7 +13,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs, t2j
-from runners import verify_torch2jax
+from runners import verify_torch2jax, Warm
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "data" / "torch_seqfirst.py"
@@ -195,16 +195,16 @@ def test_sequence_first_models_verify_against_pytorch(model, inputs, axis, tmp_p
 def test_a_wrong_batch_axis_fails_verification(tmp_path):
     """The language model with the JAX side told its inputs hold the batch axis first (--batch-axis 0; four layers and
     four steps, so that every axis splits): the outputs differ from PyTorch's."""
-    from fwport.verify.run import Options, Session, verify
+    from fwport.verify.run import Options, verify
     r = translate_source(MODELS.read_text(), str(MODELS), "torch2jax")
     translated = tmp_path / "seqfirst_jax.py"
     translated.write_text(r.output)
     opts = Options(str(MODELS), str(translated), "LanguageModel", args={"layers": 4},
                    inputs=["int64[4,4]:20", "float32[4,4,10]"], checks=("forward",), device="cpu",
                    direction="torch2jax", dtype="float64", batch_axis="0")
-    with Session() as session:
-        cert = verify(opts, session)
+    session = Warm.session()
+    cert = verify(opts, session)
     assert cert["verdict"] == "mismatch", str(cert)[:2000]
     opts.batch_axis = "1"
-    with Session() as session:
-        assert verify(opts, session)["verdict"] == "pass"
+    session = Warm.session()
+    assert verify(opts, session)["verdict"] == "pass"
