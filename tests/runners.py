@@ -494,10 +494,9 @@ hist = lambda h: h["loss"]
 
 def one_dense_result(path: Path, side: str, program: str) -> dict:
     """ONE_DENSE_INIT[side] then ``program`` (which prints one line ``RESULT<json>``) written at ``path`` and run by
-    Python in a subprocess: the json (asserts the line is there)."""
+    Python (in the test file's warm worker of ``side``): the json (asserts the line is there)."""
     path.write_text(ONE_DENSE_INIT[side] + program)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+    p = python(path, side=side, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, p.stdout + p.stderr
     return json.loads(line[len("RESULT"):])
