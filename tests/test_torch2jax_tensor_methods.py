@@ -43,7 +43,8 @@ def extras(output, target):
     top = output.max(dim=1, keepdim=True)[0]
     low = output.min(1)[1]
     return [pred, top, low, output.softmax(dim=1), output.log_softmax(1), output.detach().numpy(),
-            output.new_zeros(2, 3), output.new_ones((2,)), target.long(), output.double(), output.half()]
+            output.new_zeros(2, 3), output.new_ones((2,)), target.long(), output.double(), output.half(),
+            output.clone().mul(3), output.detach().clone()]
 '''
 
 RUN = SIDE_HEAD + """
@@ -70,7 +71,8 @@ def test_tensor_methods_outside_modules_compute_as_in_pytorch(tmp_path):
     r = translate_source(src, "f.py", "torch2jax")
     assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
     for torch_only in (".eq(", ".pow(", ".view_as(", ".view(", "dim=", "keepdim=", ".exp()", ".permute(", ".t()",
-                       "output.max(", "output.min(", "output.softmax(", ".detach(", ".numpy(", ".new_", ".long(", ".half("):
+                       "output.max(", "output.min(", "output.softmax(", ".detach(", ".numpy(", ".new_", ".long(", ".half(",
+                       ".clone("):
         assert torch_only not in r.output, torch_only
     assert "jnp.std(output, axis=0, ddof=1)" in r.output  # unbiased, as PyTorch's
     (tmp_path / "orig.py").write_text(src)
@@ -78,7 +80,7 @@ def test_tensor_methods_outside_modules_compute_as_in_pytorch(tmp_path):
     res = {}
     for side, path in (("torch", "orig.py"), ("jax", "jax.py")):
         res[side] = saved_arrays(RUN, side, tmp_path / path, tmp_path / f"{side}.npz")
-    assert len(res["torch"]) == len(res["jax"]) == 23
+    assert len(res["torch"]) == len(res["jax"]) == 25
     for i, (t, j) in enumerate(zip(res["torch"], res["jax"])):
         assert t.shape == j.shape and t.dtype == j.dtype, (i, t.shape, j.shape, t.dtype, j.dtype)
         np.testing.assert_allclose(j, t, rtol=1e-12, atol=1e-12, err_msg=str(i))
@@ -151,8 +153,9 @@ def test_a_torch_only_method_not_translated_is_an_error_naming_the_line():
             and f.code == "unsupported-construct"]
     assert errs == [(4, ".index_select(...)"), (5, ".add_(...)"), (6, ".narrow(...)"), (7, ".softmax(...)")], r.findings
     assert "with these arguments" in [f.message for f in r.findings if f.line == 7][0]
-    # names a container, a string or numpy also has stay as written, without an error
-    assert "seen.add(1)" in r.output and "x.split(2), x.repeat(2, 1), x.max(), x.clone()" in r.output
+    # names a container, a string or numpy also has stay as written, without an error; clone() (no such array method,
+    # and a jax array is never written in place) is the array itself
+    assert "seen.add(1)" in r.output and "x.split(2), x.repeat(2, 1), x.max(), x\n" in r.output
 
 
 def test_an_einops_pattern_keeping_the_inputs_batch_axis_is_written_for_one_example():
@@ -212,3 +215,58 @@ class M(nn.Module):
     codes = [(f.code, f.line) for f in r.findings if f.severity.value == "error"]
     assert ("internal-error", 0) not in codes and ("unsupported-construct", 8) in codes, codes
     assert "        kernel.uniform_(-1, 1)\n" in r.output
+
+
+MODEL_WEIGHTS = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(4, 3)
+before = model.fc.weight.data.clone()
+before_bias = model.fc.bias.data.clone()
+for _ in range(3):
+    opt.zero_grad()
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+after = model.fc.weight.data
+bias = model.fc.bias.data.numpy()
+'''
+
+
+def test_a_models_weight_read_through_data_is_its_array_and_a_clone_keeps_the_old_values(tmp_path):
+    """``model.fc.weight.data`` outside the classes is the model's array (a jax array has no .data); ``.clone()`` of it
+    is that array, which the training step's new model does not change (jax arrays are never written in place)."""
+    r = translate_source(MODEL_WEIGHTS.lstrip("\n"), "train.py", "torch2jax")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "before = model.fc.weight\n" in r.output and "after = model.fc.weight\n" in r.output, r.output
+    assert ".data" not in r.output and ".clone(" not in r.output
+    (tmp_path / "jax.py").write_text(r.output)
+    body = """
+m = ns["model"]
+np.savez(sys.argv[3], ns["x"], ns["before"], ns["before_bias"], ns["after"], np.asarray(m.fc.weight), ns["bias"],
+         np.asarray(m.fc.bias))
+"""
+    x, w, b, after, weight, bias, model_bias = saved_arrays(SIDE_HEAD + body, "jax", tmp_path / "jax.py",
+                                                            tmp_path / "out.npz")
+    assert w.shape == after.shape == (2, 3) and bias.shape == (2,)
+    np.testing.assert_array_equal(after, weight)  # the model's array itself
+    np.testing.assert_array_equal(bias, model_bias)
+    assert np.abs(after - w).max() > 1e-3  # the clone kept the values from before the steps
+    for _ in range(3):  # PyTorch's SGD on mean((x W^T + b)^2), from the values read before the loop
+        y = x @ w.T + b
+        w, b = w - 0.1 * 2 * y.T @ x / y.size, b - 0.1 * 2 * y.sum(0) / y.size
+    np.testing.assert_allclose(after, w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bias, b, rtol=1e-5, atol=1e-6)

@@ -42,13 +42,13 @@ _CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "ja
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
                      "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
                      "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as", "unbind", "topk",
-                     "argsort"})
+                     "argsort", "clone"})
 #: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
 #: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
 #: never left to fail (AttributeError) or to compute something else
 TORCH_ONLY = frozenset({
     *_UNARY, *(m for m in _BINARY if m != "matmul"), *_CASTS, "view_as", "dim", "numel", "unsqueeze", "permute",
-    "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy", "softmax", "log_softmax",
+    "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy", "softmax", "log_softmax", "clone",
     "byte", "short", "char", "bfloat16", "expand", "expand_as", "index_select", "gather", "scatter", "scatter_add",
     "narrow", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty", "masked_select", "masked_scatter",
     "index_fill", "index_add", "index_copy", "chunk", "unbind", "topk", "kthvalue", "norm", "bmm", "mm", "addmm",
@@ -202,7 +202,7 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
                     f"{code(hi) if hi is not None else 'None'})")
     if name == "masked_fill" and len(pos) == 2 and not kw:
         return expr(f"{spell('jax.numpy.where')}({code(pos[0])}, {code(pos[1])}, {code(recv)})")
-    if name == "contiguous" and not args:
+    if name in ("contiguous", "clone") and not args:  # (a jax array is never written in place: no copy to make)
         return recv
     if name in ("new_zeros", "new_ones") and pos and not set(kw) - {"dtype"} and not any(a.star for a in args):
         # x.new_zeros(n, m) / x.new_zeros((n, m)): x's dtype unless one is given (a torch dtype: the rules translate it)

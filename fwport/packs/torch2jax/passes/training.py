@@ -2002,7 +2002,17 @@ class _Pass(cst.CSTTransformer):
             from fwport.packs.torch2jax.inplace import _is_tensor
             if _is_tensor(original.value, set(), self.ctx):  # `torch.randn(3).data`, `(torch.ones(3) * 2).data`
                 return updated.value
+            # `model.fc.weight.data` read: the model's array itself (writes into it are params.py's)
+            if id(original) not in self.written and isinstance(original.value, cst.Attribute) \
+                    and original.value.attr.value in ("weight", "bias") and self._model_rooted(original.value):
+                return updated.value
         return updated
+
+    def _model_rooted(self, e: cst.BaseExpression) -> bool:
+        """Whether ``e`` is an attribute chain (``model.fc.weight``) from a model the scope trains or builds."""
+        while isinstance(e, cst.Attribute):
+            e = e.value
+        return isinstance(e, cst.Name) and (e.value in self.models or e.value in self.model_params())
 
     def tensor_name(self, name: str) -> bool:
         """Whether the scope being visited (a function, or the module's own code) binds ``name`` only by plain
