@@ -136,7 +136,8 @@ class Warm:
 
         cls._own()
         block = "without-tensorflow" if side == "torch" else "with-tensorflow"
-        key = (side, tuple(sorted(dict(os.environ, **env).items())))  # a test's monkeypatched variable: its own worker
+        key = (side, tuple(sorted((k, v) for k, v in dict(os.environ, **env).items()  # a test's monkeypatched
+                                  if k != "PYTEST_CURRENT_TEST")))  # variable: its own worker (not pytest's test name)
         proc = cls.workers.get(key)
         if proc is None or proc.poll() is not None:
             proc = subprocess.Popen([sys.executable, "-c", _WARM, block], stdin=subprocess.PIPE,
