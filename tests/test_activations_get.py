@@ -12,6 +12,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 NAMES = ["relu", "relu6", "sigmoid", "tanh", "softmax", "log_softmax", "elu", "selu", "softplus", "softsign",
          "swish", "silu", "gelu", "mish", "leaky_relu", "hard_sigmoid", "exponential", "linear", None]
@@ -61,11 +62,13 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 
 
 def _run(path, block: bool, keras2: bool):
-    args = [sys.executable, "-c", _BLOCK, str(path)] if block else [sys.executable, str(path)]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     if keras2:
         env["TF_USE_LEGACY_KERAS"] = "1"
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    if block:  # the translation, in the torch worker (TensorFlow unimportable)
+        proc = python("-c", _BLOCK, path, side="torch", env=env, timeout=300)
+    else:  # a process of its own: tf.print writes to the process's standard error (file descriptor 2)
+        proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 

@@ -4,15 +4,13 @@ compile / fit then train as a model of its own."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib.util import find_spec
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 SOURCE = '''
 import numpy as np
@@ -49,8 +47,7 @@ print(json.dumps({"shapes_equal": [p.shape for p in a] == [q.shape for q in b],
 
 
 def _run(src: str) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env, timeout=600)
+    p = python("-c", src, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=600)  # the side its imports call for
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 

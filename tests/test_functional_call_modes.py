@@ -7,9 +7,6 @@ a module called both with and without a flag, or with a flag that is not a liter
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -17,6 +14,7 @@ import pytest
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_counts as errors
+from runners import python
 
 PACK = load_pack("tf2torch")
 
@@ -141,7 +139,7 @@ def test_keras3_a_call_with_a_training_flag_follows_the_models_mode():
 def test_a_call_with_a_training_flag_computes_what_keras_does(tmp_path, version):
     pytest.importorskip("tensorflow")
     pytest.importorskip("torch")
-    env = dict(os.environ)
+    env = {}
     if version == 2:
         pytest.importorskip("tf_keras")
         env["TF_USE_LEGACY_KERAS"] = "1"
@@ -153,9 +151,8 @@ def test_a_call_with_a_training_flag_computes_what_keras_does(tmp_path, version)
     records = [(x.scope, x.source, x.target) for x in r.layers]
     assert {s for s, _, _ in records} == {"build", "make_backbone"}
     (tmp_path / "records.json").write_text(json.dumps(records))
-    for script in (KERAS, TORCH):
-        out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
-                             timeout=300, env=env)
+    for script, side in ((KERAS, "keras"), (TORCH, "torch")):  # TensorFlow unimportable on the torch side
+        out = python("-c", script, side=side, cwd=tmp_path, timeout=300, env=env if side == "keras" else None)
         assert out.returncode == 0, out.stderr[-3000:]
     diff = json.loads(out.stdout.strip().splitlines()[-1])
     # Keras 2, the model in training mode: the backbone and `frozen` on their moving statistics, `batch` and `w` on

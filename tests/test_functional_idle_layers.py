@@ -21,7 +21,7 @@ from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 
 from helpers import needs
-from runners import keras_and_torch
+from runners import keras_and_torch, python
 
 PACK = load_pack("tf2torch")
 
@@ -117,17 +117,13 @@ def test_the_model_reads_the_size_the_tokenizer_gives(tmp_path):
             shape = list(m.model(torch.as_tensor(ids)).shape)
         print("RESULT " + json.dumps({"vocabulary": int(m.vocabulary_size), "shape": shape}))
     ''')
-    import os
-    import subprocess
-    import sys
     sides = {}
     for side, code in (("keras", textwrap.dedent(TOKENIZER)), ("torch", tr(TOKENIZER).output)):
         d = tmp_path / side
         d.mkdir()
         (d / "model.py").write_text(code)
         (d / "drive.py").write_text(driver)
-        p = subprocess.run([sys.executable, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
-                           timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        p = python(d / "drive.py", d, side, side="keras", timeout=600, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         assert line, p.stderr[-3000:]
         sides[side] = json.loads(line[-1][len("RESULT "):])

@@ -3,15 +3,13 @@ checked against Keras in a subprocess; prefixes Keras's own naming may share are
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib.util import find_spec
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 _PROGRAM = """{imports}
 import json
@@ -38,8 +36,7 @@ def _errors(res):
 
 
 def _run(src: str) -> list:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env, timeout=600)
+    proc = python("-c", src, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -8,13 +8,11 @@ and the translation (TensorFlow importable on both sides here: the untranslated 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 from fwport.core.pipeline import translate_source
+from runners import python
 
 LEFT = '''
 import json
@@ -45,8 +43,7 @@ print(y.numpy())
 def _run(code: str, tmp_path, name: str) -> dict:
     path = tmp_path / f"{name}.py"
     path.write_text(code)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    p = python(path, side="keras", timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3"})  # TensorFlow importable on both
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, p.stderr[-3000:]
     return json.loads(line[-1][len("RESULT "):])

@@ -12,6 +12,7 @@ from fwport.core.finding import Severity
 from fwport.packs.tf2torch.passes.model_api import METHODS
 from fwport.core.rule import load_pack
 from fwport.core.pipeline import translate_source
+from runners import python
 
 PACK = load_pack("tf2torch")
 
@@ -273,8 +274,6 @@ def test_a_target_network_copy_is_load_state_dict(tmp_path):
     assert "\nmodel_target.load_state_dict(model.state_dict())\n" in r.output
     assert flagged(r) == [(16, "get_weights")]
     pytest.importorskip("torch")
-    import subprocess
-    import sys
     code = tr(TARGET_NETWORK).output + textwrap.dedent('''
         import torch
         x = torch.randn(5, 8, 8, 2)
@@ -295,7 +294,7 @@ def test_a_target_network_copy_is_load_state_dict(tmp_path):
         print("same")
     ''')
     (tmp_path / "run.py").write_text(code)
-    out = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    out = python(tmp_path / "run.py", side="torch", timeout=300)
     assert out.returncode == 0 and "same" in out.stdout, out.stderr[-2000:]
 
 
@@ -351,16 +350,12 @@ def test_a_soft_update_over_model_variables_runs_like_keras(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
     import json
-    import os
-    import subprocess
-    import sys
     results = {}
     for side, program, weights in (("keras", SOFT_UPDATE, "lambda m: m.variables"),
                                    ("torch", r.output, "lambda m: [*m.parameters(), *m.buffers()]")):
         path = tmp_path / f"{side}_side.py"
         path.write_text(program + f"\nWEIGHTS = {weights}\n" + check)
-        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+        out = python(path, side=side, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
         assert out.returncode == 0, out.stderr[-2000:]
         results[side] = json.loads(out.stdout.strip().splitlines()[-1])
     for side, res in results.items():
@@ -414,16 +409,12 @@ def test_a_sequential_layer_by_index_is_its_torch_entry(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
     import json
-    import os
-    import subprocess
-    import sys
     out = {}
     for side, program in (("keras", ADAPT_IN_SEQUENTIAL), ("torch", r.output.replace(  # (Keras takes a NumPy array, a torch module a tensor: not translated yet)
             "y = data_augmentation(x_train[:1])", "y = data_augmentation(torch.as_tensor(x_train[:1]))"))):
         path = tmp_path / f"{side}_side.py"
         path.write_text(program)
-        p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+        p = python(path, side=side, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
         assert p.returncode == 0, p.stderr[-2000:]
         out[side] = np.array(json.loads(p.stdout.strip().splitlines()[-1])["y"])
     assert out["keras"].shape == (1, 4, 4, 3) and np.abs(out["keras"]).max() > 0.5

@@ -8,14 +8,12 @@ name), it stays that error. Checked numerically: both models' losses and weights
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages, needs
+from runners import python
 
 SRC = '''import numpy as np
 import tensorflow as tf
@@ -76,8 +74,7 @@ print("RESULT" + json.dumps({"losses": [first_losses, second_losses], "kernels":
 def _run(src: str, tmp_path, name: str, side: str) -> dict:
     path = tmp_path / name
     path.write_text(INIT[side] + src + PRINT)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+    p = python(path, side=side, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, p.stdout + p.stderr
     return json.loads(line[len("RESULT"):])

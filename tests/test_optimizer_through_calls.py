@@ -5,14 +5,12 @@ even where the caller trains another model with it: a translation that ran and t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages, needs
+from runners import python
 
 STEP = '''import numpy as np
 import tensorflow as tf
@@ -60,8 +58,7 @@ def _run(src: str, tmp_path, name: str, block_tf: bool) -> list:
     path = tmp_path / name
     path.write_text(("import sys\nsys.modules['tensorflow'] = None\n" if block_tf else "") + src
                     + SET["torch" if block_tf else "keras"] + REPORT)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+    p = python(path, side="torch" if block_tf else "keras", timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("KERNELS")), None)
     assert line is not None, p.stdout + p.stderr
     return json.loads(line[len("KERNELS"):])

@@ -7,14 +7,12 @@ Checked numerically: three GAN steps in Keras and in the translation, losses and
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 
 from fwport.core.pipeline import translate_source
 from helpers import error_messages, needs
+from runners import python
 
 GAN = '''import numpy as np
 import tensorflow as tf
@@ -97,8 +95,7 @@ def _run(src: str, tmp_path, name: str, side: str) -> dict:
         arrays += "import torch\n"
     path = tmp_path / name
     path.write_text(head + src + arrays + DRIVE[side] + REPORT)
-    p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+    p = python(path, side=side, timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, p.stdout + p.stderr
     return json.loads(line[len("RESULT"):])

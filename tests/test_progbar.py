@@ -3,15 +3,13 @@ each covers, against Keras's own bar (run in its process) for the same updates."
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 PROGRAM = '''
 import numpy as np
@@ -36,9 +34,8 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 
 
 def _lines(path, block: bool) -> list[str]:
-    args = [sys.executable, "-c", _BLOCK, str(path)] if block else [sys.executable, str(path)]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    args = ("-c", _BLOCK, path) if block else (path,)  # the translation: in the torch worker, TensorFlow unimportable
+    proc = python(*args, side="torch" if block else "keras", env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)  # Keras colours its line
     return [[(k, float(v)) for k, v in re.findall(r" - (\w+): ([-0-9.e+]+)", re.split(r"[\r\n]", part.strip())[-1])]

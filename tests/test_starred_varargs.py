@@ -6,15 +6,13 @@ source framework."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs
-from runners import verify_torch2jax
+from runners import python, verify_torch2jax
 
 needs_frameworks = needs("torch", "jax", "equinox", "tensorflow")
 
@@ -94,7 +92,7 @@ def test_unpacked_einsum_operands_compute_what_tensorflow_does(tmp_path):
     trans.write_text(translate(EINSUM, "tf2torch").output)
     got = {}
     for path, fw in ((orig, "tensorflow"), (trans, "torch")):
-        p = subprocess.run([sys.executable, "-c", RUN, str(path), fw], capture_output=True, text=True, timeout=300)
+        p = python("-c", RUN, path, fw, side="keras" if fw == "tensorflow" else "torch", timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
         got[fw] = json.loads(p.stdout.strip().splitlines()[-1])
     assert len(got["torch"]) == 2

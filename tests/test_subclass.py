@@ -8,9 +8,6 @@ below; the real one is fwport/verify/), and the inference outputs must agree.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from collections import Counter
 from importlib.util import find_spec
@@ -20,6 +17,7 @@ import pytest
 
 from fwport.core.rule import load_pack
 from fwport.core.pipeline import translate_source
+from runners import python
 
 PACK = load_pack("tf2torch")
 
@@ -473,9 +471,9 @@ np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(re
 '''
 
 
-def _run(code: str, *args: str) -> str:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=600)
+def _run(code: str, *args: str, side: str) -> str:
+    """``python -c code args...`` in the test file's warm worker of ``side`` (the torch side: TensorFlow unimportable)."""
+    p = python("-c", code, *args, side=side, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     return p.stdout
 
@@ -498,9 +496,10 @@ def test_numerically_equivalent(tmp_path, src, cls, shape):
                            rec.symbols])
     (tmp_path / "src.py").write_text(src)
     (tmp_path / "out.py").write_text(r.output)
-    _run(_KERAS_SIDE, str(tmp_path / "src.py"), cls, str(tmp_path / "k.npz"), json.dumps(shape), json.dumps(keras_plan))
+    _run(_KERAS_SIDE, str(tmp_path / "src.py"), cls, str(tmp_path / "k.npz"), json.dumps(shape), json.dumps(keras_plan),
+         side="keras")
     out = json.loads(_run(_TORCH_SIDE, str(tmp_path / "out.py"), cls, str(tmp_path / "k.npz"),
-                          json.dumps(torch_plan)).strip().splitlines()[-1])
+                          json.dumps(torch_plan), side="torch").strip().splitlines()[-1])
     assert out["scale"] > 0.1  # a model whose output is ~0 would prove nothing
 
 
@@ -646,8 +645,9 @@ def test_batchnorm_of_unknown_rank_numerically(tmp_path):
         torch_plan.append([rec.target, [[w.source, w.target, w.ops[0].op == "transpose"] for w in maps]])
     (tmp_path / "src.py").write_text(BN_ANY_RANK_SRC)
     (tmp_path / "out.py").write_text(r.output)
-    _run(_BN_KERAS, str(tmp_path / "src.py"), str(tmp_path / "k.npz"), json.dumps(keras_plan))
-    _run(_BN_TORCH, str(tmp_path / "out.py"), str(tmp_path / "k.npz"), json.dumps(torch_plan), str(tmp_path / "t.npz"))
+    _run(_BN_KERAS, str(tmp_path / "src.py"), str(tmp_path / "k.npz"), json.dumps(keras_plan), side="keras")
+    _run(_BN_TORCH, str(tmp_path / "out.py"), str(tmp_path / "k.npz"), json.dumps(torch_plan), str(tmp_path / "t.npz"),
+         side="torch")
     want, got = np.load(tmp_path / "k.npz"), np.load(tmp_path / "t.npz")
     assert sorted(got.files) == sorted(k for k in want.files if k.startswith(("eval", "train")))
     assert len(got.files) == 6

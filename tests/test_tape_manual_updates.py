@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -17,6 +14,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 
 def _translate(src: str):
@@ -132,9 +130,8 @@ _SAME_START = ("with torch.no_grad():\n"
 
 
 def _run(path, block: bool) -> dict:
-    args = [sys.executable, "-c", _BLOCK, str(path)] if block else [sys.executable, str(path)]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    args = ("-c", _BLOCK, path) if block else (path,)  # the translation: in the torch worker, TensorFlow unimportable
+    proc = python(*args, side="torch" if block else "keras", env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -6,7 +6,6 @@ which the last test checks against the installed TensorFlow).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -17,6 +16,7 @@ from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.result import Status
 from fwport.core.rule import load_pack
+from runners import python
 
 
 def tx(src: str):
@@ -183,9 +183,7 @@ def test_compat_v1_names_in_rules_have_the_tf2_signature():
              and n.startswith("tensorflow.compat.v1.") and not n.startswith("tensorflow.compat.v1.logging")
              and "gfile" not in n and "name_scope" not in n}
     assert len(names) >= 40
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    p = subprocess.run([sys.executable, "-c", _SIGNATURES, json.dumps(names)], capture_output=True, text=True,
-                       env=env, timeout=600)
+    p = python("-c", _SIGNATURES, json.dumps(names), env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     for name, (v1, v2) in json.loads(p.stdout.strip().splitlines()[-1]).items():
         assert [q[0] for q in v1[:len(v2)]] == [q[0] for q in v2], name
@@ -221,9 +219,7 @@ def test_compat_v1_same_object_table_names_tf2_objects():
     for v1, v2 in SAME_OBJECT.items():
         assert DIRECTION.source.canonical(f"tensorflow.compat.v1.{v1}") == f"tensorflow.{v2}"
         assert f"tensorflow.{v2}" in ruled or f"tensorflow.{v2}" in GUIDANCE or f"tensorflow.{v2}" in PASS_NAMES, v2
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    p = subprocess.run([sys.executable, "-c", _SAME, json.dumps(SAME_OBJECT)], capture_output=True, text=True,
-                       env=env, timeout=600)
+    p = python("-c", _SAME, json.dumps(SAME_OBJECT), env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert json.loads(p.stdout.strip().splitlines()[-1]) == []
 

@@ -4,9 +4,6 @@ layer is built in TensorFlow and its translation in torch, each in its own subpr
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib.util import find_spec
 
 import numpy as np
@@ -14,6 +11,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 SRC = '''import tensorflow as tf
 from tensorflow import keras
@@ -49,9 +47,8 @@ print(json.dumps(y.tolist()))
 
 
 def _run(fw: str, path) -> np.ndarray:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", KERAS_BACKEND="tensorflow")
-    proc = subprocess.run([sys.executable, "-c", _RUN, fw, str(path)], capture_output=True, text=True, env=env,
-                          timeout=600)
+    env = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", "KERAS_BACKEND": "tensorflow"}
+    proc = python("-c", _RUN, fw, path, side="keras" if fw == "tf" else "torch", env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return np.array(json.loads(proc.stdout.strip().splitlines()[-1]), np.float32)
 

@@ -18,6 +18,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.packs.tf2torch import testcase
+from runners import python
 
 HAS_TF = find_spec("tensorflow") is not None
 HAS_TORCH = find_spec("torch") is not None
@@ -327,8 +328,7 @@ def test_method_tables_name_real_methods():
     and none of them is unittest's own (which needs no helper)."""
     code = ("import json, unittest, tensorflow as tf; "
             "print(json.dumps([sorted(dir(tf.test.TestCase)), sorted(dir(unittest.TestCase))]))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+    p = python("-c", code, side="keras", env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
     tf_names, ut_names = map(set, json.loads(p.stdout.strip().splitlines()[-1]))
     assert testcase.PROVIDED <= tf_names and set(testcase.NOT_PROVIDED) <= tf_names
     assert not (testcase.PROVIDED | set(testcase.NOT_PROVIDED)) & ut_names
@@ -396,8 +396,7 @@ def test_gfile_text_matches_tensorflow(tmp_path):
         with tf.io.gfile.GFile({str(p)!r}) as f:
             print(json.dumps(f.read()))
         ''')
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+    out = python("-c", code, side="keras", env={"TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
     tf_text = json.loads(out.stdout.strip().splitlines()[-1])
     tf_bytes = p.read_bytes()
     p.unlink()
