@@ -20,7 +20,7 @@ from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import needs, per_example, t2j
-from runners import SIDE_HEAD, saved_arrays
+from runners import SIDE_HEAD, python, saved_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -155,7 +155,6 @@ def test_a_script_calls_its_model_over_the_batch_and_threads_the_state():
 
 @needs_frameworks
 def test_the_translated_script_runs_without_torch(tmp_path):
-    import subprocess
     src = ("import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
            "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 3)\n"
            "        self.bn = nn.BatchNorm1d(3)\n\n    def forward(self, x):\n        return F.relu(self.bn(self.fc(x)))\n\n\n"
@@ -164,7 +163,8 @@ def test_the_translated_script_runs_without_torch(tmp_path):
     out = tmp_path / "script.py"
     out.write_text(t2j(src).output)
     code = "import sys\nsys.modules['torch'] = None\nimport runpy\nrunpy.run_path(sys.argv[1])\n"
-    p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=300)
+    # (the worker of saved_arrays' JAX side, where torch is never imported)
+    p = python("-c", code, out, side="torch2jax-jax", timeout=300)
     assert p.returncode == 0, out.read_text() + p.stderr[-2000:]
     assert p.stdout.strip() == "(5, 3)"
 

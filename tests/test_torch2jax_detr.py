@@ -13,7 +13,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs, t2j
-from runners import verify_torch2jax
+from runners import python, verify_torch2jax
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "tests" / "data" / "torch_detr_like.py"
@@ -166,14 +166,12 @@ print("ok")
 def test_dropout_keys_reach_every_consumer_under_jax_alone(tmp_path):
     """With dropout on, a training call takes a key that reaches each Dropout, each attention's weights (dropout_key)
     and each clone in the loops (a key per iteration); inference mode needs none and is deterministic."""
-    import subprocess
-    import sys
     r = translate_source(MODEL.read_text(), str(MODEL), "torch2jax")
     assert "self.attn(q, k, value=x, key_padding_mask=padding, dropout_key=key1)[0]" in r.output
     assert "key_padding_mask=memory_padding, dropout_key=key" in _class(r.output, "DecoderBlock")
     path = tmp_path / "detr_like_jax.py"
     path.write_text(r.output)
-    p = subprocess.run([sys.executable, "-c", _TRAIN, str(path)], capture_output=True, text=True, timeout=600)
+    p = python("-c", _TRAIN, path, side="jax", timeout=600)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
 
 
@@ -240,9 +238,7 @@ def test_a_field_naming_a_class_written_later_is_a_string_and_the_file_imports(t
     path.write_text(r.output)
     if importlib.util.find_spec("jax") is None or importlib.util.find_spec("equinox") is None:
         return
-    import subprocess
-    import sys
     check = ("import runpy, jax, jax.numpy as jnp; ns = runpy.run_path(%r); m = ns['Top'](key=jax.random.key(0)); "
              "y = jax.vmap(m)(jnp.ones((3, 4))); assert y.shape == (3, 2), y.shape; print('ok')" % str(path))
-    p = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
+    p = python("-c", check, side="jax", timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]

@@ -5,16 +5,15 @@ the same critic weights and inputs, and compared with PyTorch: the penalty and i
 critic's weights (the double backward that create_graph=True asks for)."""
 from __future__ import annotations
 
+import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-from runners import printed_json
+from runners import python
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -98,6 +97,13 @@ def test_type_alias_calls():
     assert "imgs.astype(jnp.float32)" in text and "Tensor" not in text
 
 
+def _printed(driver: str, path, side: str):
+    """The JSON of the last line ``python -c driver PATH SIDE`` prints (which must succeed), run in the warm worker of
+    ``side`` (torch is never imported in the "jax" one)."""
+    p = python("-c", driver, path, side, side=side, timeout=300, check=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 _ALIAS_TENSOR = ("import torch\nimport numpy as np\ncuda = torch.cuda.is_available()\n"
                  "Tensor = torch.cuda.FloatTensor if cuda else torch.Tensor\n"
                  "def f(n, imgs):\n    z = Tensor(np.random.normal(0, 1, (n, 8)))\n    ones = Tensor(n, 1).fill_(1.0)\n"
@@ -133,8 +139,7 @@ def test_type_alias_with_torch_tensor_on_the_cpu_equals_pytorch(tmp_path):
     out.write_text(text)
     res = {}
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _RUN_ALIAS, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN_ALIAS, side, path, tmp_path / f"{side}.npz", side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         res[side] = dict(np.load(tmp_path / f"{side}.npz"))
     for k in ("z", "ones", "twos", "cast"):
@@ -199,8 +204,7 @@ def test_gradient_penalty_and_its_gradient_equal_pytorch(tmp_path, spelling):
     jax_file.write_text(text)
     outs = {}
     for side, path in (("torch", original), ("jax", jax_file)):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN, side, path, tmp_path / f"{side}.npz", side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         outs[side] = dict(np.load(tmp_path / f"{side}.npz"))
     assert float(outs["torch"]["gp"]) > 1e-3 and np.abs(outs["torch"]["gw1"]).max() > 1e-4  # not a vacuous zero
@@ -383,7 +387,7 @@ def test_the_generator_step_inside_an_if_trains_as_pytorch_does(tmp_path):
     out.write_text(text)
     results = []
     for path, side in ((N_CRITIC, "torch"), (out, "jax")):
-        results.append(printed_json(_RUN_N_CRITIC, path, side))
+        results.append(_printed(_RUN_N_CRITIC, path, side))
     t, j = results
     assert len(t["g_losses"]) == 3 and len(j["g_losses"]) == 3  # i = 0, 2, 4
     for k in ("g0", "g3", "d0", "g_losses", "last_fake"):
@@ -444,7 +448,7 @@ def test_a_critic_step_with_the_gradient_penalty_trains_as_pytorch_does(tmp_path
         jitted = tmp_path / "jitted.py"
         jitted.write_text(text.replace("def train_step_D(", "@eqx.filter_jit\ndef train_step_D("))
         runs.append((jitted, "jax"))
-    t, j, *k = (printed_json(_RUN_WGAN_GP, path, side) for path, side in runs)
+    t, j, *k = (_printed(_RUN_WGAN_GP, path, side) for path, side in runs)
     assert len(t["d_losses"]) == 5 and len(t["g_losses"]) == 3
     for name in ("d_losses", "g_losses", "d0", "d2", "g0"):
         np.testing.assert_allclose(j[name], t[name], rtol=1e-4, atol=1e-5, err_msg=name)
@@ -488,7 +492,7 @@ def test_two_models_with_batchnorm_train_as_pytorch_does(tmp_path):
     out.write_text(text)
     results = []
     for path, side in ((TWO_BN, "torch"), (out, "jax")):
-        results.append(printed_json(_RUN_TWO_BN, path, side))
+        results.append(_printed(_RUN_TWO_BN, path, side))
     t, j = results
     assert len(t["g_losses"]) == len(j["d_losses"]) == 5
     for k in ("g0", "g3", "d0", "d3", "g_losses", "d_losses"):

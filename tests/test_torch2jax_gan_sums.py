@@ -8,14 +8,13 @@ translation with torch unimportable) and compared: weights, every loss and every
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 from test_torch2jax_gan import _RUN_N_CRITIC
 
 pytest.importorskip("torch")
@@ -80,7 +79,7 @@ def test_the_summed_gan_trains_as_pytorch_does(tmp_path, change):
     orig.write_text(src)
     results = []
     for path, side in ((orig, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN, str(path), side], capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN, path, side, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     t, j = results
@@ -160,7 +159,7 @@ def test_a_generator_with_batchnorm_trains_as_pytorch_does(tmp_path):
     orig.write_text(src)
     results = []
     for path, side in ((orig, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN_BN, str(path), side], capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN_BN, path, side, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     t, j = results

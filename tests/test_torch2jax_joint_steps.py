@@ -7,14 +7,13 @@ joint step does not cover stay errors naming why."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -124,7 +123,7 @@ def test_the_joint_step_trains_as_pytorch_does(tmp_path, changes):
     orig.write_text(src)
     results = []
     for path, side in ((orig, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN, str(path), side], capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN, path, side, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     t, j = results
@@ -185,7 +184,7 @@ print("trained")
 ])
 def test_a_kept_graph_read_after_its_models_step_says_pytorch_raises_there(later, raises):
     src = _STALE.replace("    g_loss = d_fake.mean()\n", later)
-    p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=300)
+    p = python("-c", src, side="torch", timeout=300)
     assert (p.returncode != 0 and "modified by an inplace operation" in p.stderr) is raises, p.stderr[-2000:]
     assert raises or "trained" in p.stdout
     text, findings = _translate(src)

@@ -10,6 +10,7 @@ from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_texts as errors, needs
 from helpers import per_example
+from runners import python
 
 PACK = load_pack("torch2jax")
 
@@ -403,8 +404,6 @@ def test_model_surgery_returns_a_new_model_and_verifies(session, tmp_path, lengt
 def test_model_surgery_leaves_the_old_model_and_crops_the_new(tmp_path):
     """Under JAX alone (a subprocess without torch): the cropped model's arrays have the new sizes, the model it was
     called on keeps its own, and the cropped model reads shorter sequences."""
-    import subprocess
-    import sys
     (tmp_path / "m_jax.py").write_text(tx(CROP).output)
     check = """import sys, jax, jax.numpy as jnp
 sys.modules["torch"] = None
@@ -420,7 +419,7 @@ idx = jnp.array([1, 2, 3])
 assert jnp.allclose(new(idx), old(idx))  # the first positions and the mask's corner are the same arrays
 print("ok")
 """
-    p = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    p = python("-c", check, side="jax", cwd=tmp_path, timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
 
 

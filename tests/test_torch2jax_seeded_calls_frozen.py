@@ -7,7 +7,7 @@ import numpy as np
 
 from fwport.core.finding import Severity
 from helpers import by, error_findings as errors, needs, t2j
-from runners import both_sides
+from runners import both_sides, python
 
 needs_frameworks = needs("torch", "jax", "equinox")
 
@@ -243,8 +243,6 @@ print(json.dumps(same))
 @needs_frameworks
 def test_frozen_parts_keep_their_values_exactly_and_the_rest_trains_like_pytorch(tmp_path, session):
     import json
-    import subprocess
-    import sys
     for case, (freeze, parts) in FREEZES.items():
         src = FROZEN.replace("FREEZE", freeze)
         r = t2j(src)
@@ -254,8 +252,7 @@ def test_frozen_parts_keep_their_values_exactly_and_the_rest_trains_like_pytorch
         assert (f'optax.multi_transform({{"trained": optax.chain(optax.add_decayed_weights(0.1), optax.adam('
                 f'learning_rate=0.05)), "frozen": optax.set_to_zero()}}, frozen_labels(lambda m: {where}))') in r.output
         _verified_training(tmp_path, session, src, r.output)  # every parameter and loss as PyTorch's
-        p = subprocess.run([sys.executable, "-c", _FROZEN_RUN, str(tmp_path / "translated.py")], capture_output=True,
-                           text=True, timeout=300)
+        p = python("-c", _FROZEN_RUN, tmp_path / "translated.py", side="jax", timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         same = json.loads(p.stdout.strip().splitlines()[-1])
         assert same == {"encoder": True, "head.bias": "head.bias" in parts, "head.weight": False}, (case, same)

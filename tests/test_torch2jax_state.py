@@ -4,14 +4,12 @@ one running the model in training mode returns it; a model a builder returns (``
 called with its state through jax.vmap. Run against PyTorch: the translation with torch unimportable."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_findings as errors, needs
+from runners import python
 
 PACK = load_pack("torch2jax")
 needs_frameworks = needs("torch", "jax", "equinox", "optax")
@@ -138,9 +136,9 @@ def test_the_threaded_state_trains_and_evaluates_as_pytorch(tmp_path):
     src.write_text(_SCRIPT)
     r = t2j(_SCRIPT)
     out.write_text(r.output)
-    t = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=300)
+    t = python(src, side="torch", timeout=300)
     assert t.returncode == 0, t.stderr[-3000:]
-    j = subprocess.run([sys.executable, "-c", NO_TORCH, str(out)], capture_output=True, text=True, timeout=300)
+    j = python("-c", NO_TORCH, out, side="jax", timeout=300)
     assert j.returncode == 0, r.output + j.stderr[-3000:]
     torch_rows, jax_rows = _lines(t.stdout), _lines(j.stdout)
     assert [h for h, _ in torch_rows] == [h for h, _ in jax_rows]
@@ -230,8 +228,8 @@ def test_a_function_running_the_module_s_model_rebinds_the_global_state(tmp_path
     src, out = tmp_path / "model.py", tmp_path / "out.py"
     src.write_text(_GLOBAL)
     out.write_text(r.output)
-    t = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=300)
-    j = subprocess.run([sys.executable, "-c", NO_TORCH, str(out)], capture_output=True, text=True, timeout=300)
+    t = python(src, side="torch", timeout=300)
+    j = python("-c", NO_TORCH, out, side="jax", timeout=300)
     assert t.returncode == 0 and j.returncode == 0, r.output + t.stderr[-2000:] + j.stderr[-2000:]
     a, b = [float(v) for v in t.stdout.split()], [float(v) for v in j.stdout.split()]
     # evaluation with the fresh statistics, then a training-mode call (batch statistics): as PyTorch
@@ -279,9 +277,9 @@ def test_batchnorm3d_normalises_each_channel_of_a_volume_as_pytorch(tmp_path):
     assert not errors(r), r.findings
     assert 'self.bn = eqx.nn.BatchNorm(3, axis_name="batch", momentum=0.9, mode="batch")' in r.output
     out.write_text(r.output)
-    t = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=300)
+    t = python(src, side="torch", timeout=300)
     assert t.returncode == 0, t.stderr[-3000:]
-    j = subprocess.run([sys.executable, "-c", NO_TORCH, str(out)], capture_output=True, text=True, timeout=300)
+    j = python("-c", NO_TORCH, out, side="jax", timeout=300)
     assert j.returncode == 0, r.output + j.stderr[-3000:]
     (head, a), = _lines(t.stdout)
     assert _lines(j.stdout) == [(head, pytest.approx(a, rel=1e-5))]

@@ -1,8 +1,6 @@
 """torch2jax gaps of t2j30: the module bindings clashes.py reads come from the shared binding walker."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import libcst as cst
@@ -10,6 +8,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.packs.torch2jax import clashes
+from runners import python
 
 
 def _t(src: str):
@@ -80,8 +79,7 @@ def _compare(tmp_path, src: str, cls: str, x) -> tuple[float, float]:
         arrays[f"w:{k}"], arrays[f"g:{k}"] = v.detach().numpy(), v.grad.numpy()
     np.savez(tmp_path / "data.npz", **arrays)
     (tmp_path / "t.py").write_text(r.output)
-    p = subprocess.run([sys.executable, "-c", _JAX_SIDE, str(tmp_path / "t.py"), str(tmp_path / "data.npz"), cls],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", _JAX_SIDE, tmp_path / "t.py", tmp_path / "data.npz", cls, side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     a, b = p.stdout.split()[-2:]
     return float(a), float(b)
@@ -241,8 +239,7 @@ def test_parameter_updates_outside_the_classes_rebuild_the_model(tmp_path):
               "    a = numpy.asarray(a)\n    assert a.size == want[k].size, k\n"
               "    worst = max(worst, float(numpy.max(numpy.abs(a.reshape(want[k].shape) - want[k]))))\n"
               "print(len(want.files), worst)\n")
-    p = subprocess.run([sys.executable, "-c", script, str(tmp_path / "t.py"), str(tmp_path / "want.npz")],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", script, tmp_path / "t.py", tmp_path / "want.npz", side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     n, worst = p.stdout.split()[-2:]
     assert n == "7" and float(worst) < 1e-6

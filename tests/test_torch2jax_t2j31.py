@@ -2,13 +2,12 @@
 rebuilt with eqx.tree_at and the global rebound; anything else is an error, not silence)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from fwport.core.pipeline import translate_source
+from runners import python
 
 
 def _t(src: str):
@@ -94,8 +93,7 @@ def _same_parameters(tmp_path, src: str, r) -> tuple[int, float]:
                            "    model = eqx.tree_at(lambda m: getattr(getattr(m, _a), _b), model, jnp.asarray(_s[_k]))\n", 1)
     assert out != r.output, r.output
     (tmp_path / "t.py").write_text(out)
-    p = subprocess.run([sys.executable, "-c", _CHECK, str(tmp_path / "t.py"), str(tmp_path / "want.npz")],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", _CHECK, tmp_path / "t.py", tmp_path / "want.npz", side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     n, worst = p.stdout.split()[-2:]
     return int(n), float(worst)
@@ -244,8 +242,7 @@ def test_the_parameters_loop_maps_only_what_pytorch_calls_parameters(tmp_path):
     assert not _errors(r), [f.message for f in _errors(r)]
     assert "model = jax.tree_util.tree_map(lambda p: p * 2.0 if eqx.is_inexact_array(p) else p, model" in r.output
     (tmp_path / "t.py").write_text(r.output)
-    p = subprocess.run([sys.executable, "-c", _LEAVES, str(tmp_path / "t.py")], capture_output=True, text=True,
-                       timeout=300)
+    p = python("-c", _LEAVES, tmp_path / "t.py", side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     arrays, states = json.loads(p.stdout.splitlines()[-1])
     ns: dict = {}

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import error_findings as errors, needs
+from runners import python
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK = load_pack("torch2jax")
@@ -106,8 +105,7 @@ def _steps(side: str, make: str) -> list:
         todo = [m for sd, m in cases if sd == side and (side, m) not in _cache]
         if make not in todo:
             todo.append(make)
-        p = subprocess.run([sys.executable, "-c", _STEPS, json.dumps({"side": side, "makes": todo})],
-                           capture_output=True, text=True, timeout=600)
+        p = python("-c", _STEPS, json.dumps({"side": side, "makes": todo}), side=side, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
         for m, out in zip(todo, json.loads(p.stdout.strip().splitlines()[-1])):
             _cache[(side, m)] = out
@@ -216,8 +214,8 @@ def test_the_numpy_loader_batches_as_the_data_loader(tmp_path):
     src.write_text(_LOADERS.replace("print(runs, epochs)", "import json; print(json.dumps([runs, epochs]))"))
     out.write_text(r.output.replace("print(runs, epochs)", "import json; print(json.dumps([runs, epochs]))"))
     results = []
-    for path, code in ((src, "import runpy, sys; runpy.run_path(sys.argv[1])"), (out, NO_TORCH)):
-        p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300)
+    for path, code, side in ((src, "import runpy, sys; runpy.run_path(sys.argv[1])", "torch"), (out, NO_TORCH, "jax")):
+        p = python("-c", code, path, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     (t_runs, _), (j_runs, j_epochs) = results
@@ -342,8 +340,7 @@ def test_a_saved_state_dict_loads_back_with_its_layer_state(tmp_path):
     out.write_text(r.output)
     code = "import sys\nsys.modules['torch'] = None\nimport runpy\nsys.argv = sys.argv[:1] + sys.argv[1:]\n" \
            "runpy.run_path(sys.argv[1], run_name='__main__')\n"
-    p = subprocess.run([sys.executable, "-c", code, str(out), str(tmp_path / "ckpt.eqx")], capture_output=True,
-                       text=True, timeout=300)
+    p = python("-c", code, out, tmp_path / "ckpt.eqx", side="jax", timeout=300)
     assert p.returncode == 0, r.output + p.stderr[-3000:]
     loaded, fresh = map(float, p.stdout.split())
     assert loaded == 0.0 and fresh > 1e-3  # the running statistics came back with the weights
@@ -427,8 +424,7 @@ def test_the_mnist_like_script_runs_without_torch_and_learns_as_pytorch_does(tmp
                              ("jax", d / "expected.py", NO_TORCH.replace("runpy.run_path(sys.argv[1]",
                                                                          "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0]"))):
         ckpt = tmp_path / f"{side}.ckpt"
-        p = subprocess.run([sys.executable, "-c", code, str(path), str(ckpt)], capture_output=True, text=True,
-                           timeout=300, cwd=tmp_path)
+        p = python("-c", code, path, ckpt, side=side, timeout=300, cwd=tmp_path)
         assert p.returncode == 0, p.stderr[-3000:]
         assert ckpt.stat().st_size > 0
         lines = p.stdout.strip().splitlines()
@@ -537,7 +533,7 @@ def test_a_scheduler_error_gives_the_exact_optax_schedule():
         msg = errs[0].message
         schedule = msg.split(SCHEDULE_MARK, 1)[1].split("(count // steps_per_epoch)", 1)[0]
         cases.append([make, schedule])
-    p = subprocess.run([sys.executable, "-c", _SCHEDULES, json.dumps(cases)], capture_output=True, text=True, timeout=300)
+    p = python("-c", _SCHEDULES, json.dumps(cases), side="torch", timeout=300)  # (torch and JAX both)
     assert p.returncode == 0, p.stderr[-3000:]
     for (make, schedule), (torch_lrs, optax_lrs) in zip(cases, json.loads(p.stdout.strip().splitlines()[-1])):
         expected = [torch_lrs[u // 3] for u in range(33)]
@@ -687,9 +683,8 @@ def test_the_epoch_schedule_steps_as_torch_steplr(planted, wd):
         optimizer, schedule = optimizer.replace(*planted), schedule.replace(*planted)
     results = []
     for side in ("torch", "jax"):
-        p = subprocess.run([sys.executable, "-c", _EPOCH_STEPS, json.dumps({"side": side, "optimizer": optimizer,
-                                                                            "schedule": schedule, "wd": wd})],
-                           capture_output=True, text=True, timeout=300)
+        p = python("-c", _EPOCH_STEPS, json.dumps({"side": side, "optimizer": optimizer, "schedule": schedule,
+                                                    "wd": wd}), side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     import numpy as np
@@ -711,11 +706,12 @@ def test_the_epoch_script_runs_without_torch_and_learns(tmp_path):
     r = t2j(_EPOCH_SCRIPT)
     assert not errors(r), r.findings
     losses = []
-    for name, text, runner in (("src.py", _EPOCH_SCRIPT, "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"),
-                               ("out.py", r.output, NO_TORCH)):
+    for name, text, runner, side in (("src.py", _EPOCH_SCRIPT, "import runpy, sys; runpy.run_path(sys.argv[1], "
+                                                               "run_name='__main__')", "torch"),
+                                     ("out.py", r.output, NO_TORCH, "jax")):
         path = tmp_path / name
         path.write_text(text)
-        p = subprocess.run([sys.executable, "-c", runner, str(path)], capture_output=True, text=True, timeout=300)
+        p = python("-c", runner, path, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         losses.append([float(ln.split()[-1]) for ln in p.stdout.splitlines() if ln.startswith("epoch ")])
     for side in losses:
@@ -839,8 +835,7 @@ def test_the_module_level_training_steps_as_pytorch_does(tmp_path):
     out.write_text(r.output)
     results = []
     for path, side in ((src, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _GLOBAL_RUN, str(path), side], capture_output=True, text=True,
-                           timeout=300)
+        p = python("-c", _GLOBAL_RUN, path, side, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     import numpy as np
@@ -848,7 +843,7 @@ def test_the_module_level_training_steps_as_pytorch_does(tmp_path):
         for a, b in zip(t, j):
             np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
     assert not np.allclose(results[0][0][0], results[0][2][0])  # the weights moved
-    p = subprocess.run([sys.executable, "-c", NO_TORCH, str(out)], capture_output=True, text=True, timeout=300)
+    p = python("-c", NO_TORCH, out, side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     tests = [float(ln.split()[-1]) for ln in p.stdout.splitlines() if ln.startswith("test ")]
     assert len(tests) == 8 and tests[-1] < 0.5 * tests[0], tests
@@ -1093,14 +1088,12 @@ def test_the_numpy_data_torch_saved_is_read_by_the_translation(tmp_path):
     series = np.random.default_rng(3).standard_normal((4, 9))
     torch.save(series, tmp_path / "series.pt")
     (tmp_path / "jax_side.py").write_text(t2j(LOAD_DATA).output)
-    p = subprocess.run([sys.executable, "-c", NO_TORCH, "jax_side.py"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300)
+    p = python("-c", NO_TORCH, "jax_side.py", side="jax", cwd=tmp_path, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     # (jnp.asarray keeps float32 unless jax_enable_x64: the values agree to float32's precision)
     np.testing.assert_allclose(np.load(tmp_path / "out.npy"), series[1:, :-1] * 2, rtol=1e-6)
     torch.save(torch.ones(3), tmp_path / "series.pt")
-    p = subprocess.run([sys.executable, "-c", NO_TORCH, "jax_side.py"], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300)
+    p = python("-c", NO_TORCH, "jax_side.py", side="jax", cwd=tmp_path, timeout=300)
     assert p.returncode != 0 and "holds a PyTorch tensor" in p.stderr, p.stderr[-3000:]
 
 
@@ -1189,8 +1182,7 @@ def test_the_lbfgs_steps_are_pytorchs_until_pytorch_stops_early(tmp_path):
     runs = {}
     for case, args in (("exact", ("0.1", "0.2")), ("scaled", ("1", "0.5"))):
         for path, side in ((LBFGS_SRC, "torch"), (out, "jax")):
-            p = subprocess.run([sys.executable, "-c", _LBFGS_RUN, str(path), side, *args], capture_output=True,
-                               text=True, timeout=300)
+            p = python("-c", _LBFGS_RUN, path, side, *args, side=side, timeout=300)
             assert p.returncode == 0, p.stderr[-3000:]
             runs[case, side] = json.loads(p.stdout.strip().splitlines()[-1])
     t, j = runs["exact", "torch"], runs["exact", "jax"]
