@@ -15,6 +15,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 
 def t2j(src: str):
@@ -137,8 +138,8 @@ def test_device_queries_answer_as_pytorch_does_here(tmp_path):
     for side, code in (("torch", textwrap.dedent(DEVICES)), ("jax", r.output)):
         (tmp_path / f"{side}.py").write_text(code)
         pre = 'import sys; sys.modules["torch"] = None; ' if side == "jax" else ""
-        p = subprocess.run([sys.executable, "-c", pre + f"import runpy, json; ns = runpy.run_path({str(tmp_path / (side + '.py'))!r}); "
-                            "print('RESULT ' + json.dumps(ns['counts']))"], capture_output=True, text=True, timeout=300)
+        p = python("-c", pre + f"import runpy, json; ns = runpy.run_path({str(tmp_path / (side + '.py'))!r}); "
+                   "print('RESULT ' + json.dumps(ns['counts']))", side=f"torch2jax-{side}", timeout=300)
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         assert line, p.stderr[-2000:]
         seen[side] = json.loads(line[0][7:])

@@ -15,14 +15,13 @@ the same train_step, one with another loss (or an optimizer made again with othe
 """
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 
 import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs
-from runners import printed_json
+from runners import python
 
 needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
@@ -141,8 +140,8 @@ print("ok")
 @needs_frameworks
 def test_the_helpers_round_trip_under_jax_alone(tmp_path):
     (tmp_path / "out.py").write_text(t2j(SRC).output.split("\nclass Net")[0])  # the imports and the helpers
-    p = subprocess.run([sys.executable, "-c", _ROUND_TRIP, str(tmp_path / "out.py")], capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    p = python("-c", _ROUND_TRIP, tmp_path / "out.py", side="jax", timeout=300, cwd=tmp_path,
+               env={"JAX_PLATFORMS": "cpu"})
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
 
 
@@ -160,6 +159,14 @@ print(json.dumps(out))
 '''
 
 
+def _printed(side: str, path, cwd) -> dict:
+    """The JSON _RUN prints last on ``side`` of the program at ``path`` (in ``cwd``; JAX on the CPU), run in the test
+    file's warm worker of that side."""
+    p = python("-c", _RUN, side, path, side=f"torch2jax-{side}", cwd=cwd, env={"JAX_PLATFORMS": "cpu"}, timeout=300,
+               check=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 @needs_frameworks
 def test_training_saving_reloading_and_resuming_as_pytorch_does(tmp_path):
     import numpy as np
@@ -169,8 +176,7 @@ def test_training_saving_reloading_and_resuming_as_pytorch_does(tmp_path):
     (tmp_path / "translated.py").write_text(t2j(SRC).output)
     got = {}
     for side, path in (("torch", "orig.py"), ("jax", "translated.py")):
-        printed = printed_json(_RUN, side, tmp_path / path, cwd=tmp_path / f"{side}_side",
-                               env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        printed = _printed(side, tmp_path / path, tmp_path / f"{side}_side")
         got[side] = {k: np.array(v) for k, v in printed.items()}
     t, j = got["torch"], got["jax"]
     # the initialisations differ (PyTorch's and JAX's draws): compare each side's own history
@@ -191,8 +197,7 @@ def test_a_fresh_optimizer_state_would_not_resume_the_run(tmp_path):
     out = t2j(src).output
     assert "opt_state = checkpoint['optimizer']" not in out
     (tmp_path / "translated.py").write_text(out)
-    printed = printed_json(_RUN, "jax", tmp_path / "translated.py", cwd=tmp_path,
-                           env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    printed = _printed("jax", tmp_path / "translated.py", tmp_path)
     import numpy as np
     v = {k: np.array(x) for k, x in printed.items()}
     assert not np.allclose(v["resumed"], v["continued"], rtol=1e-5, atol=1e-6)

@@ -126,8 +126,7 @@ def test_a_method_assigning_a_configuration_field_returns_a_new_model(tmp_path):
     whose configuration is a copy (dataclasses.replace) with the new value; the configuration is then a leaf (what
     eqx.tree_at replaces), hashable for eqx.filter_jit. Under JAX alone: the new model computes with the new scale,
     the old one with its own."""
-    import subprocess
-    import sys
+    from runners import python
     r = t2j(RESCALE)
     assert not error_texts(r), error_texts(r)
     assert "    config: NetConfig\n" in r.output and "@dataclass(frozen=True)" in r.output
@@ -147,7 +146,7 @@ assert jnp.allclose(run(new, x) * 4, run(old, x), rtol=1e-6)
 assert m_jax.rescaled().config.scale == 0.125
 print("ok")
 """
-    p = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    p = python("-c", check, side="torch2jax-jax", cwd=tmp_path, timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
 
 

@@ -8,12 +8,10 @@ script around the class (the module-level root key it happened to find before).
 """
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs
+from runners import python
 
 needs_jax = needs("jax", "equinox")
 
@@ -141,8 +139,7 @@ print(float(jnp.max(jnp.abs(recon - want))), float(jnp.max(jnp.abs(recon - again
 def test_the_translated_draws_use_the_keys_given_one_per_example(tmp_path):
     path = tmp_path / "vae_t.py"
     path.write_text(t2j(VAE).output, encoding="utf-8")
-    p = subprocess.run([sys.executable, "-c", _RUN, str(path)], capture_output=True, text=True, timeout=300,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    p = python("-c", _RUN, path, side="jax", timeout=300, env={"JAX_PLATFORMS": "cpu"})
     assert p.returncode == 0, p.stderr[-3000:]
     err, same, differ = map(float, p.stdout.split())
     assert err < 1e-6 and same == 0.0 and differ > 1e-3, p.stdout
@@ -335,12 +332,10 @@ def test_a_method_called_outside_the_class_computes_as_pytorch_on_the_batch(tmp_
     src = SCRIPT
     (tmp_path / "orig.py").write_text(src)
     (tmp_path / "jax.py").write_text(t2j(src).output)
-    p = subprocess.run([sys.executable, "-c", _RUN_SCRIPT, "torch", str(tmp_path / "orig.py"), str(tmp_path / "t.npz")],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", _RUN_SCRIPT, "torch", tmp_path / "orig.py", tmp_path / "t.npz", side="torch", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
-    p = subprocess.run([sys.executable, "-c", _RUN_SCRIPT, "jax", str(tmp_path / "jax.py"), str(tmp_path / "j.npz"),
-                        str(tmp_path / "t.npz")], capture_output=True, text=True, timeout=300,
-                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    p = python("-c", _RUN_SCRIPT, "jax", tmp_path / "jax.py", tmp_path / "j.npz", tmp_path / "t.npz", side="jax",
+               timeout=300, env={"JAX_PLATFORMS": "cpu"})
     assert p.returncode == 0, p.stderr[-3000:]
     t, j = np.load(tmp_path / "t.npz"), np.load(tmp_path / "j.npz")
     np.testing.assert_allclose(j["mu"], t["mu"], rtol=1e-5, atol=1e-6)  # the batch through the per-example method

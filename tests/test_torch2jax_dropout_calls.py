@@ -7,12 +7,10 @@ call splits the key first (keys.py): new masks at each call. The translation run
 scale, new masks at each call and for each example; compared with torch's in separate processes)."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from helpers import needs
+from runners import python
 
 SRC = '''\
 import torch
@@ -87,8 +85,8 @@ def test_the_translation_drops_as_pytorch_does(tmp_path):
     (tmp_path / "orig.py").write_text(SRC)
     (tmp_path / "jax.py").write_text(t2j(SRC).output)
     for side, path in (("torch", "orig.py"), ("jax", "jax.py")):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(tmp_path / path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        p = python("-c", _RUN, side, tmp_path / path, tmp_path / f"{side}.npz", side=side, timeout=300,
+                   env={"JAX_PLATFORMS": "cpu"})
         assert p.returncode == 0, p.stderr[-3000:]
     t, j = np.load(tmp_path / "torch.npz"), np.load(tmp_path / "jax.npz")
     n = t["x"].size

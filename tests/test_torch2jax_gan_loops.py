@@ -10,14 +10,13 @@ the discriminator's backward(), which reaches the generator too) stays an error.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 from test_torch2jax_gan import _RUN_N_CRITIC
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,8 +52,7 @@ def test_the_reset_grad_gan_trains_as_pytorch_does(tmp_path):
     out.write_text(text)
     results = []
     for path, side in ((RESET, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN_N_CRITIC, str(path), side], capture_output=True, text=True,
-                           timeout=300)
+        p = python("-c", _RUN_N_CRITIC, path, side, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     t, j = results

@@ -5,13 +5,12 @@ NameError when it ran), then an error. Where a key does reach the draw the trans
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 
 import pytest
 
 from fwport.core.finding import Severity
 from helpers import error_findings as errors, t2j
+from runners import python
 
 needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")
 
@@ -90,7 +89,7 @@ def test_draws_a_key_reaches_are_translated_and_run(tmp_path, src, call):
     path = tmp_path / "t.py"
     path.write_text(r.output + "\n\nimport jax.numpy as jnp\n" + call + "\n")
     blocked = "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())"
-    p = subprocess.run([sys.executable, "-c", blocked, str(path)], capture_output=True, text=True, timeout=300)
+    p = python("-c", blocked, path, side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     if src is KEYED:
         assert p.stdout.split("\n")[0] == "(5, 2) (3,) (2, 4)"

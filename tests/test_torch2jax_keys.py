@@ -7,12 +7,11 @@ the same shapes and kinds, two draws independent, every iteration and element it
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 from fwport.core.finding import Severity
 from helpers import by, needs, t2j
+from runners import python
 
 needs_frameworks = needs("jax", "torch")
 
@@ -90,8 +89,8 @@ print(_json.dumps({
 
 def _run(path, block_torch: bool) -> dict:
     pre = "import sys; sys.modules['torch'] = None; " if block_torch else "import sys; "
-    p = subprocess.run([sys.executable, "-c", pre + "exec(open(sys.argv[1]).read(), {'__name__': '__main__'})",
-                        str(path)], capture_output=True, text=True, timeout=300)
+    p = python("-c", pre + "exec(open(sys.argv[1]).read(), {'__name__': '__main__'})", path,
+               side="jax" if block_torch else "torch", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -291,8 +290,8 @@ def test_each_call_of_a_function_given_a_key_draws_new_numbers(tmp_path):
     path = tmp_path / "t.py"
     path.write_text(r.output + "\nimport numpy as np\nprint(len({np.asarray(b).tobytes() for b in batches}), "
                     "np.asarray(z).shape)\n")
-    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())",
-                        str(path)], capture_output=True, text=True, timeout=300)
+    p = python("-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())", path, side="jax",
+               timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.split("\n")[0] == "3 (4,)"
 
@@ -333,8 +332,8 @@ def test_a_draw_in_a_loss_reaches_the_train_step_as_a_new_key_per_step(tmp_path)
             "    model, opt_state, loss = train_step(model, opt_state, subkey)\n") in r.output, r.output
     path = tmp_path / "t.py"
     path.write_text(r.output + "\nprint(len(set(losses)))\n")
-    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())",
-                        str(path)], capture_output=True, text=True, timeout=300)
+    p = python("-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())", path, side="jax",
+               timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "3"
 
@@ -363,8 +362,8 @@ def test_draws_after_torch_manual_seed_split_its_root_key(tmp_path):
     path = tmp_path / "t.py"
     path.write_text(r.output + "\nimport numpy as np\nprint(bool((np.asarray(x) != np.asarray(y)).all()), "
                     "len({np.asarray(z).tobytes() for z in zs}))\n")
-    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())",
-                        str(path)], capture_output=True, text=True, timeout=300)
+    p = python("-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())", path, side="jax",
+               timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "True 3"
 

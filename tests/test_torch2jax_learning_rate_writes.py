@@ -199,8 +199,7 @@ def test_a_module_optimizer_whose_rate_a_function_sets_gets_the_module_opt_state
     """The PyTorch examples' ``adjust_learning_rate(optimizer, epoch)`` called in ``def train(epoch)`` on the module's
     optimizer: the helper takes the module's opt_state (the training function declares it global), and the rates
     the translated script reads back are PyTorch's, epoch by epoch."""
-    import subprocess
-    import sys
+    from runners import python
     pytest.importorskip("torch")
     pytest.importorskip("jax")
     r = translate_source(SCRIPT, "train.py", "torch2jax")
@@ -210,7 +209,7 @@ def test_a_module_optimizer_whose_rate_a_function_sets_gets_the_module_opt_state
     rates = []
     for name, text in (("torch_side.py", SCRIPT), ("jax_side.py", r.output)):
         (tmp_path / name).write_text(text)
-        p = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=300)
+        p = python(tmp_path / name, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
         rates.append([float(line.split()[1]) for line in p.stdout.splitlines() if line.startswith("lr ")])
     assert len(rates[0]) == 7 and len(set(rates[0])) == 3

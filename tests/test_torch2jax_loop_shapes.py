@@ -10,14 +10,12 @@ gradients may not be clear when the loop starts (rewritten otherwise: test_torch
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs
-from runners import printed_json
+from runners import python
 
 needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
@@ -116,8 +114,8 @@ def test_the_rewritten_loops_train_as_pytorch_does(tmp_path):
             paths[side][name] = str(path)
     got = {}
     for side in ("torch", "jax"):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, json.dumps(paths[side])], capture_output=True, text=True,
-                           timeout=300, cwd=tmp_path, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        p = python("-c", _RUN, side, json.dumps(paths[side]), side=side, timeout=300, cwd=tmp_path,
+                   env={"JAX_PLATFORMS": "cpu"})
         assert p.returncode == 0, p.stderr[-3000:]
         got[side] = json.loads(p.stdout.strip().splitlines()[-1])
     for name in LOOPS:
@@ -128,8 +126,9 @@ def test_the_rewritten_loops_train_as_pytorch_does(tmp_path):
     # the check can fail: gradients never cleared (PyTorch adds them up) train differently
     src = HEAD + LOOPS["zero_grad_after_step"].replace("    optimizer.zero_grad()\n", "") + TAIL
     (tmp_path / "kept.py").write_text(src)
-    kept = printed_json(_RUN, "torch", json.dumps({"kept": str(tmp_path / "kept.py")}), cwd=tmp_path,
-                        env={"PATH": ""})["kept"]
+    p = python("-c", _RUN, "torch", json.dumps({"kept": str(tmp_path / "kept.py")}), side="torch", cwd=tmp_path,
+               env={"JAX_PLATFORMS": "cpu"}, timeout=300, check=True)
+    kept = json.loads(p.stdout.strip().splitlines()[-1])["kept"]
     assert not np.allclose(kept["losses"], got["jax"]["zero_grad_after_step"]["losses"], rtol=1e-5, atol=1e-6)
 
 

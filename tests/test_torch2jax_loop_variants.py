@@ -16,14 +16,13 @@ something, or the summed gradients are clipped.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs
+from runners import python
 
 needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
@@ -234,8 +233,8 @@ def _train(tmp_path, sources: dict) -> dict:
             paths[side][name] = str(path)
     got = {}
     for side in ("torch", "jax"):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, json.dumps(paths[side])], capture_output=True, text=True,
-                           timeout=300, cwd=tmp_path, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        p = python("-c", _RUN, side, json.dumps(paths[side]), side=side, timeout=300, cwd=tmp_path,
+                   env={"JAX_PLATFORMS": "cpu"})
         assert p.returncode == 0, p.stderr[-3000:]
         got[side] = json.loads(p.stdout.strip().splitlines()[-1])
     return got

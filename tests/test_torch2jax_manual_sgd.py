@@ -10,14 +10,13 @@ the first one (a global the jit traced once) would not. Other hand-written updat
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -85,8 +84,7 @@ def _both(tmp_path, path: Path, n_in: int, text: str | None = None) -> tuple[dic
     out.write_text(text)
     results = []
     for p, side in ((path, "torch"), (out, "jax")):
-        run = subprocess.run([sys.executable, "-c", _RUN, str(p), side, str(n_in)], capture_output=True, text=True,
-                             timeout=300)
+        run = python("-c", _RUN, p, side, n_in, side=side, timeout=300)
         assert run.returncode == 0, run.stderr[-3000:]
         results.append(json.loads(run.stdout.strip().splitlines()[-1]))
     return results[0], results[1]

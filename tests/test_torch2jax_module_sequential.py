@@ -6,14 +6,13 @@ each optimizer. A Sequential holding something fwport does not translate as a la
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -88,7 +87,7 @@ def test_the_sequential_gan_trains_as_pytorch_does(tmp_path):
     out.write_text(text)
     results = []
     for path, side in ((SEQ, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN, str(path), side], capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN, path, side, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     t, j = results

@@ -4,8 +4,6 @@ F.layer_norm, F.scaled_dot_product_attention, F.binary_cross_entropy with its cl
 sampling functions) translated, run with torch unimportable, and compared in float64 with the original."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,7 @@ from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from helpers import per_example
-from runners import SIDE_HEAD, saved_arrays
+from runners import SIDE_HEAD, python, saved_arrays
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -359,8 +357,7 @@ def test_bce_with_logits_computes_what_pytorch_computes(tmp_path):
     out.write_text(r.output)
     res = {}
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _RUN_BCE_LOGITS, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN_BCE_LOGITS, side, path, tmp_path / f"{side}.npz", side=f"torch2jax-{side}", timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         with np.load(tmp_path / f"{side}.npz") as z:
             res[side] = [z[f"arr_{i}"] for i in range(len(z.files))]
@@ -410,8 +407,7 @@ def test_add_mul_fmod_erfinv_compute_what_pytorch_computes(tmp_path):
     out.write_text(r.output)
     res = {}
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _RUN_ARITH, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN_ARITH, side, path, tmp_path / f"{side}.npz", side=f"torch2jax-{side}", timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         with np.load(tmp_path / f"{side}.npz") as z:
             res[side] = [z[f"arr_{i}"] for i in range(len(z.files))]
@@ -464,8 +460,7 @@ def test_is_tensor_answers_as_pytorch_does(tmp_path):
     out.write_text(r.output)
     res = {}
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _RUN_IS_TENSOR, side, str(path)], capture_output=True, text=True,
-                           timeout=300)
+        p = python("-c", _RUN_IS_TENSOR, side, path, side=f"torch2jax-{side}", timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         res[side] = json.loads(p.stdout.strip().splitlines()[-1])
     assert res["torch"] == [True, True, False, False, False]

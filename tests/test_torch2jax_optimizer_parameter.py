@@ -120,10 +120,9 @@ def test_numpy_data_saved_with_torch_save_is_written_in_its_archive_layout(tmp_p
     """torch.save of a name bound once to numpy data → save_pickled_arrays: the file the translation writes (torch
     unimportable there) holds the same array as PyTorch's, read back by torch.load and by the translated torch.load
     of numpy data (load_pickled_arrays)."""
-    import subprocess
-    import sys
-
     import numpy as np
+
+    from runners import python
     r = translate_source(SINE, "gen.py", "torch2jax")
     assert not _errors(r), _errors(r)
     assert "save_pickled_arrays(data, open('traindata.pt', 'wb'))" in r.output and "import torch" not in r.output
@@ -131,8 +130,7 @@ def test_numpy_data_saved_with_torch_save_is_written_in_its_archive_layout(tmp_p
         (tmp_path / side).mkdir()
         (tmp_path / side / "gen.py").write_text(text)
         block = "import sys; sys.modules['torch'] = None; " if side == "jax" else ""
-        p = subprocess.run([sys.executable, "-c", block + "import runpy; runpy.run_path('gen.py')"], cwd=tmp_path / side,
-                           capture_output=True, text=True, timeout=300)
+        p = python("-c", block + "import runpy; runpy.run_path('gen.py')", side=side, cwd=tmp_path / side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
     import torch
     from fwport.packs.torch2jax.data import TEXTS

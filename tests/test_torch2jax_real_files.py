@@ -395,8 +395,7 @@ for step in range(2):
 def test_a_merged_view_in_a_train_step_reads_the_helper_as_a_global(tmp_path):
     """The train_step a loop becomes calls batch_merged as the module's function (not an argument it is given), and
     the loss reads PyTorch's (L * N, V) scores against the (L * N,) targets: the translation runs."""
-    import subprocess
-    import sys
+    from runners import python
     r = t2j(MERGED_TRAINED)
     assert not error_findings(r), r.findings
     out = r.output
@@ -405,6 +404,6 @@ def test_a_merged_view_in_a_train_step_reads_the_helper_as_a_global(tmp_path):
     assert "batch_merged(jax.vmap(model, in_axes=(1, 1), out_axes=(1, 1))(tokens, model.init_hidden(3)), (0, None))" \
         in step, step
     (tmp_path / "lm.py").write_text(out + "\nprint('LOSS', float(loss))\n")
-    p = subprocess.run([sys.executable, "-c", "import sys, runpy; sys.modules['torch'] = None; runpy.run_path(sys.argv[1])",
-                        str(tmp_path / "lm.py")], capture_output=True, text=True, timeout=300)
+    p = python("-c", "import sys, runpy; sys.modules['torch'] = None; runpy.run_path(sys.argv[1])", tmp_path / "lm.py",
+               side="jax", timeout=300)
     assert p.returncode == 0 and "LOSS" in p.stdout, p.stderr[-2000:]

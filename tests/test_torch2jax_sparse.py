@@ -5,14 +5,13 @@ torch unimportable from the same initial kernels, and compared with PyTorch: the
 pass and three Adam steps."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -108,8 +107,7 @@ def test_sparse_product_forward_and_steps_compute_what_pytorch_computes(tmp_path
     jax_file = _translated(tmp_path)
     outs = {}
     for side, path in (("torch", GCN), ("jax", jax_file)):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
+        p = python("-c", _RUN, side, path, tmp_path / f"{side}.npz", side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         outs[side] = dict(np.load(tmp_path / f"{side}.npz"))
     for name in ("spmm", "forward", "k1", "k2"):

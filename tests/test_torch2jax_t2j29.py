@@ -2,13 +2,12 @@
 rank > 1 per example, `+=` on tensors outside forward, module outputs in the in-place check, packed sequences."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from fwport.core.pipeline import translate_source
+from runners import python
 
 
 def _t(src: str):
@@ -23,8 +22,7 @@ def _run(tmp_path, text: str, script: str) -> str:
     """Run the translation with torch unimportable, then ``script`` (ns: the translation's globals)."""
     (tmp_path / "t.py").write_text(text)
     run = "import sys, runpy\nsys.modules['torch'] = None\nns = runpy.run_path(sys.argv[1])\n" + script
-    p = subprocess.run([sys.executable, "-c", run, str(tmp_path / "t.py")], capture_output=True, text=True,
-                       timeout=300)
+    p = python("-c", run, tmp_path / "t.py", side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     return p.stdout
 
@@ -123,8 +121,7 @@ def _compare(tmp_path, src: str, cls: str, inputs: dict) -> float:
     np.savez(tmp_path / "data.npz", **arrays)
     (tmp_path / "t.py").write_text(r.output)
     run = "import sys, runpy\nsys.modules['torch'] = None\nns = runpy.run_path(sys.argv[1])\n" + _JAX_SIDE
-    p = subprocess.run([sys.executable, "-c", run, str(tmp_path / "t.py"), str(tmp_path / "data.npz"), cls],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", run, tmp_path / "t.py", tmp_path / "data.npz", cls, side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     return float(p.stdout.split()[-1])
 

@@ -3,13 +3,12 @@ or a tensor is an error (it was left as written with no finding: a jax array has
 ``.to(dtype=d)`` are casts; ``.to(rank)`` / ``.to(self.gpu_id)`` / ``.to(DEVICE)`` are device moves, removed."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from fwport.core.pipeline import translate_source
+from runners import python
 
 
 def _t(src: str):
@@ -86,8 +85,7 @@ def test_casts_and_device_moves_are_translated_and_compute_pytorchs_values(tmp_p
     ns: dict = {}
     exec(compile(src, "f.py", "exec"), ns)
     (tmp_path / "t.py").write_text(r.output)
-    p = subprocess.run([sys.executable, "-c", _RUN, str(tmp_path / "t.py"), str(tmp_path / "got.npz")],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", _RUN, tmp_path / "t.py", tmp_path / "got.npz", side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     got = np.load(tmp_path / "got.npz")
     dtypes = p.stdout.split()
@@ -216,8 +214,7 @@ def test_lambda_lrs_of_a_gan_loop_train_as_pytorch_does(tmp_path):
     (tmp_path / "out.py").write_text(r.output)
     results = []
     for path, side in ((tmp_path / "src.py", "torch"), (tmp_path / "out.py", "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN_N_CRITIC, str(path), side], capture_output=True, text=True,
-                           timeout=300)
+        p = python("-c", _RUN_N_CRITIC, path, side, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))
     t, j = results
@@ -228,7 +225,6 @@ def test_lambda_lrs_of_a_gan_loop_train_as_pytorch_does(tmp_path):
     plain = r.output.replace("learning_rate=lambda count: 0.05 *", "learning_rate=lambda count: 0.05 + 0 *") \
         .replace("learning_rate=lambda count: 0.01 *", "learning_rate=lambda count: 0.01 + 0 *")
     (tmp_path / "plain.py").write_text(plain)
-    p = subprocess.run([sys.executable, "-c", _RUN_N_CRITIC, str(tmp_path / "plain.py"), "jax"], capture_output=True,
-                       text=True, timeout=300)
+    p = python("-c", _RUN_N_CRITIC, tmp_path / "plain.py", "jax", side="jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert not np.allclose(json.loads(p.stdout.strip().splitlines()[-1])["g_losses"], t["g_losses"], rtol=1e-4, atol=1e-5)

@@ -12,8 +12,6 @@ import gzip
 import importlib.util
 import pickle
 import struct
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -23,6 +21,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import python
 
 PACK = load_pack("torch2jax")
 HAS = {m: importlib.util.find_spec(m) is not None for m in ("torch", "jax")}
@@ -43,8 +42,7 @@ def run_translated(tmp_path: Path, source: str) -> dict:
     assert "torch" not in "".join(line for line in r.output.splitlines() if line.startswith(("import", "from")))
     path = tmp_path / "translated.py"
     path.write_text(r.output)
-    p = subprocess.run([sys.executable, "-c", RUN, str(path)], capture_output=True, text=True, cwd=tmp_path,
-                       timeout=300)
+    p = python("-c", RUN, path, side="jax", cwd=tmp_path, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     with np.load(tmp_path / "out.npz") as f:
         return dict(f)
@@ -191,7 +189,7 @@ def test_resize_keeps_an_image_of_that_size_and_refuses_others(tmp_path):
     bad = source.replace("Resize(28)", "Resize(32)")
     path = tmp_path / "bad.py"
     path.write_text(t2j(bad).output)
-    p = subprocess.run([sys.executable, "-c", RUN, str(path)], capture_output=True, text=True, cwd=tmp_path)
+    p = python("-c", RUN, path, side="jax", cwd=tmp_path)
     assert p.returncode != 0 and "Resize of a 28x28 image to 32x32" in p.stderr
 
 

@@ -5,14 +5,12 @@ elementwise comparisons torch.gt/lt/ge/le/eq/ne, torch dtypes as values and the 
 with PyTorch: modules through `fwport verify` (forward and gradients), functions in float64."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from helpers import error_findings as errors, needs, t2j
-from runners import SIDE_HEAD, saved_arrays, verify_torch2jax
+from runners import SIDE_HEAD, python, saved_arrays, verify_torch2jax
 
 needs_frameworks = needs("torch", "jax", "equinox")
 
@@ -233,7 +231,7 @@ def test_a_dataset_subclass_loads_and_a_models_parameters_count_as_in_pytorch(tm
     translated.write_text(out)
     want = runpy.run_path(str(src))["run"]()
     code = f"import sys, runpy; sys.modules['torch'] = None; print(repr(runpy.run_path({str(translated)!r})['run']()))"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    p = python("-c", code, side="torch2jax-jax", timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert eval(p.stdout.strip()) == want  # batches 4, 4, 2; 4*3 + 3 + 3*2 = 21 parameters in 3 arrays
 
