@@ -11,8 +11,6 @@ optimizer) then taking a step gives exactly the weights that step gave before.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import numpy as np
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-from runners import keras_and_torch
+from runners import keras_and_torch, python
 
 
 def tx(src: str):
@@ -174,8 +172,7 @@ def test_checkpoint_status_checks_and_restore_of_none(tmp_path):
                 pass
         print("OK")
     ''')
-    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['tensorflow'] = None\n" + script],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", "import sys; sys.modules['tensorflow'] = None\n" + script, side="torch", timeout=300)
     assert p.stdout.strip().endswith("OK"), p.stderr[-3000:]
 
 
@@ -212,8 +209,7 @@ def test_save_weights_load_weights_and_whole_model_round_trip(tmp_path):
         assert torch.equal(fresh(x), model(x))
         print("OK")
     ''')
-    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['tensorflow'] = None\n" + header + out + check],
-                       capture_output=True, text=True, timeout=300)
+    p = python("-c", "import sys; sys.modules['tensorflow'] = None\n" + header + out + check, side="torch", timeout=300)
     assert p.stdout.strip().endswith("OK"), p.stderr[-3000:]
 
 

@@ -9,8 +9,6 @@ History's losses per epoch, val_loss, evaluate and the kernels after training ag
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -18,7 +16,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_lines as errors
-from runners import compare_fit, keras_and_torch, run_side
+from runners import compare_fit, keras_and_torch, python, run_side
 
 SRC = '''
 import numpy as np
@@ -302,8 +300,7 @@ def test_keras_trains_a_loss_less_compile_on_the_added_terms_alone(tmp_path, lr)
         print("LOSS " + json.dumps(h.history["loss"]))
     ''')
     (tmp_path / "model.py").write_text(src)
-    out = subprocess.run([sys.executable, str(tmp_path / "model.py")], capture_output=True, text=True, timeout=300,
-                         cwd=tmp_path)
+    out = python(tmp_path / "model.py", side="keras", timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
     got = {k: json.loads(v) for k, v in (line.split(" ", 1) for line in out.stdout.splitlines()
                                          if line.startswith(("WEIGHTS ", "LOSS ")))}

@@ -8,8 +8,6 @@ torch one): the same epochs run, the same history, the same restored weights.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -17,7 +15,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_lines as errors
-from runners import keras_and_torch
+from runners import keras_and_torch, python
 
 
 def tx(src: str):
@@ -136,8 +134,7 @@ def test_model_checkpoint_saves_the_state_dict_of_the_best_epoch(tmp_path):
         print("ok")
     ''')
     (tmp_path / "run.py").write_text("import sys\n" + script)
-    p = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path)], capture_output=True, text=True,
-                       timeout=300)
+    p = python(tmp_path / "run.py", tmp_path, side="torch", timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
 
 
@@ -178,7 +175,7 @@ def test_fit_over_batches_with_steps():
         assert h["val_accuracy"] == [0.5, 0.5, 0.5], h
         print("ok")
     ''')
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    p = python("-c", script, side="torch", timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
 
 

@@ -14,6 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from runners import python
 from test_fit_callbacks import DRIVER, _run, errors, tx
 
 from fwport.core.pipeline import translate_source
@@ -154,9 +155,6 @@ reg = get_model()
 def test_a_model_factory_returns_its_metrics_beside_the_optimizer_and_loss(tmp_path):
     """The factory returns the metric dict too; the caller's fit / evaluate update it. Run without TensorFlow:
     evaluate's [loss, mae, mse] are those of predict's outputs, by hand (the loss is the mse)."""
-    import subprocess
-    import sys
-
     r = tx(FACTORY + '''
 
 def train(batches, x, y):
@@ -185,7 +183,7 @@ def train(batches, x, y):
         print("ok")
     ''')
     (tmp_path / "run.py").write_text(script)
-    p = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    p = python(tmp_path / "run.py", side="torch", timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
 
 

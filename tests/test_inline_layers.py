@@ -4,9 +4,6 @@ called on their input moved to channels-first. Each translation runs without Ten
 compared with Keras on the same inputs; what is not followed keeps an error naming the line."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -18,6 +15,7 @@ from fwport.core.rule import load_pack
 
 from conv_numerics import assert_close
 from helpers import error_lines as errors
+from runners import python
 
 PACK = load_pack("tf2torch")
 
@@ -63,12 +61,11 @@ def run_both(original: str, translated: str, call: str, xs: list[np.ndarray]) ->
         (d / "orig.py").write_text(original)
         (d / "tr.py").write_text(translated)
         np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+        env = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
         outs = []
-        for script, name in ((_KERAS, "orig.py"), (_TORCH, "tr.py")):
-            p = subprocess.run([sys.executable, "-c", script, str(d / name), call, str(d / "x.npz"),
-                                str(d / f"{name}.npz")], capture_output=True, text=True, env=env, timeout=600)
-            assert p.returncode == 0, p.stderr[-3000:]
+        for script, name, side in ((_KERAS, "orig.py", "keras"), (_TORCH, "tr.py", "torch")):
+            python("-c", script, d / name, call, d / "x.npz", d / f"{name}.npz", side=side, env=env, timeout=600,
+                   check=True)
             z = np.load(d / f"{name}.npz")
             outs.append([z[f"arr_{i}"] for i in range(len(z.files))])
         assert len(outs[0]) == len(outs[1])

@@ -24,6 +24,7 @@ from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from fwport.verify.transfer import plan, transfer
+from runners import Warm, python
 
 PACK = load_pack("tf2torch")
 
@@ -420,6 +421,15 @@ def _env():
     return env
 
 
+def _py(*argv, side: str, timeout: int) -> subprocess.CompletedProcess:
+    """``python argv...`` with _env(): in the test file's warm worker of ``side`` (a fresh process where
+    TF_USE_LEGACY_KERAS is set, which a worker cannot take away)."""
+    if "TF_USE_LEGACY_KERAS" in os.environ:
+        return subprocess.run([sys.executable, *map(str, argv)], capture_output=True, text=True, timeout=timeout,
+                              env=_env())
+    return python(*argv, side=side, env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=timeout)
+
+
 def test_translations_compute_what_keras_computes(tmp_path: Path):
     req_tf, req_torch = {}, {}
     for name, (src, build, inputs, call) in CASES.items():
@@ -441,8 +451,7 @@ def test_translations_compute_what_keras_computes(tmp_path: Path):
         req_torch[name]["moves"] = moves
     (tmp_path / "tf.json").write_text(json.dumps(req_tf))
     (tmp_path / "tf_side.py").write_text(TF_SIDE)
-    p = subprocess.run([sys.executable, str(tmp_path / "tf_side.py"), str(tmp_path / "tf.json")], capture_output=True,
-                       text=True, timeout=600, env=_env())
+    p = _py(tmp_path / "tf_side.py", tmp_path / "tf.json", side="keras", timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     for name, case in req_torch.items():
         w = np.load(Path(case["dir"]) / "weights.npz")
@@ -450,8 +459,7 @@ def test_translations_compute_what_keras_computes(tmp_path: Path):
         np.savez(Path(case["dir"]) / "moved.npz", **moved)
     (tmp_path / "torch.json").write_text(json.dumps(req_torch))
     (tmp_path / "torch_side.py").write_text(TORCH_SIDE)
-    p = subprocess.run([sys.executable, str(tmp_path / "torch_side.py"), str(tmp_path / "torch.json")],
-                       capture_output=True, text=True, timeout=600, env=_env())
+    p = _py(tmp_path / "torch_side.py", tmp_path / "torch.json", side="torch", timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     for name, case in req_torch.items():
         d = Path(case["dir"])
@@ -483,10 +491,9 @@ def test_keras_initializer_draws_from_keras_distributions(tmp_path: Path):
                  + "".join(f"out[{n!r}] = np.quantile(i{k}({shape!r}).numpy().ravel(), {q!r}).tolist()\n"
                            for k, n in enumerate(names))
                  + f"json.dump(out, open({str(tmp_path / 't.json')!r}, 'w'))\n")
-    for name, src in (("tf_init.py", tf_src), ("torch_init.py", torch_src)):
+    for name, src, side in (("tf_init.py", tf_src, "keras"), ("torch_init.py", torch_src, "torch")):
         (tmp_path / name).write_text(src)
-        p = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=300,
-                           env=_env())
+        p = _py(tmp_path / name, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
     k, t = json.loads((tmp_path / "k.json").read_text()), json.loads((tmp_path / "t.json").read_text())
     for n in names:
@@ -520,10 +527,9 @@ def test_initializer_objects_with_parameters_draw_what_keras_draws(tmp_path: Pat
             + "".join(f"out[{k!r}] = np.quantile(np.asarray({k}(shape={shape!r}, dtype='float32')).ravel(), {q!r}).tolist()\n"
                       for k in made)
             + "json.dump(out, open(OUT, 'w'))\n")
-    for name, code, out in (("tf_objects.py", src, "k.json"), ("torch_objects.py", r.output, "t.json")):
+    for name, code, out, side in (("tf_objects.py", src, "k.json", "keras"), ("torch_objects.py", r.output, "t.json", "torch")):
         (tmp_path / name).write_text(code + f"\nOUT = {str(tmp_path / out)!r}\n" + tail)
-        p = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=300,
-                           env=_env())
+        p = _py(tmp_path / name, side=side, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
     k, t = json.loads((tmp_path / "k.json").read_text()), json.loads((tmp_path / "t.json").read_text())
     for n in made:
@@ -574,10 +580,9 @@ def test_layers_created_in_build_are_the_class_layers(tmp_path):
     assert "return shortcut * x" in out and "tensorflow" not in out
     pytest.importorskip("torch")
     pytest.importorskip("tensorflow")
-    from fwport.verify import Options, Session, verify
+    from fwport.verify import Options, verify
     (tmp_path / "m.py").write_text(textwrap.dedent(SQUEEZE_EXCITE))
     (tmp_path / "m_torch.py").write_text(out)
-    with Session() as session:
-        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "SqueezeExcite",
-                              inputs=["float32[2,5,5,8]"], checks=("forward", "grad"), device="cpu"), session)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "SqueezeExcite",
+                          inputs=["float32[2,5,5,8]"], checks=("forward", "grad"), device="cpu"), Warm.session())
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

@@ -21,6 +21,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 TF = "import tensorflow as tf\n"
 KOPS = "import keras\nfrom keras import ops\n"
@@ -483,11 +484,18 @@ def _unpack(body: str, n: int) -> str:
     return f"{', '.join(names)}, = args" if names else "pass"
 
 
+#: the environment of the file's TensorFlow programs (one warm Keras worker)
+_TF_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "", "KERAS_BACKEND": "tensorflow"}
+
+
 def _run(fw: str, module: str, tmp, cases_json, inputs_npz) -> tuple[dict, dict]:
     out = tmp / f"{fw}.npz"
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", KERAS_BACKEND="tensorflow")
-    proc = subprocess.run([sys.executable, "-c", _RUNNER, fw, str(cases_json), str(inputs_npz), str(out)],
-                          capture_output=True, text=True, env=env, timeout=900)
+    if fw == "tf":  # in the Keras worker the TensorFlow check of the TF 1 spellings shares (_TF_ENV)
+        proc = python("-c", _RUNNER, fw, cases_json, inputs_npz, out, side="keras", env=_TF_ENV, timeout=900)
+    else:  # the one torch program of the file (as a translation runs, TensorFlow importable): a worker saves nothing
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", KERAS_BACKEND="tensorflow")
+        proc = subprocess.run([sys.executable, "-c", _RUNNER, fw, str(cases_json), str(inputs_npz), str(out)],
+                              capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = np.load(out)
     return {k: data[k] for k in data.files}, json.loads((tmp / f"{fw}.npz.errors.json").read_text())
@@ -693,6 +701,5 @@ def test_tf1_activation_spellings_translate_as_tf2():
         f"for n in {_TF1_ACTIVATIONS!r}:\n"
         "    np.testing.assert_array_equal(getattr(tf.compat.v1.nn, n)(x).numpy(), getattr(tf.nn, n)(x).numpy())\n"
         "print('ok')\n")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=600)
+    proc = python("-c", check, side="keras", env=_TF_ENV, timeout=600)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]

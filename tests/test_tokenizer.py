@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -16,6 +13,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import python
 
 TEXTS = ["I love my dog!", "I love my cat.", "You love my dog, do you?", "Do you think my dog is amazing??",
          "the cat; the DOG; the bird", "", "tabs\tand\nnewlines here", "repeat repeat repeat word"]
@@ -42,8 +40,7 @@ def _keras2(program: str) -> dict:
     driver = program.replace("from tensorflow.keras.preprocessing.text import Tokenizer",
                              "from tf_keras.preprocessing.text import Tokenizer")
     driver = f"import json, sys\ntexts = json.loads(sys.argv[1])\n{driver}\nprint('RESULT ' + json.dumps(out))\n"
-    p = subprocess.run([sys.executable, "-c", driver, json.dumps(TEXTS)], capture_output=True, text=True,
-                       timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    p = python("-c", driver, json.dumps(TEXTS), side="keras", timeout=600, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, p.stderr[-3000:]
     return json.loads(line[-1][7:])

@@ -4,9 +4,6 @@ can be exact. Each case is translated and run, and compared with Keras."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -14,6 +11,7 @@ from pathlib import Path
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import python
 
 PACK = load_pack("tf2torch")
 
@@ -27,15 +25,15 @@ def errors(result) -> list[str]:
 
 
 def _run(program: str, tail: str, before=None, **env_extra: str) -> dict:
-    """Run ``program`` then ``tail`` in a fresh interpreter; ``tail`` prints one JSON object last."""
+    """Run ``program`` then ``tail`` as Python runs a file (in the test file's warm worker of the side its imports
+    call for: TensorFlow unimportable for a translation); ``tail`` prints one JSON object last."""
     with tempfile.TemporaryDirectory() as d:
         if before is not None:
             before(d)
         path = Path(d) / "prog.py"
         path.write_text(textwrap.dedent(program) + "\n" + textwrap.dedent(tail))
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **env_extra)
-        p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=600, cwd=d)
-        assert p.returncode == 0, p.stderr[-3000:]
+        env = dict(TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **env_extra)
+        p = python(path, env=env, timeout=600, cwd=d, check=True)
         return json.loads(p.stdout.strip().splitlines()[-1])
 
 

@@ -11,8 +11,6 @@ autoencoder with a loss tracker are trained by Keras and by the translation from
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -22,7 +20,7 @@ from pathlib import Path
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from helpers import error_lines as errors
-from runners import keras_and_torch
+from runners import keras_and_torch, python
 
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tf2torch"
@@ -223,7 +221,7 @@ assert seen == [0, 1, 2, 3, 4, 5], seen
 assert h.history == {"n": [2.0, 4.0, 6.0]}, h.history
 print("ok")
 '''
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    p = python("-c", script, side="torch", timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
 
 
@@ -324,7 +322,7 @@ assert all(torch.equal(a, b) for a, b in zip(enc, encoder.parameters()))
 assert all(p.grad is None for p in encoder.parameters())
 print("ok")
 '''
-    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    p = python("-c", script, side="torch", timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
 
 

@@ -12,17 +12,14 @@ torch, from the same weights; histories (training and validation) and weights co
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
 from fwport.core.pipeline import translate_source
-from runners import keras_and_torch
+from runners import keras_and_torch, python
 from test_train_step import DRIVER, WGAN, _run, errors, tx
 from train_step_net import LABELS, SHAPES, net_driver, net_source, same_fit
 
@@ -352,10 +349,7 @@ def _losses_both_sides(tmp_path, src: str, translated: str) -> dict:
         d.mkdir()
         (d / "model.py").write_text(text)
         (d / "drive.py").write_text(LOSS_DRIVER)
-        pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
-                                           "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
-        p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
-                           timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        p = python(d / "drive.py", d, side, side=side, timeout=600, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         assert line, p.stderr[-3000:]
         results[side] = json.loads(line[-1][7:])

@@ -8,6 +8,7 @@ from collections import Counter
 
 from fwport.core.pipeline import translate_source
 from helpers import error_counts as _errors
+from runners import python
 
 HEAD = '''import tensorflow as tf
 from tensorflow import keras
@@ -203,9 +204,6 @@ def run(x, y):
 def test_generated_fit_keeps_keras_semantics(tmp_path):
     """Run the written-out loop (torch only): the validation samples are the last ones, taken before
     shuffling; the history holds per-epoch averages; evaluate and predict run in inference mode."""
-    import subprocess
-    import sys
-
     src = HEAD + '''model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 
 
@@ -232,7 +230,7 @@ assert isinstance(p, np.ndarray) and p.shape == (40, 2) and p.dtype == np.float3
 print("ok")
 '''
     (tmp_path / "run.py").write_text(script)
-    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    proc = python(tmp_path / "run.py", side="torch", timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
@@ -286,9 +284,6 @@ def test_several_compiles_each_fit_uses_the_last_compile_of_its_model(tmp_path):
     second model's under its own names), each fit calls the functions written for its loss (compiles
     whose loops are the same text share them), and the regression's one full-batch SGD step is the
     one Keras takes (checked against the formula)."""
-    import subprocess
-    import sys
-
     r = _t(SEVERAL_COMPILES)
     assert not [f for f in r.findings if f.severity.value == "error"], r.findings
     out = r.output
@@ -300,7 +295,7 @@ def test_several_compiles_each_fit_uses_the_last_compile_of_its_model(tmp_path):
     assert "h2 = fit(model, optimizer, loss_fn, x, y" in out
     assert "h3 = fit_2(reg, reg_optimizer, reg_loss_fn, x, t" in out
     (tmp_path / "run.py").write_text("import sys\nsys.modules['tensorflow'] = None\n" + out + CHECK_SEVERAL)
-    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    proc = python(tmp_path / "run.py", side="torch", timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
@@ -331,9 +326,6 @@ def test_a_model_factory_returns_its_optimizer_and_loss_beside_the_model(tmp_pat
     """`def get_model(): ... model.compile(...); return model` (Chollet's and the TF tutorials' way): the
     factory returns (model, optimizer, loss_fn) and each `m = get_model()` binds the three, m's fits
     use them; run without TensorFlow, each model trains with its own optimizer."""
-    import subprocess
-    import sys
-
     r = _t(FACTORY)
     assert not [f for f in r.findings if f.severity.value == "error"], r.findings
     out = r.output
@@ -348,7 +340,7 @@ print("ok")
 """
     (tmp_path / "run.py").write_text("import sys\nsys.modules['tensorflow'] = sys.modules['keras'] = None\n"
                                      + out + check)
-    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    proc = python(tmp_path / "run.py", side="torch", timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
     # a call that takes the model alone (`get_model().fit(...)`) gets the model, and its fit the error; the
     # factory's other calls keep their optimizer and loss
@@ -385,9 +377,6 @@ scores = fm.evaluate(x, y, verbose=0), cnn.evaluate(x, y, verbose=0)
 def test_a_functional_model_and_a_channels_first_sequential_get_their_own_fit(tmp_path):
     """A functional model keeps Keras's layout and a Sequential CNN takes NCHW: the same loss, but the
     Sequential's fit moves the images channels-first and the functional model's does not."""
-    import subprocess
-    import sys
-
     r = _t(MIXED_LAYOUTS)
     assert not [f for f in r.findings if f.severity.value == "error"], r.findings
     out = r.output
@@ -398,7 +387,7 @@ def test_a_functional_model_and_a_channels_first_sequential_get_their_own_fit(tm
     assert "channels_first(x)" not in fit_1 and "channels_first(x)" in fit_2
     (tmp_path / "run.py").write_text("import sys\nsys.modules['tensorflow'] = None\n" + out
                                      + "\nassert all(isinstance(s, float) for s in scores), scores\nprint('ok')\n")
-    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    proc = python(tmp_path / "run.py", side="torch", timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 

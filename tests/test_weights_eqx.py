@@ -8,8 +8,6 @@ its outputs in another. The outputs must agree. Errors name what is wrong and le
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ from click.testing import CliRunner
 
 from fwport.verify.cli import weights_command
 from helpers import needs
+from runners import python
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "torch2jax"
@@ -75,16 +74,17 @@ CASES = {  # fixture → (inputs: float ones drawn normal, integer ones below th
 }
 
 
-def _run(code: str, *args) -> None:
-    p = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
+def _run(code: str, side: str, *args) -> None:
+    """``python -c code args...`` in the test file's warm worker of ``side`` ("torch": SAVE, "jax": LOAD), which must
+    succeed."""
+    python("-c", code, *args, side=side, timeout=600, check=True)
 
 
 def _save(tmp_path: Path, name: str, drop: str = "") -> tuple[Path, Path, dict]:
     v = json.loads((FIXTURES / name / "verify.json").read_text())
     np.savez(tmp_path / "x.npz", **{f"x{i}": x for i, x in enumerate(CASES[name])})
     ckpt = tmp_path / "model.pt"
-    _run(SAVE, FIXTURES / name / "model.py", v["model"], json.dumps(v.get("args", {})), ckpt, tmp_path / "x.npz",
+    _run(SAVE, "torch", FIXTURES / name / "model.py", v["model"], json.dumps(v.get("args", {})), ckpt, tmp_path / "x.npz",
          tmp_path / "torch.npz", drop)
     return ckpt, tmp_path / "x.npz", v
 
@@ -103,7 +103,7 @@ def test_a_state_dict_read_back_into_the_translated_model_computes_the_same(tmp_
     assert r.exit_code == 0, r.output
     assert dest.is_file() and f"wrote {dest}" in r.output
     assert ("(model, state)" in r.output) == (name == "conv_bn")  # BatchNorm's statistics travel in the state
-    _run(LOAD, FIXTURES / name / "expected.py", v["model"], json.dumps(v.get("args", {})), dest, xs, tmp_path / "jax.npz")
+    _run(LOAD, "jax", FIXTURES / name / "expected.py", v["model"], json.dumps(v.get("args", {})), dest, xs, tmp_path / "jax.npz")
     with np.load(tmp_path / "torch.npz") as t, np.load(tmp_path / "jax.npz") as j:
         assert t["y"].shape == j["y"].shape
         np.testing.assert_allclose(j["y"], t["y"], rtol=1e-5, atol=1e-5 * float(np.abs(t["y"]).max()))
