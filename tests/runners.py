@@ -206,7 +206,13 @@ _IMPORTS = re.compile(r"^\s*(?:import|from)\s+(tensorflow|keras|tf_keras|jax|equ
 def side_of(code: str) -> str:
     """The warm worker a program's imports call for: "keras" where it imports TensorFlow or Keras, else "jax" where it
     imports JAX, Equinox or optax, else "torch" (TensorFlow unimportable there, as for a translation)."""
-    found = set(_IMPORTS.findall(code))
+    import ast
+    try:
+        found = {a.name.split(".")[0] for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Import) for a in n.names}
+        found |= {n.module.split(".")[0] for n in ast.walk(ast.parse(code))
+                  if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+    except SyntaxError:
+        found = set(_IMPORTS.findall(code))
     if found & {"tensorflow", "keras", "tf_keras"}:
         return "keras"
     return "jax" if found & {"jax", "equinox", "optax"} else "torch"
