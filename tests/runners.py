@@ -366,9 +366,13 @@ ns = runpy.run_path(sys.argv[2])
 """
 
 
-def run_driver(driver: str, *args, timeout: int = 300, cwd=None, env=None) -> subprocess.CompletedProcess:
-    """``python -c driver args...`` (in ``cwd``; in a warm worker of the test file and side, Warm, where the first
-    argument is the side, "torch" or "jax", and ``env`` does not give the whole environment), which must succeed."""
+def run_driver(driver: str, *args, timeout: int = 300, cwd=None, env=None, side: str | None = None
+               ) -> subprocess.CompletedProcess:
+    """``python -c driver args...`` (in ``cwd``), which must succeed: in the test file's warm worker of ``side`` where
+    one is named (``env`` then adds to the environment, runners.python), or of the first argument's side where that is
+    "torch" or "jax" and no ``env`` gives the whole environment (SIDE_HEAD's drivers), else in a process of its own."""
+    if side is not None:
+        return python("-c", driver, *args, side=side, env=env, cwd=cwd, timeout=timeout, check=True)
     if env is None and args and str(args[0]) in ("torch", "jax"):  # SIDE_HEAD's: a warm worker per side
         p = Warm.run(driver, args, f"torch2jax-{args[0]}", {}, timeout, cwd)
     else:

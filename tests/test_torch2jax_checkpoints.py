@@ -15,13 +15,12 @@ the same train_step, one with another loss (or an optimizer made again with othe
 """
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs
-from runners import python
+from runners import printed_json, python
 
 needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
@@ -159,14 +158,6 @@ print(json.dumps(out))
 '''
 
 
-def _printed(side: str, path, cwd) -> dict:
-    """The JSON _RUN prints last on ``side`` of the program at ``path`` (in ``cwd``; JAX on the CPU), run in the test
-    file's warm worker of that side."""
-    p = python("-c", _RUN, side, path, side=f"torch2jax-{side}", cwd=cwd, env={"JAX_PLATFORMS": "cpu"}, timeout=300,
-               check=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 @needs_frameworks
 def test_training_saving_reloading_and_resuming_as_pytorch_does(tmp_path):
     import numpy as np
@@ -176,7 +167,8 @@ def test_training_saving_reloading_and_resuming_as_pytorch_does(tmp_path):
     (tmp_path / "translated.py").write_text(t2j(SRC).output)
     got = {}
     for side, path in (("torch", "orig.py"), ("jax", "translated.py")):
-        printed = _printed(side, tmp_path / path, tmp_path / f"{side}_side")
+        printed = printed_json(_RUN, side, tmp_path / path, side=f"torch2jax-{side}", cwd=tmp_path / f"{side}_side",
+                               env={"JAX_PLATFORMS": "cpu"})
         got[side] = {k: np.array(v) for k, v in printed.items()}
     t, j = got["torch"], got["jax"]
     # the initialisations differ (PyTorch's and JAX's draws): compare each side's own history
@@ -197,7 +189,8 @@ def test_a_fresh_optimizer_state_would_not_resume_the_run(tmp_path):
     out = t2j(src).output
     assert "opt_state = checkpoint['optimizer']" not in out
     (tmp_path / "translated.py").write_text(out)
-    printed = _printed("jax", tmp_path / "translated.py", tmp_path)
+    printed = printed_json(_RUN, "jax", tmp_path / "translated.py", side="torch2jax-jax", cwd=tmp_path,
+                           env={"JAX_PLATFORMS": "cpu"})
     import numpy as np
     v = {k: np.array(x) for k, x in printed.items()}
     assert not np.allclose(v["resumed"], v["continued"], rtol=1e-5, atol=1e-6)

@@ -5,7 +5,6 @@ the same critic weights and inputs, and compared with PyTorch: the penalty and i
 critic's weights (the double backward that create_graph=True asks for)."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-from runners import python
+from runners import printed_json, python
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -95,13 +94,6 @@ def test_type_alias_calls():
     assert "s = jnp.full((n, *imgs.shape), 0.0, dtype=jnp.float32)" in text
     assert "u = jnp.empty((n, *imgs.shape), dtype=jnp.float32)" in text
     assert "imgs.astype(jnp.float32)" in text and "Tensor" not in text
-
-
-def _printed(driver: str, path, side: str):
-    """The JSON of the last line ``python -c driver PATH SIDE`` prints (which must succeed), run in the warm worker of
-    ``side`` (torch is never imported in the "jax" one)."""
-    p = python("-c", driver, path, side, side=side, timeout=300, check=True)
-    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 _ALIAS_TENSOR = ("import torch\nimport numpy as np\ncuda = torch.cuda.is_available()\n"
@@ -387,7 +379,7 @@ def test_the_generator_step_inside_an_if_trains_as_pytorch_does(tmp_path):
     out.write_text(text)
     results = []
     for path, side in ((N_CRITIC, "torch"), (out, "jax")):
-        results.append(_printed(_RUN_N_CRITIC, path, side))
+        results.append(printed_json(_RUN_N_CRITIC, path, side, side=side))
     t, j = results
     assert len(t["g_losses"]) == 3 and len(j["g_losses"]) == 3  # i = 0, 2, 4
     for k in ("g0", "g3", "d0", "g_losses", "last_fake"):
@@ -448,7 +440,7 @@ def test_a_critic_step_with_the_gradient_penalty_trains_as_pytorch_does(tmp_path
         jitted = tmp_path / "jitted.py"
         jitted.write_text(text.replace("def train_step_D(", "@eqx.filter_jit\ndef train_step_D("))
         runs.append((jitted, "jax"))
-    t, j, *k = (_printed(_RUN_WGAN_GP, path, side) for path, side in runs)
+    t, j, *k = (printed_json(_RUN_WGAN_GP, path, side, side=side) for path, side in runs)
     assert len(t["d_losses"]) == 5 and len(t["g_losses"]) == 3
     for name in ("d_losses", "g_losses", "d0", "d2", "g0"):
         np.testing.assert_allclose(j[name], t[name], rtol=1e-4, atol=1e-5, err_msg=name)
@@ -492,7 +484,7 @@ def test_two_models_with_batchnorm_train_as_pytorch_does(tmp_path):
     out.write_text(text)
     results = []
     for path, side in ((TWO_BN, "torch"), (out, "jax")):
-        results.append(_printed(_RUN_TWO_BN, path, side))
+        results.append(printed_json(_RUN_TWO_BN, path, side, side=side))
     t, j = results
     assert len(t["g_losses"]) == len(j["d_losses"]) == 5
     for k in ("g0", "g3", "d0", "d3", "g_losses", "d_losses"):

@@ -38,7 +38,7 @@ from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code, expr
 from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
-from fwport.core.names import ValueVisitor, children, dotted_text, find_all, scan
+from fwport.core.names import ValueVisitor, children, dotted, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import keys, nograd
 from fwport.packs.torch2jax.backends import AUTOCAST
@@ -2003,16 +2003,11 @@ class _Pass(cst.CSTTransformer):
             if _is_tensor(original.value, set(), self.ctx):  # `torch.randn(3).data`, `(torch.ones(3) * 2).data`
                 return updated.value
             # `model.fc.weight.data` read: the model's array itself (writes into it are params.py's)
-            if id(original) not in self.written and isinstance(original.value, cst.Attribute) \
-                    and original.value.attr.value in ("weight", "bias") and self._model_rooted(original.value):
+            chain = dotted(original.value)  # (model, ..., weight)
+            if id(original) not in self.written and chain and len(chain) > 1 and chain[-1] in ("weight", "bias") \
+                    and (chain[0] in self.models or chain[0] in self.model_params()):
                 return updated.value
         return updated
-
-    def _model_rooted(self, e: cst.BaseExpression) -> bool:
-        """Whether ``e`` is an attribute chain (``model.fc.weight``) from a model the scope trains or builds."""
-        while isinstance(e, cst.Attribute):
-            e = e.value
-        return isinstance(e, cst.Name) and (e.value in self.models or e.value in self.model_params())
 
     def tensor_name(self, name: str) -> bool:
         """Whether the scope being visited (a function, or the module's own code) binds ``name`` only by plain
