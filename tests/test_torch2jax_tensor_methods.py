@@ -158,6 +158,16 @@ def test_a_torch_only_method_not_translated_is_an_error_naming_the_line():
     assert "seen.add(1)" in r.output and "x.split(2), x.repeat(2, 1), x.max(), x\n" in r.output
 
 
+
+def test_a_clone_with_arguments_is_an_error_with_its_marker():
+    """clone() is the array itself; clone(memory_format=...) is not translated: an error and its marker, never left
+    to fail on a jax array."""
+    src = "import torch\n\ndef f(x):\n    return x.clone(memory_format=torch.contiguous_format)\n"
+    r = translate_source(src, "f.py", "torch2jax")
+    errs = [(f.line, f.message.split(":")[0]) for f in r.findings if f.severity is Severity.ERROR]
+    assert errs == [(4, ".clone(...)")], r.findings
+    assert "    # fwport: unsupported-construct: .clone(...)" in r.output
+
 def test_an_einops_pattern_keeping_the_inputs_batch_axis_is_written_for_one_example():
     """Inside a per-example __call__, 'b n (h d) -> b h n d' would fail (or split the wrong axis) on one
     example. Of a tensor computed from the module's input (its first axis the batch's) the pattern for one
