@@ -37,8 +37,9 @@ from fwport.core import written
 from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code, expr
 from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
+from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.finding import Severity
-from fwport.core.names import ValueVisitor, children, dotted, dotted_text, find_all, scan
+from fwport.core.names import ValueVisitor, children, dotted, dotted_text, find_all, method_of, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import keys, nograd
 from fwport.packs.torch2jax.backends import AUTOCAST
@@ -1166,6 +1167,7 @@ class _Pass(cst.CSTTransformer):
                 + f" and sees one example, as __call__ does: the batch here goes through jax.vmap({name}.{method})",
                 original)
             updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+            updated = self.static_arguments(original, updated, f"{name}.{method}", classes, method)
         if keyed[0]:
             updated = self.call_key(original, updated, whole, f"{name}.{method}", f"{method} of {'/'.join(sorted(classes))}")
         return updated
@@ -1184,6 +1186,7 @@ class _Pass(cst.CSTTransformer):
             vmap = self.ctx.spell("jax.vmap")
             updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
                                            parsed_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
+            updated = self.static_arguments(original, updated, name, classes)
         if name in self.key_required or any(plans.get(c, {}).get("key_required") for c in classes):
             updated = self.call_key(original, updated, whole)
         elif classes and all(c in self.keyed_classes for c in classes) and self.training_at_module_level(name, original):
@@ -1199,6 +1202,64 @@ class _Pass(cst.CSTTransformer):
                                 "jax.random.split(key)) and pass subkey's splits", original)
         merged = None if whole else self.ctx.analyses.get(MERGED_OUT, {}).get(name)
         return updated if merged is None else self.merge_batch(original, updated, merged, name)
+
+    def python_defaults(self, classes, method: str) -> set[str]:
+        """The parameters of ``method`` (forward: the call) whose default is a number, a string or a bool in every
+        one of ``classes`` (``def forward(self, input, future=0)``): they take Python values, not a batch."""
+        found = None
+        for cls in classes or ():
+            c = next((s for s in self.module.body if isinstance(s, cst.ClassDef) and s.name.value == cls), None)
+            f = None if c is None else method_of(c, method) or (method_of(c, "__call__") if method == "forward" else None)
+            if f is None:
+                return set()
+            p = f.params
+            names = {x.name.value for x in [*p.params, *p.kwonly_params] if x.default is not None
+                     and type(literal_value(x.default)) in (int, float, str, bool)}
+            found = names if found is None else found & names
+        return found or set()
+
+    def static_arguments(self, original: cst.Call, updated: cst.Call, name: str, classes=(), method: str = "forward") -> cst.Call:
+        """A vmapped call ``jax.vmap(F)(x, future=future)`` whose arguments include Python values that hold no
+        batch (static_value: ``future = 1000``, ``mode="greedy"``): jax.vmap maps every keyword argument and every
+        positional one by default, and fails on a number. Keywords are given to every example as they are,
+        ``jax.vmap(functools.partial(F, future=future))(x)``, positionals get ``in_axes=(0, None)`` (where the
+        model names no axes of its own). The key and arrays stay mapped."""
+        vmapped = updated.func
+        if not (isinstance(vmapped, cst.Call) and vmapped.args) or any(a.star for a in updated.args):
+            return updated
+        scopes = [self.module, *self.scopes]
+        defaults = self.python_defaults(classes, method)
+        fixed = [a for a in updated.args if a.keyword is not None and a.keyword.value != "key"
+                 and (static_value(a.value, scopes) or a.keyword.value in defaults)]
+        positional = [a for a in updated.args if a.keyword is None]
+        axes = [None if static_value(a.value, scopes) else 0 for a in positional]
+        mapped = [a for a in updated.args if a.keyword is not None and a not in fixed]
+        if None in axes and (len(vmapped.args) > 1 or (0 not in axes and not mapped)):
+            axes = [0] * len(axes)  # (the model's own in_axes, or nothing left to map: left as written)
+        if not fixed and None not in axes:
+            return updated
+        told = [code(a.keyword) for a in fixed] + [code(a.value) for a, x in zip(positional, axes) if x is None]
+        self.ctx.report(Severity.INFO, "batch-axis", f"{name}(...): {', '.join(told)} "
+                        f"{'is a Python value' if len(told) == 1 else 'are Python values'} holding no batch: given to "
+                        "every example as " + ("it is" if len(told) == 1 else "they are") + ", not mapped by jax.vmap ("
+                        + " and ".join(w for w, c in (("functools.partial", fixed), ("in_axes None", None in axes)) if c)
+                        + ")", original)
+        func = vmapped.args[0].value
+        if fixed:
+            last = fixed[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            func = cst.Call(self.ctx.spell("functools.partial"), [
+                cst.Arg(func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                *[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in fixed[:-1]], last])
+        vargs = [vmapped.args[0].with_changes(value=func), *vmapped.args[1:]]
+        if None in axes:
+            tup = "(" + ", ".join("None" if x is None else "0" for x in axes) + ("," if len(axes) == 1 else "") + ")"
+            vargs = [vargs[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                     cst.Arg(parsed_expression(tup), keyword=cst.Name("in_axes"),
+                             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]
+        args = [a for a in updated.args if not any(a is f for f in fixed)]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(func=vmapped.with_changes(args=vargs), args=args)
 
     def merge_batch(self, original: cst.Call, updated: cst.Call, merged: str, name: str) -> cst.BaseExpression:
         """A vmapped call of a model whose forward merges the batch axis into an axis (a view's ``(L * N, V)``):
@@ -1235,6 +1296,7 @@ class _Pass(cst.CSTTransformer):
             vmap = self.ctx.spell("jax.vmap")
             updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
                                            parsed_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
+            updated = self.static_arguments(original, updated, f"{cls}(...)", {cls})
         if info.get("key_required"):
             updated = self.call_key(original, updated, whole, f"{cls}(...)", cls)
         elif cls in self.keyed_classes:
@@ -3242,6 +3304,112 @@ def _unkeyable(body: list, plan, model: str | None, whole: bool = False) -> str 
             or not isinstance(calls[0].args[0].value, cst.Name):
         return f"{model}'s first argument is not a name (the batch whose size gives the number of keys)"
     return None
+
+
+class _Bindings(cst.CSTVisitor):
+    """Every place a scope binds ``name`` at its own level (not in a nested function, class or lambda): the
+    assigned value where an assignment binds it, ``range(...)`` for a loop over a range, else None (a parameter,
+    a loop over anything else, ``with ... as``, a walrus, an import: a value of unknown kind)."""
+
+    def __init__(self, scope, name: str) -> None:
+        self.scope, self.name, self.values = scope, name, []
+
+    def visit_FunctionDef(self, n) -> bool:
+        if n is self.scope:
+            p = n.params
+            if any(x.name.value == self.name for x in [*p.params, *p.kwonly_params, *p.posonly_params]) or any(
+                    isinstance(s, cst.Param) and s.name.value == self.name for s in (p.star_arg, p.star_kwarg)):
+                self.values.append(None)
+            return True
+        if n.name.value == self.name:
+            self.values.append(None)
+        return False
+
+    def visit_ClassDef(self, n) -> bool:
+        if n.name.value == self.name:
+            self.values.append(None)
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return False
+
+    def _bound(self, target, value) -> None:
+        if self.name in target_names(target):
+            self.values.append(value if isinstance(target, cst.Name) else None)
+
+    def visit_Assign(self, n) -> None:
+        for t in n.targets:
+            self._bound(t.target, n.value)
+
+    def visit_AugAssign(self, n) -> None:
+        self._bound(n.target, n.value)
+
+    def visit_AnnAssign(self, n) -> None:
+        self._bound(n.target, n.value)
+
+    def visit_For(self, n) -> None:
+        ranged = isinstance(n.iter, cst.Call) and isinstance(n.iter.func, cst.Name) and n.iter.func.value == "range"
+        self._bound(n.target, n.iter if ranged else None)
+
+    def visit_NamedExpr(self, n) -> None:
+        self._bound(n.target, None)
+
+    def visit_AsName(self, n) -> None:  # with ... as, except ... as, import ... as
+        self._bound(n.name, None)
+
+    def visit_CompFor(self, n) -> None:
+        self._bound(n.target, None)
+
+    def visit_ImportAlias(self, n) -> None:
+        if n.asname is None and (dotted_text(n.name) or "").split(".")[0] == self.name:
+            self.values.append(None)
+
+
+#: calls whose result is a Python number whatever they are given
+_NUMBER_CALLS = frozenset({"int", "float", "len", "round", "bool", "str", "range"})
+
+
+def static_value(node: cst.BaseExpression, scopes: list) -> bool:
+    """Whether an argument is a Python value that holds no batch (``future=1000``, ``mode="greedy"``, a name
+    every binding of which in its scope is such a value, ``len(...)``, arithmetic of them, an attribute of
+    argparse's namespace): called through jax.vmap it is given to every example as it is, never mapped.
+    ``scopes``: the enclosing functions, innermost last, then the module first (where a name is looked up)."""
+    seen: set[str] = set()
+
+    def static(n, depth: int = 0) -> bool:
+        if depth > 20:
+            return False
+        if literal_value(n) is not NOT_LITERAL:
+            return True
+        if isinstance(n, cst.UnaryOperation):
+            return static(n.expression, depth + 1)
+        if isinstance(n, cst.BinaryOperation):
+            return not isinstance(n.operator, cst.MatrixMultiply) and static(n.left, depth + 1) \
+                and static(n.right, depth + 1)
+        if isinstance(n, cst.Call):
+            f = dotted_text(n.func) or ""
+            return f in _NUMBER_CALLS or f.startswith("math.")
+        if isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name):  # opt.steps, opt = parser.parse_args()
+            values = bound_values(n.value.value)
+            return bool(values) and all(isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute)
+                                        and v.func.attr.value in ("parse_args", "parse_known_args") for v in values)
+        if isinstance(n, cst.Name):
+            if n.value in seen:
+                return True  # (a rebinding from itself: future += 1)
+            seen.add(n.value)
+            values = bound_values(n.value)
+            return bool(values) and all(v is not None and static(v, depth + 1) for v in values)
+        return False
+
+    def bound_values(name: str) -> list:
+        for scope in [*scopes[1:][::-1], scopes[0]]:  # the innermost scope binding it
+            v = _Bindings(scope, name)
+            scan(scope, v)
+            if v.values:
+                return v.values
+        return []
+
+    return static(node)
 
 
 def _binds_key(scope, ctx) -> bool:
