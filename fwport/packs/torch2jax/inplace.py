@@ -31,7 +31,8 @@ from fwport.core.rewrite import rewrite
 OPERATORS = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/", "pow_": "**"}
 #: in-place method → its out-of-place method, which the tensor-method passes translate (``h.relu_()`` → ``h.relu()``)
 METHODS = {f"{m}_": m for m in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "clamp", "sin",
-                                "cos", "floor", "ceil", "sign", "log1p")}
+                                "cos", "floor", "ceil", "sign", "log1p", "scatter", "rsqrt", "reciprocal", "tril",
+                                "triu")}
 #: methods and functions whose result may share the memory of their argument (a view, or the tensor itself)
 VIEWS = frozenset({"view", "view_as", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose",
                    "permute", "t", "T", "mT", "narrow", "select", "expand", "expand_as", "detach", "contiguous",

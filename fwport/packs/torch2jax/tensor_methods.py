@@ -28,21 +28,26 @@ from fwport.packs.torch2jax.batch import _atom_code as _atom  # the receiver, pa
 _UNARY = {"exp": "jax.numpy.exp", "log": "jax.numpy.log", "sqrt": "jax.numpy.sqrt", "abs": "jax.numpy.abs",
           "tanh": "jax.numpy.tanh", "sigmoid": "jax.nn.sigmoid", "relu": "jax.nn.relu", "neg": "jax.numpy.negative",
           "log1p": "jax.numpy.log1p", "sin": "jax.numpy.sin", "cos": "jax.numpy.cos", "floor": "jax.numpy.floor",
-          "ceil": "jax.numpy.ceil", "sign": "jax.numpy.sign"}
+          "ceil": "jax.numpy.ceil", "sign": "jax.numpy.sign", "rsqrt": "jax.lax.rsqrt", "reciprocal": "jax.numpy.reciprocal",
+          "expm1": "jax.numpy.expm1", "isnan": "jax.numpy.isnan", "isinf": "jax.numpy.isinf"}
 # method → Python operator with one operand
 _BINARY = {"eq": "==", "ne": "!=", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "pow": "**", "mul": "*",
-           "sub": "-", "div": "/", "matmul": "@"}  # not add: a set's add
+           "sub": "-", "div": "/", "matmul": "@", "mm": "@", "bmm": "@", "true_divide": "/",
+           "remainder": "%"}  # not add: a set's add (PyTorch's remainder has Python's sign, as jnp's %)
 # reductions taking dim / keepdim → jnp function (axis / keepdims), std and var unbiased as in PyTorch
 _REDUCE = {"sum": "jax.numpy.sum", "mean": "jax.numpy.mean", "prod": "jax.numpy.prod",
            "argmax": "jax.numpy.argmax", "argmin": "jax.numpy.argmin", "std": "jax.numpy.std",
            "var": "jax.numpy.var", "logsumexp": "jax.scipy.special.logsumexp", "all": "jax.numpy.all",
            "any": "jax.numpy.any"}
 _CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "jax.numpy.float64",
-          "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32"}
+          "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32", "byte": "jax.numpy.uint8",
+          "char": "jax.numpy.int8", "short": "jax.numpy.int16", "bfloat16": "jax.numpy.bfloat16"}
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
                      "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
                      "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as", "unbind", "topk",
-                     "argsort", "clone"})
+                     "argsort", "clone", "flip", "roll", "tril", "triu", "norm", "new_tensor", "new_full", "new_empty",
+                     "repeat_interleave", "index_select", "gather", "scatter", "pin_memory", "element_size",
+                     "is_contiguous", "cumsum", "cumprod"})
 #: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
 #: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
 #: never left to fail (AttributeError) or to compute something else
@@ -57,7 +62,40 @@ TORCH_ONLY = frozenset({
     "detach_", "zero_", "copy_", "fill_", "add_", "sub_", "mul_", "div_", "pow_", "clamp_", "masked_fill_",
     "unsqueeze_", "squeeze_", "t_", "transpose_", "exp_", "log_", "sqrt_", "abs_", "neg_", "relu_", "sigmoid_",
     "tanh_", "index_fill_", "index_add_", "scatter_", "scatter_add_", "uniform_", "normal_", "bernoulli_",
-    "random_", "exponential_"})
+    "random_", "exponential_", "cauchy_", "geometric_", "log_normal_", "stride", "storage", "untyped_storage",
+    "storage_offset", "set_", "resize_", "share_memory_", "rsqrt_", "reciprocal_", "tril_", "triu_", "floor_",
+    "ceil_", "sign_", "log1p_"})
+#: in-place methods → the out-of-place method whose value they give the tensor (translated where nothing else holds
+#: it: the tensor a torch function just made; inplace.py rebinds a statement's where the receiver is the sole holder)
+_OUT_OF_PLACE = {f"{m}_": m for m in ("add", "sub", "mul", "div", "pow", "clamp", "masked_fill", "scatter", "exp",
+                                      "log", "sqrt", "abs", "neg", "relu", "sigmoid", "tanh", "floor", "ceil", "sign",
+                                      "log1p", "rsqrt", "reciprocal", "t", "tril", "triu")}
+#: in-place draws → the jax.random spelling of the same draw, for the error (``{x}``: the receiver)
+_DRAWS = {"random_": "jax.random.randint(key, {x}.shape, low, high, dtype={x}.dtype) (random_(high): low 0)",
+          "uniform_": "jax.random.uniform(key, {x}.shape, {x}.dtype, minval=a, maxval=b)",
+          "normal_": "mean + std * jax.random.normal(key, {x}.shape, {x}.dtype)",
+          "bernoulli_": "jax.random.bernoulli(key, p, {x}.shape).astype({x}.dtype)",
+          "exponential_": "jax.random.exponential(key, {x}.shape, {x}.dtype) / lambd",
+          "cauchy_": "median + sigma * jax.random.cauchy(key, {x}.shape, {x}.dtype)",
+          "geometric_": "jax.random.geometric(key, p, {x}.shape)", "log_normal_": "jnp.exp(mean + std * "
+          "jax.random.normal(key, {x}.shape, {x}.dtype))"}
+#: methods of PyTorch's memory and autograd model, which a jax array does not have → what to write instead
+_NO_COUNTERPART = {
+    "stride": "a jax array has no strides (XLA owns its layout): compute from x.shape what the strides were read for",
+    "storage": "a jax array exposes no storage: compare or copy the values (x.shape, x.dtype, np.asarray(x))",
+    "untyped_storage": "a jax array exposes no storage: compare or copy the values (x.shape, x.dtype, np.asarray(x))",
+    "storage_offset": "a jax array is never a view into another's storage: its offset is 0",
+    "data_ptr": "a jax array has no pointer to compare or share; x.unsafe_buffer_pointer() gives the device buffer's "
+                "address, but arrays never alias as PyTorch's views do",
+    "set_": "a jax array cannot be pointed at another's storage: rebind the name to the other array",
+    "resize_": "a jax array has a fixed shape: rebind the name to a new array (jnp.resize(x, shape) repeats the "
+               "values, jnp.zeros(shape) gives fresh ones)",
+    "share_memory_": "jax arrays are not shared between processes: pass np.asarray(x) to the workers",
+    "retain_grad": "there is no .grad to keep: jax.grad returns the gradient of the arguments of the differentiated "
+                   "function; make this intermediate value one of them (or return it with has_aux=True)",
+    "register_hook": "a jax array has no backward hooks: transform the gradient where jax.grad returns it, or wrap "
+                     "the function in jax.custom_vjp",
+}
 #: in-place writes of a whole tensor → their out-of-place form (for the error that says what to write)
 _WRITES = {"copy_": "x = x.at[idx].set(y) for x[idx].copy_(y)", "zero_": "x = jnp.zeros_like(x)",
            "fill_": "x = jnp.full_like(x, v)"}
@@ -65,6 +103,35 @@ _WRITES = {"copy_": "x = x.at[idx].set(y) for x[idx].copy_(y)", "zero_": "x = jn
 # biased, PyTorch's not): a receiver that may be a numpy array keeps them
 # reductions jax arrays already have with numpy's meaning when called without dim/keepdim
 _SAME_WITHOUT_DIM = {"sum", "mean", "prod", "argmax", "argmin", "all", "any"}
+
+
+def _instead(name: str, call: cst.Call) -> str | None:
+    """The error for a method with no exact jnp counterpart that says what to write instead (an in-place draw,
+    detach_, an in-place arithmetic method on a tensor something else may hold, PyTorch's memory and autograd
+    methods); None for the others (the generic error)."""
+    recv = code(call.func.value)
+    if name in _DRAWS:
+        return (f".{name}(...) draws into {recv} in place: JAX draws with an explicit key into a new array, so this is "
+                f"not translated; write {recv} = {_DRAWS[name].format(x=_atom(call.func.value))} "
+                "with a key split from your PRNG key (rebinding every tensor sharing its memory too)")
+    if name == "detach_":
+        return (f".detach_() cuts {recv} from PyTorch's graph in place; a jax array carries no graph, so this is not "
+                f"translated: write {recv} = jax.lax.stop_gradient({recv}) where a function jax.grad differentiates "
+                "reads it (truncated backpropagation: the state carried between steps), and drop it elsewhere")
+    if name in _NO_COUNTERPART:
+        return f".{name}(...): not translated, {_NO_COUNTERPART[name]}"
+    if name in _OUT_OF_PLACE or name.endswith("_") and name[:-1] in METHODS:
+        base = _OUT_OF_PLACE.get(name, name[:-1])
+        args = ", ".join(("*" if a.star == "*" else "**" if a.star else f"{a.keyword.value}=" if a.keyword else "")
+                         + code(a.value) for a in call.args)
+        v = call.func.value
+        rebind = f"{code(v.value)} = {code(v.value)}.at[{', '.join(code(e) for e in v.slice)}].set({recv}.{base}(" \
+            f"{args}))" if isinstance(v, cst.Subscript) and len(v.slice) >= 1 else f"{recv} = {recv}.{base}({args})"
+        return (f".{name}(...) writes into {recv} in place, and so into every tensor sharing its memory (a slice of "
+                "another, an argument, a module's parameter or buffer, an alias); a jax array is immutable, so this is "
+                f"not translated: write the out-of-place value and rebind it, {rebind} (fwport translates that form), "
+                "and rebind each tensor that shares its memory too")
+    return None
 
 
 def _operand(node: cst.BaseExpression) -> str:
@@ -227,7 +294,136 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
         return _argsort(recv, pos, kw, spell)
     if name in ("softmax", "log_softmax") and len(pos) + len(kw) == 1 and set(kw) <= {"dim"}:
         return expr(f"{spell('jax.nn.' + name)}({code(recv)}, axis={code(pos[0] if pos else kw['dim'])})")
+    given = _bind(name, pos, kw) if name in _SIGNATURES else None
+    if given is None:
+        return None
+    x = code(recv)
+    if name == "flip" and given.get("dims"):  # x.flip(-1), x.flip(0, 1), x.flip((0, 1))
+        return expr(f"{spell('jax.numpy.flip')}({x}, {_axes(given['dims'])})")
+    if name == "roll" and "shifts" in given:  # without dims both flatten, roll and restore the shape
+        dims = f", axis={_axes([given['dims']])}" if "dims" in given else ""
+        return expr(f"{spell('jax.numpy.roll')}({x}, {code(given['shifts'])}{dims})")
+    if name in ("tril", "triu"):
+        k = f", k={code(given['diagonal'])}" if "diagonal" in given else ""
+        return expr(f"{spell('jax.numpy.' + name)}({x}{k})")
+    if name == "norm":
+        return _norm(x, given, spell)
+    if name in ("new_tensor", "new_full", "new_empty"):
+        dtype = code(given["dtype"]) if "dtype" in given else f"{r}.dtype"  # (x's dtype, as PyTorch's)
+        if name == "new_tensor" and "data" in given:
+            return expr(f"{spell('jax.numpy.asarray')}({code(given['data'])}, dtype={dtype})")
+        size = given.get("size")
+        if not size:
+            return None
+        size = code(size[0]) if len(size) == 1 and isinstance(size[0], (cst.Tuple, cst.List)) else \
+            "(" + ", ".join(code(p) for p in size) + ("," if len(size) == 1 else "") + ")"
+        if name == "new_full" and "fill_value" in given:
+            return expr(f"{spell('jax.numpy.full')}({size}, {code(given['fill_value'])}, dtype={dtype})")
+        if name == "new_empty":  # (uninitialised in PyTorch: any values are its values)
+            return expr(f"{spell('jax.numpy.empty')}({size}, dtype={dtype})")
+        return None
+    if name == "repeat_interleave" and "repeats" in given:  # without dim both repeat the flattened elements
+        parts = [x, code(given["repeats"])]
+        if "dim" in given:
+            parts.append(f"axis={code(given['dim'])}")
+        if "output_size" in given:
+            parts.append(f"total_repeat_length={code(given['output_size'])}")
+        return expr(f"{spell('jax.numpy.repeat')}({', '.join(parts)})")
+    if name == "index_select" and {"dim", "index"} <= set(given):
+        return expr(f"{spell('jax.numpy.take')}({x}, {code(given['index'])}, axis={code(given['dim'])})")
+    if name == "gather" and {"dim", "index"} <= set(given):
+        return expr(f"{spell('jax.numpy.take_along_axis')}({x}, {code(given['index'])}, axis={code(given['dim'])})")
+    if name == "scatter" and {"dim", "index"} <= set(given) and ("src" in given) != ("value" in given):
+        v = code(given["src"] if "src" in given else given["value"])
+        return expr(f"{spell('jax.numpy.put_along_axis')}({x}, {code(given['index'])}, {v}, "
+                    f"axis={code(given['dim'])}, inplace=False)")
+    if name in ("cumsum", "cumprod") and "dim" in given and any(a.keyword for a in args):
+        dtype = f", dtype={code(given['dtype'])}" if "dtype" in given else ""
+        return expr(f"{spell('jax.numpy.' + name)}({x}, axis={code(given['dim'])}{dtype})")
+    if name == "pin_memory" and not given:  # page-locked host memory for faster copies: JAX places arrays itself
+        return recv
+    if name == "element_size" and not given:
+        return expr(f"{r}.dtype.itemsize")
+    if name == "is_contiguous" and not given:  # (a jax array has no strides: its layout is XLA's, never a view's)
+        return cst.Name("True")
     return None
+
+
+#: the PyTorch signatures of the methods translated from bound arguments (``*name``: the rest of the positionals);
+#: keywords that change nothing on JAX (device, requires_grad, pin_memory, layout) are accepted and dropped
+_SIGNATURES = {
+    "flip": ("*dims",), "roll": ("shifts", "dims"), "tril": ("diagonal",), "triu": ("diagonal",),
+    "norm": ("p", "dim", "keepdim", "dtype"), "new_tensor": ("data",), "new_full": ("size", "fill_value"),
+    "new_empty": ("*size",), "repeat_interleave": ("repeats", "dim"), "index_select": ("dim", "index"),
+    "gather": ("dim", "index"), "scatter": ("dim", "index", "src"),
+    "cumsum": ("dim",), "cumprod": ("dim",), "pin_memory": (), "element_size": (), "is_contiguous": (),
+}
+#: keywords each method takes beyond its positional names (those in _DROPPED: accepted, nothing to write)
+_KEYWORDS = {"flip": {"dims"}, "new_tensor": {"dtype"}, "new_full": {"dtype"}, "new_empty": {"dtype", "size"},
+             "repeat_interleave": {"output_size"}, "scatter": {"value"},
+             "cumsum": {"dtype"}, "cumprod": {"dtype"}}
+_DROPPED = {"device", "requires_grad", "pin_memory", "layout"}
+#: new_* keywords only: a ``device`` elsewhere is no tensor's
+_DROPPABLE = {"new_tensor", "new_full", "new_empty"}
+
+
+def _bind(method: str, pos, kw) -> dict | None:
+    """PyTorch's arguments of ``method`` by name (a ``*name`` parameter: the list of the positionals from there);
+    None where they do not fit its signature."""
+    names = _SIGNATURES[method]
+    name_of = next((i for i, n in enumerate(names) if n.startswith("*")), None)
+    given: dict = {}
+    if name_of is not None:
+        plain = list(names[:name_of])
+        if len(pos) < len(plain):
+            return None
+        given.update(zip(plain, pos))
+        rest = pos[len(plain):]
+        if rest:
+            given[names[name_of][1:]] = rest
+    else:
+        if len(pos) > len(names):
+            return None
+        given.update(zip(names, pos))
+    for k, v in kw.items():
+        if k in given or k not in {n.lstrip("*") for n in names} | _KEYWORDS.get(method, set()) \
+                and not (method in _DROPPABLE and k in _DROPPED):
+            return None
+        if k in _DROPPED and method in _DROPPABLE:
+            continue
+        given[k] = [v] if name_of is not None and k == names[name_of][1:] else v
+    return given
+
+
+def _axes(dims: list[cst.BaseExpression]) -> str:
+    """``flip``'s dims (one list or tuple, or several numbers) as jnp's axis: a number, or a tuple of them."""
+    if len(dims) == 1 and isinstance(dims[0], cst.List):
+        return "(" + ", ".join(code(e.value) for e in dims[0].elements) + ("," if len(dims[0].elements) == 1 else "") + ")"
+    if len(dims) == 1:
+        return code(dims[0])
+    return "(" + ", ".join(code(d) for d in dims) + ")"
+
+
+def _norm(x: str, given: dict, spell) -> cst.BaseExpression | None:
+    """``x.norm(p="fro", dim=None, keepdim=False)`` → ``jnp.linalg.vector_norm(x, ord=p, axis=dim, keepdims=...)``:
+    PyTorch's is a vector norm (over every element without dim) for a number p and for "fro" (the 2-norm), as
+    torch.norm (ops.vector_norm). A p that is no literal number or "fro" (``block.norm(h)``: a module's norm layer,
+    "nuc"), or a dtype, is refused."""
+    from fwport.core.engine import NOT_LITERAL, literal_value
+    p = given.get("p")
+    value = literal_value(p, NOT_LITERAL) if p is not None else None
+    if "dtype" in given or p is not None and not (value == "fro" or isinstance(value, (int, float))
+                                                  and not isinstance(value, bool)) \
+            and not (isinstance(p, cst.Attribute) and code(p) in ("math.inf", "float('inf')")):
+        return None
+    parts = [x]
+    if value not in (None, "fro", 2):
+        parts.append(f"ord={code(p)}")
+    if given.get("dim") is not None:
+        parts.append(f"axis={code(given['dim'])}")
+    if "keepdim" in given:
+        parts.append(f"keepdims={code(given['keepdim'])}")
+    return expr(f"{spell('jax.numpy.linalg.vector_norm')}({', '.join(parts)})")
 
 
 def _topk(recv, pos, kw, spell) -> cst.BaseExpression | None:
@@ -678,13 +874,25 @@ class _TensorCalls(cst.CSTVisitor):
                 and isinstance(f.value.func, cst.Name) and f.value.func.value in self.translated:
             self.model_cast(node, _CASTS[name])  # Net().double(): a model built and cast in one expression
             return
+        if isinstance(f.value, cst.Name) and f.value.value == "self" or name in _UNARY and node.args:
+            return  # a method of the class (self.norm(x): a layer), or a function's (m.relu(*a)): no tensor's
         temporary = isinstance(f.value, cst.Call) and _fill(node) is not None  # torch.ones(1, 1).fill_(v)
+        from fwport.packs.torch2jax.inplace import _new_tensor
+        # torch.zeros(B, n).scatter_(1, idx, 1): an in-place method of the tensor a torch function just made, which
+        # nothing else holds: its out-of-place value
+        fresh = _OUT_OF_PLACE.get(name) if _new_tensor(f.value, self.ctx) else None
 
         def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:
             if temporary:  # the array a call just made, filled: nothing else holds it
                 return expr(_fill(updated, self.ctx.spell_text))
             out = translate(name, updated, self.ctx.spell_text) if name in METHODS else None
-            if out is None and name in _WRITES and not self.ctx.is_settled(original):
+            if out is None and fresh is not None:
+                out = translate(fresh, updated.with_changes(func=updated.func.with_changes(attr=cst.Name(fresh))),
+                                self.ctx.spell_text)
+            advice = _instead(name, original) if out is None and not self.ctx.is_settled(original) else None
+            if advice is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", advice, original)
+            elif out is None and name in _WRITES and not self.ctx.is_settled(original):
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f".{name}(...) writes into "
                                 f"{code(original.func.value)} in place, and so into every tensor sharing its memory (a "
                                 "slice of another, a loop variable over one, a module's parameter or buffer); a jax "
@@ -707,6 +915,11 @@ class _TensorCalls(cst.CSTVisitor):
                                 f"where {recv} is a PyTorch tensor, this is smaller than PyTorch's by a factor {size} "
                                 f"(N the values reduced); write jnp.{name}({recv}"
                                 + (f", axis={code(original.args[0].value)}" if original.args else "") + ", ddof=1)",
+                                original)
+            if out is not None and (name in ("gather", "scatter") or fresh == "scatter"):
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)}: jnp.{'take' if name == 'gather' else 'put'}"
+                                "_along_axis, PyTorch's where the index has the tensor's sizes along the other axes (a "
+                                "smaller one, which PyTorch allows, fails to broadcast there, or broadcasts if it is 1)",
                                 original)
             if out is not None and name == "argsort":
                 from fwport.packs.torch2jax.ops import ARGSORT_TIES, argsort_unstable

@@ -1491,9 +1491,11 @@ class _Pass(cst.CSTTransformer):
         if isinstance(f, cst.Attribute) and f.attr.value == "to_sparse" and not original.args and not self.in_class:
             # a dense matrix → its sparse (BCOO) form, what torch.spmm's JAX counterpart (a @ b) takes
             return cst.Call(self.ctx.spell("jax.experimental.sparse.BCOO.fromdense"), [cst.Arg(updated.func.value)])
-        if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not original.args
-                                             or f.attr.value == "to" and len(original.args) == 1
-                                             and _is_device(original.args[0].value, self.ctx)):
+        # (non_blocking: an asynchronous copy from pinned memory, which JAX's placement is too)
+        moved = [a for a in original.args if not (a.keyword is not None and a.keyword.value == "non_blocking")]
+        if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not moved
+                                             or f.attr.value == "to" and len(moved) == 1 and not moved[0].star
+                                             and (moved[0].keyword is None or moved[0].keyword.value == "device") and _is_device(moved[0].value, self.ctx)):
             return updated.func.value  # JAX places arrays itself (jax.device_put where it matters)
         return updated
 
