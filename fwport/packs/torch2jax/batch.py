@@ -3087,8 +3087,66 @@ class Forward(cst.CSTTransformer):
                        f"out-of-place form where only {recv.value} should change ({recv.value} = {recv.value}."
                        f"{name[:-1]}(...)), or rebind each tensor sharing it", "unsupported-construct")
             return updated
+        out = self.pointwise(name, original, updated, recv, b)
+        if out is not None:
+            return out
+        from fwport.packs.torch2jax.tensor_methods import _DRAWS
+        if name in _DRAWS:
+            self.error(original, f".{name}(...) draws into {code(original.func.value)} in place inside the module: JAX "
+                       f"draws with an explicit key into a new array, so this is not translated; write "
+                       f"{_DRAWS[name].format(x=_atom_code(recv))} with a key the module is given (as dropout's), for "
+                       "one example", "unsupported-construct")
+            return updated
+        if name in _CONTAINER_METHODS:
+            self.error(original, f"{code(original)}: no tensor has .{name}(), so {code(original.func.value)}, which "
+                       "fwport follows as a batched tensor here, holds several values (a dict, a named tuple, a nested "
+                       "tensor); fwport does not follow the batch axis into what a container holds, so this is not "
+                       "translated: index it by its literal keys (out['logits']), or do this outside the module, on "
+                       "the vmapped outputs", "unsupported-construct")
+            return updated
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
+
+    def pointwise(self, name: str, original: cst.Call, updated: cst.Call, recv, b) -> cst.BaseExpression | None:
+        """A tensor method of one example computed as PyTorch computes it on the batch (None: not one of these):
+        arithmetic with one operand (``x.mul(y)`` → ``x * y``, then as the operator: leave_BinaryOperation), an
+        elementwise function (``x.rsqrt()`` → ``jax.lax.rsqrt(x)``), ``x.clamp(lo, hi)`` of number bounds, and the
+        methods over a dimension (``x.norm(dim=-1)``, ``x.cumsum(1)``: the dimension one example has)."""
+        from fwport.packs.torch2jax.tensor_methods import _BINARY, _UNARY, _norm
+        args = updated.args
+        moved = b is not None and (b != 0 or isinstance(b, Merged))
+        if (name == "add" or _BINARY.get(name) in ("*", "/", "-", "**", "%")) and len(args) == 1 \
+                and args[0].keyword is None and not args[0].star:
+            op = expr(f"a {_BINARY.get(name, '+')} b").operator
+            return self.leave_BinaryOperation(
+                cst.BinaryOperation(original.func.value, op, original.args[0].value),
+                cst.BinaryOperation(recv, op, args[0].value, lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+        out = None
+        if name in _UNARY and not args:
+            out = _call(self.ctx.spell(_UNARY[name]), [recv])
+        elif name == "clamp":
+            a, unknown = _args(updated, ("min", "max"))
+            bounds = [a.get("min"), a.get("max")]
+            if unknown or not a or not all(v is None or _scalar(v) or literal_value(v, NOT_LITERAL) is not NOT_LITERAL
+                                           for v in bounds):
+                return None  # (a tensor bound broadcasts against the batch: the error)
+            out = _call(self.ctx.spell("jax.numpy.clip"), [recv, *(v if v is not None else cst.Name("None") for v in bounds)])
+        elif name in ("norm", "cumsum", "cumprod"):
+            a, unknown = _args(updated, ("p", "dim", "keepdim") if name == "norm" else ("dim",))
+            if unknown or "dim" not in a or name == "norm" and moved and "keepdim" not in a:
+                return None  # (a norm that drops an axis before a moved batch axis moves it: the error)
+            axis = self.shift(original, a["dim"], f".{name}", b)
+            if axis is None:
+                return updated
+            if name == "norm":
+                out = _norm(code(recv), {**a, "dim": axis}, self.ctx.spell_text)
+                if out is None:
+                    return None
+            else:
+                out = _call(self.ctx.spell(f"jax.numpy.{name}"), [recv], axis=axis)
+        if out is None:
+            return None
+        return self.moved(out, b) if moved else out
 
     def copy_into(self, original: cst.Call, updated: cst.Call, recv, value) -> cst.BaseExpression:
         """``x.copy_(v)`` / ``x[idx].copy_(v)`` as a statement of the forward (the receiver already for one example) →
@@ -4045,6 +4103,8 @@ _AT_TEXT = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
 _AT_OPS = {"add": cst.AddAssign(), "subtract": cst.SubtractAssign(), "multiply": cst.MultiplyAssign(),
            "divide": cst.DivideAssign()}
 
+#: methods of containers that no tensor has (a module's dict of outputs, a named tuple, detr's NestedTensor)
+_CONTAINER_METHODS = frozenset({"items", "keys", "values", "get", "_asdict", "decompose"})
 #: tensor methods no jax array has that a per-example forward leaves on a tensor without the batch axis: an error
 _UNBATCHED_REFUSED = frozenset({"scatter", "scatter_", "scatter_add", "scatter_add_", "topk", "gather", "index_select",
                                 "masked_scatter", "index_fill", "index_fill_", "index_add", "index_add_", "index_copy"})

@@ -111,9 +111,11 @@ def _instead(name: str, call: cst.Call) -> str | None:
     methods); None for the others (the generic error)."""
     recv = code(call.func.value)
     if name in _DRAWS:
+        named = isinstance(call.func.value, (cst.Name, cst.Attribute, cst.Subscript))
+        draw = _DRAWS[name].format(x=_atom(call.func.value) if named else "x")
         return (f".{name}(...) draws into {recv} in place: JAX draws with an explicit key into a new array, so this is "
-                f"not translated; write {recv} = {_DRAWS[name].format(x=_atom(call.func.value))} "
-                "with a key split from your PRNG key (rebinding every tensor sharing its memory too)")
+                "not translated; write " + (f"{recv} = {draw}" if named else f"{draw} (x the tensor it fills)")
+                + " with a key split from your PRNG key (rebinding every tensor sharing its memory too)")
     if name == "detach_":
         return (f".detach_() cuts {recv} from PyTorch's graph in place; a jax array carries no graph, so this is not "
                 f"translated: write {recv} = jax.lax.stop_gradient({recv}) where a function jax.grad differentiates "
