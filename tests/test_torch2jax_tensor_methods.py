@@ -11,7 +11,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-from runners import SIDE_HEAD, saved_arrays
+from runners import SIDE_HEAD, saved_arrays, verify_model
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -139,10 +139,10 @@ def test_an_argument_less_std_left_as_written_differs_by_the_factor_its_warning_
 
 
 def test_a_torch_only_method_not_translated_is_an_error_naming_the_line():
-    """A method no jax array has (index_select, an in-place add_, narrow), or one the table reads only with other
+    """A method no jax array has (kthvalue, an in-place add_, narrow), or one the table reads only with other
     arguments (softmax with two), is an error at its line: left as written it would fail on a jax array."""
     src = ("import torch\n\ndef f(x, i, seen):\n"
-           "    a = x.index_select(0, i)\n"
+           "    a = x.kthvalue(2)\n"
            "    x.add_(1)\n"
            "    b = x.narrow(0, 1, 2)\n"
            "    c = x.softmax(1, torch.float64)\n"
@@ -151,7 +151,7 @@ def test_a_torch_only_method_not_translated_is_an_error_naming_the_line():
     r = translate_source(src, "f.py", "torch2jax")
     errs = [(f.line, f.message.split(":")[0]) for f in r.findings if f.severity is Severity.ERROR
             and f.code == "unsupported-construct"]
-    assert errs == [(4, ".index_select(...)"), (5, ".add_(...)"), (6, ".narrow(...)"), (7, ".softmax(...)")], r.findings
+    assert errs == [(4, ".kthvalue(...)"), (5, ".add_(...)"), (6, ".narrow(...)"), (7, ".softmax(...)")], r.findings
     assert "with these arguments" in [f.message for f in r.findings if f.line == 7][0]
     # names a container, a string or numpy also has stay as written, without an error; clone() (no such array method,
     # and a jax array is never written in place) is the array itself
@@ -280,3 +280,109 @@ np.savez(sys.argv[3], ns["x"], ns["before"], ns["before_bias"], ns["after"], np.
         w, b = w - 0.1 * 2 * y.T @ x / y.size, b - 0.1 * 2 * y.sum(0) / y.size
     np.testing.assert_allclose(after, w, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(bias, b, rtol=1e-5, atol=1e-6)
+
+
+MORE = '''
+import torch
+
+
+def arrays(x, y, b, idx, rows):
+    zeros = torch.zeros(4, 5, dtype=torch.float64)
+    zeros.scatter_(1, idx, 1.0)
+    made = torch.zeros(4, 5, dtype=torch.float64).scatter_(1, idx, 2.0)
+    return [x.abs().byte(), x.short(), x.char(), x.mm(y), b.bmm(b.transpose(1, 2)), x.flip(-1), x.flip(0, 1), x.flip([0]),
+            x.roll(2, 1), x.roll(3), x.tril(), x.triu(1), x.norm(), x.norm(dim=1), x.norm(1, 0, True),
+            x.norm(p=float("inf"), dim=1), x.new_tensor([1.5, 2.5]), x.new_full((2, 3), 7.0), x.new_empty(2, 2).shape,
+            x.repeat_interleave(2), x.repeat_interleave(2, dim=1), x.index_select(1, rows), x.gather(1, idx),
+            x.scatter(1, idx, y[:4, :2]), zeros, made, x.cumsum(dim=1), x.cumprod(dim=0), x.abs().rsqrt(),
+            x.reciprocal(), x.expm1(), x.isnan(), x.remainder(0.3), x.true_divide(2),
+            x.element_size(), x.is_contiguous()]
+'''
+
+
+def test_more_tensor_methods_outside_modules_compute_as_in_pytorch(tmp_path):
+    """Casts, matrix products, flips, rolls, triangles, norms, new_* tensors, repeats, gathers and scatters (one of a
+    tensor just made, in place), cumulative sums and elementwise functions: translated, compared in float64."""
+    src = textwrap.dedent(MORE).lstrip("\n")
+    r = translate_source(src, "f.py", "torch2jax")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "zeros = jnp.put_along_axis(zeros, idx, 1.0, axis=1, inplace=False)" in r.output
+    assert "jnp.linalg.vector_norm(x, ord=1, axis=0, keepdims=True)" in r.output
+    (tmp_path / "orig.py").write_text(src)
+    (tmp_path / "jax.py").write_text(r.output)
+    run = SIDE_HEAD + textwrap.dedent("""
+    rng = np.random.default_rng(1)
+    x, y, b = rng.normal(size=(4, 5)) * 3, rng.normal(size=(5, 3)), rng.normal(size=(2, 3, 4))
+    idx, rows = np.argsort(rng.uniform(size=(4, 5)), axis=1)[:, :2], np.array([4, 0, 2])  # (no index twice in a row)
+    if side == "torch":
+        import torch
+        conv = torch.from_numpy
+    else:
+        import jax.numpy as jnp
+        conv = jnp.asarray
+    out = ns["arrays"](conv(x), conv(y), conv(b), conv(idx), conv(rows))
+    np.savez(sys.argv[3], *[np.asarray(o) for o in out])
+    """)
+    t, j = (saved_arrays(run, side, tmp_path / path, tmp_path / f"{side}.npz")
+            for side, path in (("torch", "orig.py"), ("jax", "jax.py")))
+    assert len(t) == len(j) == 36
+    for i, (a, b) in enumerate(zip(t, j)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (i, a.shape, b.shape, a.dtype, b.dtype)
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=str(i))
+
+
+def test_methods_without_an_exact_counterpart_are_errors_that_say_what_to_write():
+    """In-place draws, detach_, in-place arithmetic on a tensor that may be shared (an argument, a slice), PyTorch's
+    memory and autograd methods: each an error naming what to write; a class's own method (self.norm(x), a layer)
+    and a function's relu(*args) are no tensor's and stay as written."""
+    src = ("import torch\n\ndef f(x, h, m, args):\n"
+           "    x.random_(0, 3)\n"
+           "    idx = torch.LongTensor(4).random_(0, 3)\n"
+           "    h[0].detach_()\n"
+           "    x.div_(2)\n"
+           "    x[:, 0].mul_(2)\n"
+           "    s = x.stride()\n"
+           "    x.register_hook(print)\n"
+           "    m.relu(*args)\n"
+           "    return idx, s, x.pin_memory().to(device, non_blocking=True)\n"
+           "\nclass Block:\n    def run(self, x):\n        return self.norm(x)\n")
+    r = translate_source(src, "f.py", "torch2jax")
+    errs = {f.line: f.message for f in r.findings if f.severity is Severity.ERROR}
+    assert sorted(errs) == [4, 5, 6, 7, 8, 9, 10], r.findings
+    assert "write x = jax.random.randint(key, x.shape, low, high, dtype=x.dtype)" in errs[4]
+    assert "write jax.random.randint(key, x.shape, low, high, dtype=x.dtype) (random_(high): low 0) (x the tensor it " \
+           "fills)" in errs[5]
+    assert "h[0] = jax.lax.stop_gradient(h[0])" in errs[6]
+    assert "x = x.div(2)" in errs[7] and "x = x.at[:, 0].set(x[:, 0].mul(2))" in errs[8]
+    assert "no strides" in errs[9] and "jax.custom_vjp" in errs[10]
+    assert "m.relu(*args)" in r.output and "return self.norm(x)" in r.output
+    assert "return idx, s, x\n" in r.output  # pinned memory and an asynchronous copy: JAX places arrays itself
+
+
+ELEMENTWISE = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x):
+        h = self.fc(x)
+        a = h.mul(2.0).div(3.0).add(h).sub(0.5).pow(2)
+        b = h.clamp(min=-0.5, max=0.5) + h.abs().add(1.0).rsqrt().clamp(0.6)
+        c = h.norm(dim=-1, keepdim=True) + h.cumsum(dim=1) + h.norm(p=1, dim=1).unsqueeze(-1).neg()
+        return a + b + c
+'''
+
+
+def test_elementwise_and_dimension_methods_of_a_batched_tensor_in_forward_compute_as_in_pytorch(tmp_path):
+    """In a per-example forward: arithmetic methods become operators, rsqrt / neg / clamp (number bounds) elementwise,
+    norm and cumsum over the dimension one example has (dim 1 → axis 0): fwport verify passes, forward and gradients."""
+    r = translate_source(textwrap.dedent(ELEMENTWISE).lstrip("\n"), "f.py", "torch2jax")
+    assert "jnp.cumsum(h, axis=0)" in r.output and "jnp.linalg.vector_norm(h, ord=1, axis=0)" in r.output
+    assert "jnp.clip(h, -0.5, 0.5)" in r.output and "jax.lax.rsqrt(" in r.output
+    cert = verify_model(tmp_path, ELEMENTWISE, "Net", ["float64[3,6]"])
+    assert cert["verdict"] == "pass"

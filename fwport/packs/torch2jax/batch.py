@@ -3092,7 +3092,7 @@ class Forward(cst.CSTTransformer):
             return out
         from fwport.packs.torch2jax.tensor_methods import _DRAWS
         if name in _DRAWS:
-            self.error(original, f".{name}(...) draws into {code(original.func.value)} in place inside the module: JAX "
+            self.error(original, f".{name}(...): draws into {code(original.func.value)} in place inside the module; JAX "
                        f"draws with an explicit key into a new array, so this is not translated; write "
                        f"{_DRAWS[name].format(x=_atom_code(recv))} with a key the module is given (as dropout's), for "
                        "one example", "unsupported-construct")

@@ -113,11 +113,11 @@ def _instead(name: str, call: cst.Call) -> str | None:
     if name in _DRAWS:
         named = isinstance(call.func.value, (cst.Name, cst.Attribute, cst.Subscript))
         draw = _DRAWS[name].format(x=_atom(call.func.value) if named else "x")
-        return (f".{name}(...) draws into {recv} in place: JAX draws with an explicit key into a new array, so this is "
+        return (f".{name}(...): draws into {recv} in place; JAX draws with an explicit key into a new array, so this is "
                 "not translated; write " + (f"{recv} = {draw}" if named else f"{draw} (x the tensor it fills)")
                 + " with a key split from your PRNG key (rebinding every tensor sharing its memory too)")
     if name == "detach_":
-        return (f".detach_() cuts {recv} from PyTorch's graph in place; a jax array carries no graph, so this is not "
+        return (f".detach_(): cuts {recv} from PyTorch's graph in place; a jax array carries no graph, so this is not "
                 f"translated: write {recv} = jax.lax.stop_gradient({recv}) where a function jax.grad differentiates "
                 "reads it (truncated backpropagation: the state carried between steps), and drop it elsewhere")
     if name in _NO_COUNTERPART:
@@ -127,9 +127,9 @@ def _instead(name: str, call: cst.Call) -> str | None:
         args = ", ".join(("*" if a.star == "*" else "**" if a.star else f"{a.keyword.value}=" if a.keyword else "")
                          + code(a.value) for a in call.args)
         v = call.func.value
-        rebind = f"{code(v.value)} = {code(v.value)}.at[{', '.join(code(e) for e in v.slice)}].set({recv}.{base}(" \
+        rebind = f"{code(v.value)} = {code(v.value)}.at[{''.join(code(e) for e in v.slice)}].set({recv}.{base}(" \
             f"{args}))" if isinstance(v, cst.Subscript) and len(v.slice) >= 1 else f"{recv} = {recv}.{base}({args})"
-        return (f".{name}(...) writes into {recv} in place, and so into every tensor sharing its memory (a slice of "
+        return (f".{name}(...): writes into {recv} in place, and so into every tensor sharing its memory (a slice of "
                 "another, an argument, a module's parameter or buffer, an alias); a jax array is immutable, so this is "
                 f"not translated: write the out-of-place value and rebind it, {rebind} (fwport translates that form), "
                 "and rebind each tensor that shares its memory too")
@@ -317,6 +317,7 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
         size = given.get("size")
         if not size:
             return None
+        size = size if isinstance(size, list) else [size]
         size = code(size[0]) if len(size) == 1 and isinstance(size[0], (cst.Tuple, cst.List)) else \
             "(" + ", ".join(code(p) for p in size) + ("," if len(size) == 1 else "") + ")"
         if name == "new_full" and "fill_value" in given:
@@ -406,6 +407,10 @@ def _axes(dims: list[cst.BaseExpression]) -> str:
     return "(" + ", ".join(code(d) for d in dims) + ")"
 
 
+#: spellings of infinity (a norm's p: the largest magnitude)
+_INFINITY = frozenset({'float("inf")', "math.inf", "np.inf", "numpy.inf", "jnp.inf", "torch.inf", "jax.numpy.inf"})
+
+
 def _norm(x: str, given: dict, spell) -> cst.BaseExpression | None:
     """``x.norm(p="fro", dim=None, keepdim=False)`` → ``jnp.linalg.vector_norm(x, ord=p, axis=dim, keepdims=...)``:
     PyTorch's is a vector norm (over every element without dim) for a number p and for "fro" (the 2-norm), as
@@ -416,7 +421,7 @@ def _norm(x: str, given: dict, spell) -> cst.BaseExpression | None:
     value = literal_value(p, NOT_LITERAL) if p is not None else None
     if "dtype" in given or p is not None and not (value == "fro" or isinstance(value, (int, float))
                                                   and not isinstance(value, bool)) \
-            and not (isinstance(p, cst.Attribute) and code(p) in ("math.inf", "float('inf')")):
+            and code(p).replace("'", '"').lstrip("-") not in _INFINITY:
         return None
     parts = [x]
     if value not in (None, "fro", 2):
