@@ -44,7 +44,7 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("stateful-calls", fast(r"\bBatchNorm"), training.hoist_stateful_calls),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked; a layer built outside
     # the classes (`model = nn.Linear(1, 1)`) called per example
-    Planner("training", fast(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b|\b(?:load|save)\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b|(?m:^\s*\w+\s*=\s*(?:torch\.)?nn\.[A-Z])"), training.run),
+    Planner("training", fast(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\benable_grad\b|\bset_grad_enabled\b|\b(?:load|save)\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b|\.data\b|(?m:^\s*\w+\s*=\s*(?:torch\.)?nn\.[A-Z])"), training.run),
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", fast(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)

@@ -2071,7 +2071,28 @@ class _Pass(cst.CSTTransformer):
             if id(original) not in self.written and chain and len(chain) > 1 and chain[-1] in ("weight", "bias") \
                     and (chain[0] in self.models or chain[0] in self.model_params()):
                 return updated.value
+        if original.attr.value == "data" and not self.in_class and id(original) not in self.written \
+                and self.unknown_holder(original.value) and not self.ctx.is_settled(original):
+            self.ctx.report(Severity.WARNING, "unsupported-construct", f"{code(original)} is left as written: fwport "
+                            f"cannot tell whether {code(original.value)} is a PyTorch tensor, whose .data a jax array "
+                            f"does not have (it fails there: write {code(original.value)} itself, its values, or "
+                            f"jax.lax.stop_gradient({code(original.value)}) where a gradient flows through it), or an "
+                            "object with a data attribute (a dataset, a record)", original)
         return updated
+
+    def unknown_holder(self, node: cst.BaseExpression) -> bool:
+        """Whether ``x`` of a ``x.data`` read the passes above leave is a name (or an item of one: ``out["x"]``) whose
+        kind fwport does not know: not ``self``, not a module, not the options ``parser.parse_args()`` returns."""
+        while isinstance(node, cst.Subscript):
+            node = node.value
+        if not isinstance(node, cst.Name) or node.value in ("self", "cls") \
+                or self.ctx.imports.resolve(node) is not None:
+            return False
+        scope = self.scopes[-1] if self.scopes else self.module
+        values = [a.value for sc in (scope, self.module) for a in _scope_assigns(sc)
+                  if any(node.value in target_names(t.target) for t in a.targets)]
+        return not any(isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute)
+                       and v.func.attr.value in ("parse_args", "parse_known_args") for v in values)
 
     def tensor_name(self, name: str) -> bool:
         """Whether the scope being visited (a function, or the module's own code) binds ``name`` only by plain
