@@ -11,7 +11,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-from runners import SIDE_HEAD, saved_arrays, verify_model
+from runners import SIDE_HEAD, both_sides, saved_arrays, verify_model
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -386,3 +386,38 @@ def test_elementwise_and_dimension_methods_of_a_batched_tensor_in_forward_comput
     assert "jnp.clip(h, -0.5, 0.5)" in r.output and "jax.lax.rsqrt(" in r.output
     cert = verify_model(tmp_path, ELEMENTWISE, "Net", ["float64[3,6]"])
     assert cert["verdict"] == "pass"
+
+
+DATA_READS = '''
+import argparse
+import os
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--data", default=".")
+args = parser.parse_args([])
+
+
+def scaled(x, img):
+    base = torch.ones(3, dtype=torch.float64) * 2
+    return base.data * x, os.path.join(args.data, "train"), img.data
+'''
+
+
+def test_data_of_a_tensor_is_the_array_and_of_an_unknown_name_a_warning(tmp_path):
+    """``base.data`` of a name bound only to a tensor torch makes is the array itself (a jax array has no .data);
+    ``img.data`` of a parameter fwport cannot tell a tensor is left with a warning saying what to write for one;
+    the options' ``args.data`` is left alone."""
+    r = translate_source(textwrap.dedent(DATA_READS).lstrip("\n"), "f.py", "torch2jax")
+    assert "return base * x, os.path.join(args.data, \"train\"), img.data" in r.output
+    warned = [f for f in r.findings if f.severity is Severity.WARNING and ".data" in f.message]
+    assert len(warned) == 1 and warned[0].message.startswith("img.data is left as written") \
+        and "write img itself" in warned[0].message and warned[0].line == 13, r.findings
+    t, j = both_sides(tmp_path, DATA_READS, """
+    x = np.random.default_rng(0).normal(size=3)
+    import types
+    np.savez(sys.argv[3], np.asarray(ns["scaled"](conv(x), types.SimpleNamespace(data=1))[0]))
+    """)
+    np.testing.assert_allclose(j[0], t[0], rtol=0, atol=0)
+    assert t[0].dtype == j[0].dtype == np.float64

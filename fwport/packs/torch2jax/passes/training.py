@@ -974,6 +974,7 @@ class _Pass(cst.CSTTransformer):
         self.in_class = 0
         self.assigned: set[int] = set()
         self.written: set[int] = set()  # ids of assignment targets (visit_Assign)
+        self.imported: set[str] | None = None  # the names the module's imports bind (unknown_holder)
         self.instances: dict[str, str] = {}  # model name → its translated class
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
@@ -2085,8 +2086,14 @@ class _Pass(cst.CSTTransformer):
         kind fwport does not know: not ``self``, not a module, not the options ``parser.parse_args()`` returns."""
         while isinstance(node, cst.Subscript):
             node = node.value
-        if not isinstance(node, cst.Name) or node.value in ("self", "cls") \
-                or self.ctx.imports.resolve(node) is not None:
+        if not isinstance(node, cst.Name) or node.value in _OPTIONS or self.ctx.imports.resolve(node) is not None:
+            return False
+        if self.imported is None:  # (`import detectron2.data`: a package, whatever the imports fwport resolves)
+            self.imported = {(a.asname.name.value if a.asname else (dotted_text(a.name) or "").split(".")[0])
+                             for imp in [*find_all(self.module, cst.Import), *find_all(self.module, cst.ImportFrom)]
+                             if not isinstance(imp.names, cst.ImportStar) for a in imp.names
+                             if not a.asname or isinstance(a.asname.name, cst.Name)}
+        if node.value in self.imported:
             return False
         scope = self.scopes[-1] if self.scopes else self.module
         values = [a.value for sc in (scope, self.module) for a in _scope_assigns(sc)
@@ -2570,6 +2577,10 @@ def _run(module: cst.Module, ctx) -> cst.Module:
         # a step function of whole-graph models: no jax.vmap (a key, if dropout, is threaded as any: KEYED)
         info["whole"] = bool(info["step"] and classes and all(plans.get(c, {}).get("whole") for c in classes))
     return rewrite(rewrite(module, p), _SelfAssigns())
+
+
+#: names that hold the object itself or a script's options by convention, never a tensor: their .data is no tensor's
+_OPTIONS = frozenset({"self", "cls", "args", "opt", "opts", "cfg", "config", "hparams", "flags"})
 
 
 def _self_assign(st: cst.BaseStatement) -> bool:
