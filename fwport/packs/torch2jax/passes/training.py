@@ -2089,10 +2089,12 @@ class _Pass(cst.CSTTransformer):
         if not isinstance(node, cst.Name) or node.value in _OPTIONS or self.ctx.imports.resolve(node) is not None:
             return False
         if self.imported is None:  # (`import detectron2.data`: a package, whatever the imports fwport resolves)
-            self.imported = {(a.asname.name.value if a.asname else (dotted_text(a.name) or "").split(".")[0])
-                             for imp in [*find_all(self.module, cst.Import), *find_all(self.module, cst.ImportFrom)]
-                             if not isinstance(imp.names, cst.ImportStar) for a in imp.names
-                             if not a.asname or isinstance(a.asname.name, cst.Name)}
+            imports = [*find_all(self.module, cst.Import), *find_all(self.module, cst.ImportFrom)]
+            self.imported = {(dotted_text(m) or "").split(".")[0] for m in
+                             [i.module for i in imports if isinstance(i, cst.ImportFrom) and i.module is not None]
+                             + [a.name for i in imports if isinstance(i, cst.Import) for a in i.names]}
+            self.imported |= {a.asname.name.value for i in imports if not isinstance(i.names, cst.ImportStar)
+                              for a in i.names if a.asname and isinstance(a.asname.name, cst.Name)}
         if node.value in self.imported:
             return False
         scope = self.scopes[-1] if self.scopes else self.module
