@@ -296,7 +296,7 @@ def arrays(x, y, b, idx, rows):
             x.repeat_interleave(2), x.repeat_interleave(2, dim=1), x.index_select(1, rows), x.gather(1, idx),
             x.scatter(1, idx, y[:4, :2]), zeros, made, x.cumsum(dim=1), x.cumprod(dim=0), x.abs().rsqrt(),
             x.reciprocal(), x.expm1(), x.isnan(), x.remainder(0.3), x.true_divide(2),
-            x.element_size(), x.is_contiguous()]
+            x.element_size(), x.is_contiguous(), torch.ones(4, 5, dtype=torch.float64).add_(x)]
 '''
 
 
@@ -325,7 +325,7 @@ def test_more_tensor_methods_outside_modules_compute_as_in_pytorch(tmp_path):
     """)
     t, j = (saved_arrays(run, side, tmp_path / path, tmp_path / f"{side}.npz")
             for side, path in (("torch", "orig.py"), ("jax", "jax.py")))
-    assert len(t) == len(j) == 36
+    assert len(t) == len(j) == 37
     for i, (a, b) in enumerate(zip(t, j)):
         assert a.shape == b.shape and a.dtype == b.dtype, (i, a.shape, b.shape, a.dtype, b.dtype)
         np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12, err_msg=str(i))

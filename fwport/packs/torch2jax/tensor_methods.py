@@ -128,7 +128,8 @@ def _instead(name: str, call: cst.Call) -> str | None:
                          + code(a.value) for a in call.args)
         v = call.func.value
         rebind = f"{code(v.value)} = {code(v.value)}.at[{''.join(code(e) for e in v.slice)}].set({recv}.{base}(" \
-            f"{args}))" if isinstance(v, cst.Subscript) and len(v.slice) >= 1 else f"{recv} = {recv}.{base}({args})"
+            f"{args}))" if isinstance(v, cst.Subscript) and len(v.slice) >= 1 else f"{recv} = {recv}.{base}({args})" \
+            if isinstance(v, (cst.Name, cst.Attribute)) else f"{recv}.{base}({args}) for its value"
         return (f".{name}(...): writes into {recv} in place, and so into every tensor sharing its memory (a slice of "
                 "another, an argument, a module's parameter or buffer, an alias); a jax array is immutable, so this is "
                 f"not translated: write the out-of-place value and rebind it, {rebind} (fwport translates that form), "
@@ -893,6 +894,9 @@ class _TensorCalls(cst.CSTVisitor):
             if temporary:  # the array a call just made, filled: nothing else holds it
                 return expr(_fill(updated, self.ctx.spell_text))
             out = translate(name, updated, self.ctx.spell_text) if name in METHODS else None
+            if out is None and fresh == "add" and len(updated.args) == 1 and not updated.args[0].keyword \
+                    and not updated.args[0].star:  # (add is no table's method: a set's add)
+                out = cst.parse_expression(f"({_atom(updated.func.value)} + {_operand(updated.args[0].value)})")
             if out is None and fresh is not None:
                 out = translate(fresh, updated.with_changes(func=updated.func.with_changes(attr=cst.Name(fresh))),
                                 self.ctx.spell_text)
