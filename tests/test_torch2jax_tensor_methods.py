@@ -374,7 +374,7 @@ class Net(nn.Module):
         a = h.mul(2.0).div(3.0).add(h).sub(0.5).pow(2)
         b = h.clamp(min=-0.5, max=0.5) + h.abs().add(1.0).rsqrt().clamp(0.6)
         c = h.norm(dim=-1, keepdim=True) + h.cumsum(dim=1) + h.norm(p=1, dim=1).unsqueeze(-1).neg()
-        return a + b + c
+        return a + b + c + h.cumsum(1, dtype=torch.float64)
 '''
 
 
@@ -384,6 +384,7 @@ def test_elementwise_and_dimension_methods_of_a_batched_tensor_in_forward_comput
     r = translate_source(textwrap.dedent(ELEMENTWISE).lstrip("\n"), "f.py", "torch2jax")
     assert "jnp.cumsum(h, axis=0)" in r.output and "jnp.linalg.vector_norm(h, ord=1, axis=0)" in r.output
     assert "jnp.clip(h, -0.5, 0.5)" in r.output and "jax.lax.rsqrt(" in r.output
+    assert "jnp.cumsum(h, axis=0, dtype=jnp.float64)" in r.output
     cert = verify_model(tmp_path, ELEMENTWISE, "Net", ["float64[3,6]"])
     assert cert["verdict"] == "pass"
 

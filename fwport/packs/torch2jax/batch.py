@@ -3132,7 +3132,7 @@ class Forward(cst.CSTTransformer):
                 return None  # (a tensor bound broadcasts against the batch: the error)
             out = _call(self.ctx.spell("jax.numpy.clip"), [recv, *(v if v is not None else cst.Name("None") for v in bounds)])
         elif name in ("norm", "cumsum", "cumprod"):
-            a, unknown = _args(updated, ("p", "dim", "keepdim") if name == "norm" else ("dim",))
+            a, unknown = _args(updated, ("p", "dim", "keepdim") if name == "norm" else ("dim", "dtype"))
             if unknown or "dim" not in a or name == "norm" and moved and "keepdim" not in a:
                 return None  # (a norm that drops an axis before a moved batch axis moves it: the error)
             axis = self.shift(original, a["dim"], f".{name}", b)
@@ -3143,7 +3143,8 @@ class Forward(cst.CSTTransformer):
                 if out is None:
                     return None
             else:
-                out = _call(self.ctx.spell(f"jax.numpy.{name}"), [recv], axis=axis)
+                out = _call(self.ctx.spell(f"jax.numpy.{name}"), [recv], axis=axis,
+                            **({"dtype": a["dtype"]} if "dtype" in a else {}))
         if out is None:
             return None
         return self.moved(out, b) if moved else out
