@@ -1194,6 +1194,48 @@ def test_the_lbfgs_steps_are_pytorchs_until_pytorch_stops_early(tmp_path):
     assert abs(j["losses"][1] - t["losses"][1]) > 1e-3 * t["losses"][1]
 
 
+def _module_level_lbfgs() -> str:
+    """LBFGS_SRC with its one step(closure) at module level, written as a notebook cell writes it: several
+    statements on a line (the optimizer created beside the loss, the closure's body on one line)."""
+    text = LBFGS_SRC.read_text()
+    head = text[:text.index("criterion = nn.MSELoss()")]
+    return head + ("criterion = nn.MSELoss(); optimizer = torch.optim.LBFGS(net.parameters(), lr=0.8)\n"
+                   "losses = []\n"
+                   "def closure():\n"
+                   "    optimizer.zero_grad(); out = net(x); loss = criterion(out, y); losses.append(loss.item()); "
+                   "loss.backward(); return loss\n"
+                   "optimizer.step(closure); done = True\n")
+
+
+@needs_frameworks
+def test_an_lbfgs_step_at_module_level_written_on_few_lines_is_pytorchs(tmp_path):
+    """The step(closure) outside any loop (a block: the module's statements), `;`-joined statements in the closure,
+    the optimizer created on a line beside another statement (its state and train_step then written after that
+    line, not lost): max_iter train_step calls, each statement on its own line, and the same losses as PyTorch's
+    to 1e-9 (float64, first gradient's L1 norm under 1)."""
+    import numpy as np
+    src = tmp_path / "src.py"
+    src.write_text(_module_level_lbfgs())
+    r = t2j(src.read_text())
+    assert not errors(r), r.findings
+    assert "optimizer = optax.lbfgs(learning_rate=0.8, memory_size=100, linesearch=None)\n" \
+           "opt_state = optimizer.init(eqx.filter(net, eqx.is_array))\n" in r.output, r.output
+    assert ("for _ in range(20):  # torch.optim.LBFGS's max_iter: its iterations in one step(closure)\n"
+            "    net, opt_state, loss = train_step(net, opt_state)\n    losses.append(loss.item())\n"
+            "done = True\n") in r.output, r.output
+    assert "def closure" not in r.output and "def train_step(net, opt_state):" in r.output
+    out = tmp_path / "out.py"
+    out.write_text(r.output)
+    runs = {}
+    for path, side in ((src, "torch"), (out, "jax")):
+        p = python("-c", _LBFGS_RUN, path, side, "0.1", "0.2", side=side, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs[side] = json.loads(p.stdout.strip().splitlines()[-1])
+    t, j = runs["torch"], runs["jax"]
+    assert t["g0"] <= 1 and 10 < len(t["losses"]) <= 20 and len(j["losses"]) == 20
+    np.testing.assert_allclose(j["losses"][:len(t["losses"])], t["losses"], rtol=1e-9)
+
+
 # --- the model's key comes from the root key torch.manual_seed makes (issue 10: as an Equinox user writes it) ---
 
 SEEDED = '''import torch

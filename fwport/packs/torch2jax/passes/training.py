@@ -1030,10 +1030,18 @@ class _Pass(cst.CSTTransformer):
     def visit_Module(self, node: cst.Module) -> None:
         self.plan_checkpoint_saves(node)
         self.check_straight(list(node.body))
+        self.check_closures(node, list(node.body))
+
+    def leave_Module(self, original, updated):
+        return self.write_closures(original, updated)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if not self.in_class and not self.loop_depth[-1] and id(node) not in self.step_bodies:
             self.check_straight(list(node.body))
+            self.check_closures(node, list(node.body))
+
+    def leave_IndentedBlock(self, original, updated):
+        return self.write_closures(original, updated)
 
     def check_straight(self, body: list) -> None:
         """The straight-line steps of a block no loop of its scope encloses (_straight_segments: a notebook's
@@ -2111,16 +2119,22 @@ class _Pass(cst.CSTTransformer):
         found = self.closures.get(id(original))
         if not found:
             return updated
-        body = list(updated.body.body)
+        block = isinstance(updated, (cst.Module, cst.IndentedBlock))  # a straight block's (check_straight's)
+        body = list(updated.body if block else updated.body.body)
+        rest = {}
         for def_i, step_i, opt, max_iter in found:
             fn = body[def_i]
-            stmts = list(fn.body.body)[:-1] + [parsed_statement(f"{opt}.step()\n")]
+            stmts = _one_per_line(list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else [fn.body])
+            stmts = stmts[:-1] + [parsed_statement(f"{opt}.step()\n")]
             loop = parsed_statement(f"for _ in range({max_iter}):  # torch.optim.LBFGS's max_iter: "
                                     "its iterations in one step(closure)\n    pass\n")
             loop = loop.with_changes(body=loop.body.with_changes(body=stmts), leading_lines=fn.leading_lines)
+            if len(body[step_i].body) > 1:  # `opt.step(closure); done = True`: the rest of the line after the loop
+                rest[step_i] = body[step_i].with_changes(body=body[step_i].body[1:], leading_lines=())
             body[step_i] = loop
         drop = {d for d, *_ in found}
-        return updated.with_changes(body=updated.body.with_changes(body=[st for i, st in enumerate(body) if i not in drop]))
+        kept = [x for i, st in enumerate(body) if i not in drop for x in ([st, rest[i]] if i in rest else [st])]
+        return updated.with_changes(body=kept) if block else updated.with_changes(body=updated.body.with_changes(body=kept))
 
     def check_closures(self, loop, body: list) -> None:
         """The LBFGS steps of the loop body (_closure_steps) whose optimizer this scope creates with line_search_fn
@@ -4128,6 +4142,22 @@ LBFGS_DIFFERS = ("{opt}.step(closure) → {n} updates of optax.lbfgs(linesearch=
                  "early")
 
 
+def _one_per_line(stmts: list) -> list:
+    """Statements with each of a line's ``;``-separated small statements on a line of its own (a closure written
+    ``opt.zero_grad(); loss = ...; loss.backward(); return loss``), the line's comments kept on its first."""
+    out = []
+    for st in stmts:
+        if isinstance(st, cst.SimpleStatementLine) and len(st.body) > 1:
+            out += [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
+                                            leading_lines=st.leading_lines if j == 0 else ())
+                    for j, small in enumerate(st.body)]
+        elif isinstance(st, cst.SimpleStatementSuite):  # def closure(): ...; return loss (on the def's line)
+            out += [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]) for small in st.body]
+        else:
+            out.append(st)
+    return out
+
+
 def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
     """``def closure(): opt.zero_grad(); <loss>; loss.backward(); return loss`` and ``opt.step(closure)`` as a
     statement later in the same body (PyTorch's LBFGS): (the def's index, the step's index, the optimizer, the
@@ -4136,8 +4166,8 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
     out = []
     defs = {s.name.value: i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)}
     for k, st in enumerate(body):
-        if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr)):
-            continue
+        if not (isinstance(st, cst.SimpleStatementLine) and isinstance(st.body[0], cst.Expr)):
+            continue  # (the step first on its line; what follows it on the line is kept after the loop)
         call = st.body[0].value
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
                 and len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name)):
@@ -4147,7 +4177,7 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
         if i is None or i > k or opt is None:
             continue
         fn = body[i]
-        stmts = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+        stmts = _one_per_line(list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else [fn.body])
         if fn.params.params or fn.params.star_arg is not cst.MaybeSentinel.DEFAULT and fn.params.star_arg is not None \
                 or fn.params.kwonly_params or fn.params.star_kwarg or fn.decorators or not stmts:
             continue
@@ -4158,8 +4188,9 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
             continue
         n = _Names()
         for j, other in enumerate(body):
-            if j not in (i, k):
-                scan(other, n)
+            if j not in (i, k) and not any(f.name.value == name for f in find_all(other, cst.FunctionDef)):
+                scan(other, n)  # (a block defining a closure of its own calls that one: the training loop of the
+                # script under `if __name__ == "__main__":` beside a module-level step)
         if name in n.loaded:
             continue
         out.append((i, k, opt, stmts[:-1] + [parsed_statement(f"{opt}.step()\n")]))
@@ -5272,6 +5303,9 @@ class _Finish(cst.CSTTransformer):
         schedules = {opt: v for (sc, opt), v in self.ctx.analyses.get(SCHEDULES, {}).items() if sc == scope}
         scheds = {v["sched"] for v in schedules.values()}
         carried: list = []  # the leading lines (comments) of a removed statement, for the next one
+        body = [x for s in body for x in (_one_per_line([s]) if isinstance(s, cst.SimpleStatementLine) and len(s.body) > 1
+                                          and any(isinstance(small, cst.Assign) and code(small.value) in self.optimizers
+                                                  for small in s.body) else [s])]  # (`crit = ...; opt = ...`: its state after it)
         for k, s in enumerate(body):
             if scheds and (_method_stmt(s, "step") in scheds or any(_assigns(s, n) for n in scheds)):
                 carried += list(s.leading_lines)
