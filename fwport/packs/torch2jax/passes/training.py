@@ -45,7 +45,7 @@ from fwport.packs.torch2jax import keys, nograd
 from fwport.packs.torch2jax.backends import AUTOCAST
 from fwport.packs.torch2jax.frozen import FROZEN_CALLS
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
-from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
+from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL, chained_models, model_group
 from fwport.packs.torch2jax.passes import learning_rate, state
 from fwport.packs.torch2jax.passes.state import state_name as _state_name  # step() binds `state`
 from fwport.packs.torch2jax.passes.modules import BARE_LAYERS, OUTSIDE, PLANS, keyed_layer
@@ -2270,7 +2270,16 @@ class _Pass(cst.CSTTransformer):
         """One step of a loop's body (check_loop), or a straight-line step (check_straight, ``what`` "training
         step", ``loop`` its step() statement): rewritten where this scope creates its optimizer, else an error."""
         others = _joint_steps(body, plan)
-        if others and self.check_joint(loop, body, plan, others, what):
+        grouped = len(model_group(self.scope_optimizers().get(plan[0]))) > 1
+        if (others or grouped) and self.check_joint(loop, body, plan, others, what):
+            return
+        if grouped or self.threaded_here(plan[0]) is None and any(
+                len(model_group(self.scope_optimizers().get(o))) > 1 for o in others):
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"this {what} stays as written: {plan[0]} trains "
+                            "several models' parameters chained together, which fwport writes as one train_step over "
+                            "the tuple of the models only where the optimizers stepped on this loss are all created in "
+                            "this scope; write that step by hand (loss, grads = eqx.filter_value_and_grad(loss_fn)"
+                            "((a, b)), then the optimizer's update of the tuple)", loop)
             return
         if plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
             model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
@@ -2306,8 +2315,10 @@ class _Pass(cst.CSTTransformer):
         made = self.scope_optimizers()
         if any(o not in made or self.threaded_here(o) for o in opts):
             return False
-        models = [made[o] for o in opts]
-        if any(m is None or not m.isidentifier() for m in models) or len(set(models)) != len(models):
+        if any(made[o] is None for o in opts):
+            return False
+        models = [m for o in opts for m in model_group(made[o])]  # (an optimizer over chained models: each of them)
+        if any(not m.isidentifier() for m in models) or len(set(models)) != len(models):
             return False
         rest = _without_steps(body, others)
         p = _loop_plan(rest)
@@ -2352,7 +2363,7 @@ class _Pass(cst.CSTTransformer):
         if why is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"this {what} stays as written: {loss}.backward() gives its gradients to "
-                            f"{', '.join(o + '.step()' for o in opts)} (one loss training {len(opts)} models); fwport "
+                            f"{', '.join(o + '.step()' for o in opts)} (one loss training {len(models)} models); fwport "
                             f"writes one train_step differentiating {loss} with respect to "
                             f"({', '.join(models)}) together, but here {why}; write that step by hand (loss, grads = "
                             f"eqx.filter_value_and_grad(loss_fn)(({', '.join(models)})), then each optimizer's update "
@@ -2364,7 +2375,11 @@ class _Pass(cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{loss}.backward() then {', '.join(o + '.step()' for o in opts)}: one train_step "
                         f"differentiating {loss} with respect to ({', '.join(models)}) together "
-                        "(eqx.filter_value_and_grad of the tuple), each model updated by its own optimizer", loop)
+                        "(eqx.filter_value_and_grad of the tuple), " + (
+                            "each model updated by its own optimizer" if len(models) == len(opts) else
+                            "each optimizer updating the models whose parameters it takes (chained parameters: one "
+                            "update of the tuple of the models, as PyTorch's optimizer steps each parameter from its "
+                            "own gradient)"), loop)
         return True
 
     def other_step(self, body: list, plan, model: str) -> bool:
@@ -3519,6 +3534,9 @@ def _optimizer_models(ctx, scope) -> dict[str, str | None]:
             first = a.value.args[0].value if a.value.args else None
             model = code(first.func.value) if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
                 and first.func.attr.value == "parameters" else None
+            group = chained_models(first, ctx.imports.resolve) if model is None and first is not None else None
+            if group is not None:  # itertools.chain(a.parameters(), b.parameters()): the tuple (a, b)
+                model = f"({', '.join(group)})"
             names.update((n, model) for t in a.targets for n in target_names(t.target))
     return names
 
@@ -4055,6 +4073,15 @@ def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
 
 
 JOINT = "torch2jax.joint-steps"  # ctx.analyses: (function or "", optimizer) → the optimizers stepped with it on its loss
+
+
+def _joint_update(opt: str, models: list[str], state: str, spell) -> str:
+    """A joint train_step's update by ``opt`` of its models (their gradients ``grads_<model>``): one model's, or the
+    tuple of the models its parameters chained (``itertools.chain(a.parameters(), b.parameters())``)."""
+    m = models[0] if len(models) == 1 else f"({', '.join(models)})"
+    g = f"grads_{models[0]}" if len(models) == 1 else f"({', '.join(f'grads_{n}' for n in models)})"
+    return (f"    updates, {state} = {opt}.update({g}, {state}, {spell('equinox.filter')}({m}, {spell('equinox.is_array')}))\n"
+            f"    {', '.join(models)} = {spell('equinox.apply_updates')}({m}, updates)\n")
 
 
 def _joint_steps(body: list, plan) -> list[str]:
@@ -5430,8 +5457,9 @@ class _Finish(cst.CSTTransformer):
         train_step whose loss_fn takes the models as one tuple, differentiated together (eqx.filter_value_and_grad),
         each model then updated by its own optimizer from its own gradients."""
         opts = [plan[0], *others]
-        models = [self.trained.get(o) for o in opts]
-        if any(m is None for m in models) or not all(self.in_scope(o) for o in opts):
+        groups = [model_group(self.trained.get(o)) for o in opts]  # the models each optimizer updates
+        models = [m for g in groups for m in g]
+        if any(not g for g in groups) or not all(self.in_scope(o) for o in opts):
             return None
         body = _without_steps(body, others)
         plan = _loop_plan(body)
@@ -5448,7 +5476,7 @@ class _Finish(cst.CSTTransformer):
         scope = self.scopes[-1] if self.scopes else self.module
         own = {n for a in _scope_assigns(scope) for t in a.targets for n in target_names(t.target) if hasattr(builtins, n)}
         local = {p.name.value for p in fn.params.params} | _local_names(fn) if fn is not None else set()
-        trained = set(self.trained.values())
+        trained = {m for v in self.trained.values() for m in model_group(v)}
         inputs = [n for n in names.loaded if first.get(n) != "store" and n not in models
                   and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound or n in local)
                   and (not hasattr(builtins, n) or n in own)]
@@ -5476,9 +5504,7 @@ class _Finish(cst.CSTTransformer):
                 f"        pass\n\n"
                 f"    {value}, ({', '.join(grads)}) = {f('equinox.filter_value_and_grad')}(loss_fn"
                 f"{', has_aux=True' if aux else ''})(({', '.join(models)}))\n"
-                + "".join(f"    updates, {st} = {o}.update({g}, {st}, {f('equinox.filter')}({m}, {f('equinox.is_array')}))\n"
-                          f"    {m} = {f('equinox.apply_updates')}({m}, updates)\n"
-                          for o, m, st, g in zip(opts, models, states, grads))
+                + "".join(_joint_update(o, g, st, f) for o, g, st in zip(opts, groups, states))
                 + f"    return {', '.join([*models, *states, loss, *aux])}\n")
         step_fn = parsed_statement(text)
         inner = step_fn.body.body[0]
@@ -5571,7 +5597,7 @@ class _Finish(cst.CSTTransformer):
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         own |= {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
                 for n in target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
-        trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
+        trained = {m for v in self.trained.values() for m in model_group(v)}  # another trained model (a GAN's critic in the generator's loss): an
         # argument, not a global the jit would keep as it was when traced
         # (a function's parameters and locals named like a module-level name are its own: arguments too)
         local = {p.name.value for p in fn.params.params} | _local_names(fn) if fn is not None else set()
