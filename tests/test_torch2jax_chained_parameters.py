@@ -25,48 +25,56 @@ _RUN = """import json, runpy, sys
 import numpy as np
 path, side = sys.argv[1:3]
 rng = np.random.default_rng(0)
-shapes = {"g0": (8, 3), "g2": (3, 8), "d0": (8, 3), "d2": (1, 8)}
+shapes = {"G": [(8, 3), (3, 8)], "D": [(8, 3), (1, 8)]}  # each model's Linear layers, in order
 names = ("G_AB", "G_BA", "D_B")
-init = {(m, k): (rng.standard_normal(s) * 0.5, rng.standard_normal(s[0]) * 0.1)
-        for m in names for k, s in shapes.items() if (k[0] == "d") == (m == "D_B")}
+init = {(m, j): (rng.standard_normal(s) * 0.5, rng.standard_normal(s[0]) * 0.1)
+        for m in names for j, s in enumerate(shapes[m[0]])}
 data = [(rng.standard_normal((6, 3)), rng.standard_normal((6, 3))) for _ in range(4)]
 prep = type(sys)("chain_prep")
 if side == "torch":
     import torch
     torch.set_default_dtype(torch.float64)
+    linears = lambda m: [l for l in m.model if isinstance(l, torch.nn.Linear)]
     def prepare(*models):
         with torch.no_grad():
-            for (m, k), (w, b) in init.items():
-                layer = models[names.index(m)].model[int(k[1])]
+            for (m, j), (w, b) in init.items():
+                layer = linears(models[names.index(m)])[j]
                 layer.weight.copy_(torch.tensor(w)); layer.bias.copy_(torch.tensor(b))
         return models
     prep.batches = [(torch.tensor(a), torch.tensor(b)) for a, b in data]
-    read = lambda m, i: m.model[i].weight.detach().numpy().tolist() + [m.model[i].bias.detach().numpy().tolist()]
+    read = lambda l: l.weight.detach().numpy().tolist() + [l.bias.detach().numpy().tolist()]
 else:
     sys.modules["torch"] = None
     import jax
     jax.config.update("jax_enable_x64", True)
     import equinox as eqx, jax.numpy as jnp
+    linears = lambda m: [l for l in m.model.layers if isinstance(l, eqx.nn.Linear)]
     def prepare(*models):
         models = list(models)
-        for (m, k), (w, b) in init.items():
-            i = int(k[1])
-            models[names.index(m)] = eqx.tree_at(lambda t: (t.model.layers[i].weight, t.model.layers[i].bias),
-                                                 models[names.index(m)], (jnp.asarray(w), jnp.asarray(b)))
+        for (m, j), (w, b) in init.items():
+            k = names.index(m)
+            i = [n for n, l in enumerate(models[k].model.layers) if isinstance(l, eqx.nn.Linear)][j]
+            models[k] = eqx.tree_at(lambda t: (t.model.layers[i].weight, t.model.layers[i].bias), models[k],
+                                    (jnp.asarray(w), jnp.asarray(b)))
         return models
     prep.batches = [(jnp.asarray(a), jnp.asarray(b)) for a, b in data]
-    read = lambda m, i: np.asarray(m.model.layers[i].weight).tolist() + [np.asarray(m.model.layers[i].bias).tolist()]
+    read = lambda l: np.asarray(l.weight).tolist() + [np.asarray(l.bias).tolist()]
 prep.prepare = prepare
 sys.modules["chain_prep"] = prep
 g = runpy.run_path(path, run_name="__main__")
-print(json.dumps(dict(weights={m: [read(g[m], 0), read(g[m], 2)] for m in names}, losses=g["losses"],
-                      initial={m: init[(m, "g0")][0].tolist() for m in names if m != "D_B"})))
+print(json.dumps(dict(weights={m: [read(l) for l in linears(g[m])] for m in names}, losses=g["losses"],
+                      initial={m: init[(m, 0)][0].tolist() for m in names[:2]})))
 """
 
 # the same optimizer over a list of both generators' parameters, SGD with momentum and PyTorch's coupled weight decay
 _LISTED = (("torch.optim.Adam(itertools.chain(G_AB.parameters(), G_BA.parameters()), lr=0.01, betas=(0.5, 0.999))",
             "torch.optim.SGD(list(G_AB.parameters()) + list(G_BA.parameters()), lr=0.05, momentum=0.9, "
             "weight_decay=0.01)"),)
+
+# generators with a layer state (BatchNorm1d in training: the batch's statistics; the state threaded through the step.
+# The running statistics are Equinox's, debiased otherwise: test_torch2jax_batchnorm_stats.py)
+_BATCHNORM = (("self.model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 3))",
+               "self.model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.BatchNorm1d(8), nn.Linear(8, 3))"),)
 
 
 def _translate(src: str) -> tuple[str, list]:
@@ -100,7 +108,8 @@ def test_an_optimizer_over_chained_parameters_trains_the_tuple_of_the_models():
                for f in findings), findings
 
 
-@pytest.mark.parametrize("changes", [(), _LISTED], ids=["itertools-chain-adam", "list-sum-sgd-weight-decay"])
+@pytest.mark.parametrize("changes", [(), _LISTED, _BATCHNORM],
+                         ids=["itertools-chain-adam", "list-sum-sgd-weight-decay", "batchnorm-state"])
 def test_the_chained_optimizer_trains_as_pytorch_does_in_float64(tmp_path, changes):
     import numpy as np
     src = _changed(changes)
@@ -118,10 +127,10 @@ def test_the_chained_optimizer_trains_as_pytorch_does_in_float64(tmp_path, chang
     assert len(t["losses"]) == len(j["losses"]) == 4
     np.testing.assert_allclose(j["losses"], t["losses"], rtol=1e-10, atol=1e-12)
     for m in ("G_AB", "G_BA", "D_B"):
-        for (tw, tb), (jw, jb) in zip([(x[:-1], x[-1]) for x in t["weights"][m]],
-                                      [(x[:-1], x[-1]) for x in j["weights"][m]]):
-            np.testing.assert_allclose(jw, tw, rtol=1e-10, atol=1e-12, err_msg=m)
-            np.testing.assert_allclose(jb, tb, rtol=1e-10, atol=1e-12, err_msg=m)
+        assert len(t["weights"][m]) == len(j["weights"][m]) == 2
+        for tl, jl in zip(t["weights"][m], j["weights"][m]):
+            np.testing.assert_allclose(jl[:-1], tl[:-1], rtol=1e-10, atol=1e-12, err_msg=m)
+            np.testing.assert_allclose(jl[-1], tl[-1], rtol=1e-10, atol=1e-12, err_msg=m)
     # both generators moved (an optimizer that left one of them alone would keep its initial weights)
     for m in ("G_AB", "G_BA"):
         assert not np.allclose(t["weights"][m][0][:-1], t["initial"][m], atol=1e-3), m

@@ -2328,8 +2328,6 @@ class _Pass(cst.CSTTransformer):
             why = "the steps are not in the shape read once the other optimizers' zero_grad() and step() are set aside"
         elif any(m in self.whole for m in models):
             why = f"{next(m for m in models if m in self.whole)} takes a whole graph (called without jax.vmap)"
-        elif any(m in self.stateful for m in models):
-            why = f"{next(m for m in models if m in self.stateful)}'s layers keep a state (BatchNorm) to thread"
         elif any(self.instances.get(m) in self.keyed_classes for m in models):
             m = next(m for m in models if self.instances.get(m) in self.keyed_classes)
             why = f"{m} ({self.instances[m]}) draws random numbers in training (dropout): the step would need a key"
@@ -2418,6 +2416,9 @@ class _Pass(cst.CSTTransformer):
             inner, _, plan = found
             self.planned.update(id(st) for st in inner if _backward(st))
             model = self.scope_optimizers()[plan[0]]
+            if len(model_group(model)) > 1:  # an optimizer over chained models: the joint step's tuple
+                self.check_plan(body[i], inner, plan, "training step")
+                continue
             problem = _loop_problem(inner, plan, model, self.ctx.imports.resolve)
             if problem:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training step stays as written: {problem}",
@@ -5480,8 +5481,16 @@ class _Finish(cst.CSTTransformer):
         inputs = [n for n in names.loaded if first.get(n) != "store" and n not in models
                   and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound or n in local)
                   and (not hasattr(builtins, n) or n in own)]
+        kept = self.ctx.analyses.get(STATE_KEPT, ())
+        for m in models:  # a model's call repeated in the loss reads its layer state (BatchNorm's)
+            if m in self.ctx.analyses.get(STATEFUL, ()) and any(s is k for s in block for k in kept) \
+                    and _state_name(self.ctx, m) not in inputs:
+                inputs.append(_state_name(self.ctx, m))
         aux = _step_outputs(body, plan, tuple(models))
         aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
+        # values the loss reads and assigns again (the layer state): loss_fn's parameters after the models, not
+        # differentiated (eqx.filter_value_and_grad: the first argument only)
+        carried = "".join(f", {n}" for n in aux if first.get(n) == "load")
         f = self.spell
         moved = list(block)
         for m in models:
@@ -5500,10 +5509,10 @@ class _Finish(cst.CSTTransformer):
         jit, unjitted = _jit_lines(self.ctx, fn, opt, f)
         value = f"({loss}, {aux_text})" if aux else loss
         text = (jit + f"def {step_name}({', '.join([*models, *states, *inputs])}):\n" + unjitted +
-                f"    def loss_fn({tup}):\n"
+                f"    def loss_fn({tup}{carried}):\n"
                 f"        pass\n\n"
                 f"    {value}, ({', '.join(grads)}) = {f('equinox.filter_value_and_grad')}(loss_fn"
-                f"{', has_aux=True' if aux else ''})(({', '.join(models)}))\n"
+                f"{', has_aux=True' if aux else ''})(({', '.join(models)}){carried})\n"
                 + "".join(_joint_update(o, g, st, f) for o, g, st in zip(opts, groups, states))
                 + f"    return {', '.join([*models, *states, loss, *aux])}\n")
         step_fn = parsed_statement(text)
