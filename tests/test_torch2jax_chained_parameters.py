@@ -162,3 +162,40 @@ def test_a_chained_optimizer_stepped_in_a_function_of_the_module_is_refused():
     text, findings = _translate(src + "\n\ntrain()\n")
     assert any("optimizer_G.step()" in f.message for f in _errors(findings)), findings
     assert "loss_G.backward()" in text and "def train_step_G" not in text
+
+
+# PyTorch-GAN's unit: two encoders built with one shared block, trained by one optimizer over both
+_SHARED = """import itertools
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, shared_block):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(3, 8), nn.Tanh())
+        self.shared = shared_block
+
+    def forward(self, x):
+        return self.shared(self.model(x))
+
+
+shared_E = nn.Linear(8, 8)
+E1 = Encoder(shared_block=shared_E)
+E2 = Encoder(shared_block=shared_E)
+optimizer = torch.optim.Adam(itertools.chain(E1.parameters(), E2.parameters()), lr=0.01)
+x1, x2 = torch.randn(4, 3), torch.randn(4, 3)
+for i in range(2):
+    optimizer.zero_grad()
+    loss = (E1(x1) - E2(x2)).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_chained_models_sharing_a_module_stay_an_error_saying_why():
+    text, findings = _translate(_SHARED)
+    errs = [f.message for f in _errors(findings)]
+    assert any("E1 and E2 are built with the same module shared_E (nn.Linear(...))" in m
+               and "trained apart" in m for m in errs), findings
+    assert "loss.backward()" in text and "def train_step" not in text

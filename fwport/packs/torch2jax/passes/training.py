@@ -2334,6 +2334,8 @@ class _Pass(cst.CSTTransformer):
         elif self.keyed_classes and any(m not in self.instances for m in models):
             why = (f"{next(m for m in models if m not in self.instances)} is of a class fwport does not know here, and "
                    f"{' or '.join(self.keyed_classes)} draws random numbers in training (dropout)")
+        elif _shared_module(self.scopes[-1] if self.scopes else self.module, models):
+            why = _shared_module(self.scopes[-1] if self.scopes else self.module, models)
         elif _loop_problem(rest, p, models[0], self.ctx.imports.resolve):
             why = _loop_problem(rest, p, models[0], self.ctx.imports.resolve)
         elif any(isinstance(c.func, (cst.Name, cst.Attribute)) and self.ctx.imports.resolve(c.func) in CLIP_NAMES
@@ -4074,6 +4076,40 @@ def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
 
 
 JOINT = "torch2jax.joint-steps"  # ctx.analyses: (function or "", optimizer) → the optimizers stepped with it on its loss
+
+
+def _shared_module(scope, models: list[str]) -> str | None:
+    """Two of ``models`` built with the same module instance (PyTorch-GAN's unit: ``shared_E = ResidualBlock(...)``,
+    ``E1 = Encoder(..., shared_block=shared_E)``, ``E2 = Encoder(..., shared_block=shared_E)``): why one train_step
+    over them differs from PyTorch's; else None. PyTorch's models share the instance's parameters (one gradient, the
+    sum of both uses; an optimizer over both models' parameters holds them twice), where each Equinox model holds its
+    own copy of the arrays, trained apart."""
+    def built(value) -> bool:  # an instance of a class (by its capital): a module
+        return isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) \
+            and (value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value)[:1].isupper()
+
+    made: dict[str, cst.Call] = {}  # each name → the first instance assigned to it (`E1 = E1.cuda()` is not one)
+    for a in _scope_assigns(scope):
+        for t in a.targets:
+            if isinstance(t.target, cst.Name) and t.target.value not in made and built(a.value):
+                made[t.target.value] = a.value
+    users: dict[str, str] = {}
+    for m in models:
+        value = made.get(m)
+        if value is None:
+            continue
+        for arg in value.args:
+            inner = made.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
+            if inner is None:
+                continue
+            n = arg.value.value
+            if n in users and users[n] != m:
+                return (f"{users[n]} and {m} are built with the same module {n} ({code(inner.func)}(...)): PyTorch's "
+                        f"models share its parameters (one gradient, the sum of both uses; an optimizer over both "
+                        f"models' parameters holds them twice), where each Equinox model holds its own copy of {n}'s "
+                        "arrays, trained apart")
+            users[n] = m
+    return None
 
 
 def _joint_update(opt: str, models: list[str], state: str, spell) -> str:
