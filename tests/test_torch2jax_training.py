@@ -383,6 +383,38 @@ def test_a_loop_is_rewritten_only_where_its_optimizer_is_created():
     assert "train_step" not in r.output and "loss.backward()" in r.output
 
 
+_TRAINER_CLASS = """
+import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+
+    def _run_batch(self, source, targets):
+        self.optimizer.zero_grad()
+        loss = F.cross_entropy(self.model(source), targets)
+        loss.backward()
+        self.optimizer.step()
+
+
+model = torch.nn.Linear(20, 3)
+trainer = Trainer(model, torch.optim.SGD(model.parameters(), lr=1e-3))
+"""
+
+
+def test_a_step_in_a_trainer_class_method_is_an_error():
+    """PyTorch's DDP tutorial's Trainer: its step, written in a method, is not rewritten; an error says so (it was
+    left as written without a finding)."""
+    r = t2j(_TRAINER_CLASS)
+    errs = [f for f in errors(r) if "in a method of a class" in f.message]
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 14)], r.findings
+    assert "self.opt_state = optimizer.init(eqx.filter(model, eqx.is_array))" in errs[0].message
+    assert "loss.backward()" in r.output
+
+
 def test_eval_code_outside_modules():
     r = t2j("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
             "        super().__init__()\n        self.fc = nn.Linear(4, 3)\n\n    def forward(self, x):\n"

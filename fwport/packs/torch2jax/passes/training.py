@@ -1592,6 +1592,16 @@ class _Pass(cst.CSTTransformer):
                             "step() at its own level becomes a train_step; write this step with "
                             "eqx.filter_value_and_grad, optim.update and eqx.apply_updates by hand", original)
             return updated
+        if _backward(original) and self.in_class:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{_backward(original)}.backward() in a method of a class (a trainer object's step): fwport "
+                            "rewrites training steps in functions and at module level, where the optimizer is created; "
+                            "an optax optimizer keeps its state outside the model and the optimizer, so keep it on the "
+                            "object (self.opt_state = optimizer.init(eqx.filter(model, eqx.is_array))) and write this "
+                            "step by hand (loss, grads = eqx.filter_value_and_grad(loss_fn)(self.model); updates, "
+                            "self.opt_state = self.optimizer.update(grads, self.opt_state, eqx.filter(self.model, "
+                            "eqx.is_array)); self.model = eqx.apply_updates(self.model, updates))", original)
+            return updated
         call = original.body[0].value
         if not isinstance(call, cst.Call):
             return updated
