@@ -2316,11 +2316,13 @@ class _Pass(cst.CSTTransformer):
 
     def check_joint(self, loop, body: list, plan, others: list[str], what: str) -> bool:
         """One loss whose backward() several optimizers step on (_joint_steps), each created in this scope from one
-        model's parameters: recorded (JOINT) for the finishing step, which writes one train_step differentiating the
-        loss with respect to the models together, where no model draws (dropout), keeps a state (BatchNorm) or takes
-        a whole graph, nothing clips the gradients and nothing between the loss and the steps reads a model, an
-        optimizer or gradients; else an error saying which. False where the optimizers are not all this scope's
-        own (check_plan reports as before)."""
+        model's parameters or several models' chained (``itertools.chain(a.parameters(), b.parameters())``: the
+        optimizer's models, model_group; ``others`` may then be empty): recorded (JOINT) for the finishing step, which
+        writes one train_step differentiating the loss with respect to the models together (a model's layer state
+        threaded), where no model draws (dropout) or takes a whole graph, no two models are built with one module
+        instance (_shared_module), nothing clips the gradients and nothing between the loss and the steps reads a
+        model, an optimizer or gradients; else an error saying which. False where the optimizers are not all this
+        scope's own (check_plan reports then)."""
         opts = [plan[0], *others]
         made = self.scope_optimizers()
         if any(o not in made or self.threaded_here(o) for o in opts):
