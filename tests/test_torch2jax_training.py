@@ -415,6 +415,42 @@ def test_a_step_in_a_trainer_class_method_is_an_error():
     assert "loss.backward()" in r.output
 
 
+_NO_ZERO_GRAD = """
+import json
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+xs = [torch.randn(4, 3), torch.randn(4, 3)]
+seen = []
+for x in xs:
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+    seen.append(model.weight.grad.clone())
+alone = [torch.autograd.grad(model(x).sum(), model.weight)[0] for x in xs]
+print(json.dumps(dict(seen=[g.tolist() for g in seen], alone=[g.tolist() for g in alone])))
+"""
+
+
+@needs_frameworks
+def test_a_loop_that_never_clears_the_gradients_is_an_error_saying_they_add_up():
+    """PyTorch's tensor-parallel examples step without zero_grad(): the gradients of every iteration add up (checked
+    in PyTorch), which a train_step computing them afresh would not do."""
+    import numpy as np
+    r = t2j(_NO_ZERO_GRAD)
+    errs = [f.message for f in errors(r) if "nothing in this loop clears the gradients" in f.message]
+    assert len(errs) == 1 and "adds its gradients to those of all the earlier iterations" in errs[0], r.findings
+    assert "loss.backward()" in r.output
+    p = python("-c", _NO_ZERO_GRAD, side="torch", timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(out["seen"][1], np.add(out["alone"][0], out["alone"][1]), rtol=1e-6)
+    assert not np.allclose(out["seen"][1], out["alone"][1])
+
+
 def test_eval_code_outside_modules():
     r = t2j("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
             "        super().__init__()\n        self.fc = nn.Linear(4, 3)\n\n    def forward(self, x):\n"

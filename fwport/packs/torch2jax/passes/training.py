@@ -4009,6 +4009,10 @@ def _unplanned(body: list, opt_models: dict | None = None) -> str:
         return f": {where} sits in a nested block (an if / else, a with), not at the loop's level"
     stepped = {_method_stmt(st, "step") for st in body} - {None}
     zeros = [code(c.func.value) for _, c in stmt_calls if c.func.attr.value == "zero_grad"]
+    if stepped and not any(c.func.attr.value == "zero_grad" for c in calls):
+        return (f": nothing in this loop clears the gradients ({sorted(stepped)[0]}.zero_grad()), so each backward() "
+                "adds its gradients to those of all the earlier iterations and each step reads that running sum; "
+                "where that is meant, carry the summed gradients by hand (jax.tree_util.tree_map(jnp.add, acc, grads))")
     if stepped and zeros and not stepped & set(zeros):
         return (f": the gradients are cleared by {', '.join(z + '.zero_grad()' for z in zeros)}, not by the optimizer "
                 f"stepped ({sorted(stepped)[0]}.zero_grad()), which may train other parameters too")
