@@ -193,9 +193,16 @@ for i in range(2):
 """
 
 
-def test_chained_models_sharing_a_module_stay_an_error_saying_why():
-    text, findings = _translate(_SHARED)
+# one chained model a part of the other
+_PART = _SHARED.replace("E2 = Encoder(shared_block=shared_E)\n", "E2 = E1.shared\n")
+
+
+@pytest.mark.parametrize("src, why", [
+    (_SHARED, "E1 and E2 are built with the same module shared_E (nn.Linear(...))"),
+    (_PART, "E2 is a part of E1 (E2 = E1.shared): in PyTorch its parameters are E1's"),
+], ids=["shared-instance", "part-of-another"])
+def test_chained_models_sharing_parameters_stay_an_error_saying_why(src, why):
+    text, findings = _translate(src)
     errs = [f.message for f in _errors(findings)]
-    assert any("E1 and E2 are built with the same module shared_E (nn.Linear(...))" in m
-               and "trained apart" in m for m in errs), findings
+    assert any(why in m and "trained apart" in m for m in errs), findings
     assert "loss.backward()" in text and "def train_step" not in text

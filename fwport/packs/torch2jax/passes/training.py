@@ -4096,8 +4096,8 @@ JOINT = "torch2jax.joint-steps"  # ctx.analyses: (function or "", optimizer) →
 
 def _shared_module(scope, models: list[str]) -> str | None:
     """Two of ``models`` built with the same module instance (PyTorch-GAN's unit: ``shared_E = ResidualBlock(...)``,
-    ``E1 = Encoder(..., shared_block=shared_E)``, ``E2 = Encoder(..., shared_block=shared_E)``): why one train_step
-    over them differs from PyTorch's; else None. PyTorch's models share the instance's parameters (one gradient, the
+    ``E1 = Encoder(..., shared_block=shared_E)``, ``E2 = Encoder(..., shared_block=shared_E)``), or one a part of
+    another (``head = model[2]``): why one train_step over them differs from PyTorch's; else None. PyTorch's models share the instance's parameters (one gradient, the
     sum of both uses; an optimizer over both models' parameters holds them twice), where each Equinox model holds its
     own copy of the arrays, trained apart."""
     def built(value) -> bool:  # an instance of a class (by its capital): a module
@@ -4109,6 +4109,14 @@ def _shared_module(scope, models: list[str]) -> str | None:
         for t in a.targets:
             if isinstance(t.target, cst.Name) and t.target.value not in made and built(a.value):
                 made[t.target.value] = a.value
+            root = a.value
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+            if isinstance(t.target, cst.Name) and t.target.value in models and isinstance(root, cst.Name) \
+                    and root.value in models and root.value != t.target.value and root is not a.value:
+                return (f"{t.target.value} is a part of {root.value} ({t.target.value} = {code(a.value)}): in "
+                        f"PyTorch its parameters are {root.value}'s (one gradient, the sum of both uses), where each "
+                        "Equinox model holds its own copy of them, trained apart")
     users: dict[str, str] = {}
     for m in models:
         value = made.get(m)
