@@ -737,14 +737,29 @@ class _CompiledUses(cst.CSTVisitor):
             self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
 
 
-def _called_as_loss(cls: cst.ClassDef, attr: str) -> bool:
+def _called_as_loss(cls: cst.ClassDef, attr: str, weighted: bool = False) -> bool:
     """Whether every ``self.<attr>`` in the class is assigned or called as ``self.<attr>(y_true, y_pred)``
-    (what a lambda in Keras's order takes: no sample_weight, no attribute of the loss object)."""
+    (what a lambda in Keras's order takes: no sample_weight, no attribute of the loss object); ``weighted``: also
+    ``self.<attr>(y_true, y_pred, sample_weight)`` (by position or keyword), which a weighted lambda takes."""
     calls = {id(c.func) for c in find_all(cls.body, cst.Call)
-             if len(c.args) == 2 and all(a.keyword is None and not a.star for a in c.args)}
+             if (len(c.args) == 2 or weighted and _weighted_loss_call(c))
+             and all(a.keyword is None and not a.star for a in c.args[:2])}
     targets = {id(t.target) for t in find_all(cls.body, cst.AssignTarget)}
     uses = [n for n in find_all(cls.body, cst.Attribute) if _is_self_attr(n, attr)]
     return bool(uses) and all(id(n) in calls | targets for n in uses) and any(id(n) in calls for n in uses)
+
+
+def _weighted_loss_call(call: cst.Call) -> bool:
+    """``loss(y_true, y_pred, sample_weight)``: a third argument, by position or as ``sample_weight=``."""
+    if len(call.args) != 3 or any(a.star for a in call.args):
+        return False
+    third = call.args[2].keyword
+    return third is None or third.value == "sample_weight"
+
+
+def _weighted_calls(cls: cst.ClassDef, attr: str) -> bool:
+    """Some call of ``self.<attr>`` in the class passes a sample_weight (:func:`_weighted_loss_call`)."""
+    return any(_weighted_loss_call(c) and _is_self_attr(c.func, attr) for c in find_all(cls.body, cst.Call))
 
 
 def _kept_as_attribute(fn: cst.FunctionDef, param: str | int) -> str | None:
@@ -2176,7 +2191,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return out
 
     def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits,
-                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order", weighted: bool = False):
+                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order", weighted: bool = False,
+                       given: str = "given to compile"):
         """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses.
         ``weighted``: a compiled_loss call passes a sample_weight, which the lambda takes (``weighted_loss``: the
         torch loss's elements times the weights, Keras's sum over the number of elements)."""
@@ -2212,7 +2228,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             made = parsed_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"loss={code(original)} given to compile → {code(made)}: {why}", original)
+                        f"loss={code(original)} {given} → {code(made)}: {why}" if given == "given to compile" else
+                        f"{code(original)} {given} → {code(made)}: {why}", original)
         return made
 
     @staticmethod
@@ -2921,10 +2938,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 and _transform(self.ctx, self.qualname(value.func)) == "loss"):
             # `self.loss_fn = keras.losses.X(...)`: its calls in the class's methods are in Keras's order
             attr = original_node.targets[0].target.attr.value
-            loss = self._loss_rule(value) if self._class_nodes and _called_as_loss(self._class_nodes[-1], attr) \
-                else None
+            loss = self._loss_rule(value) if self._class_nodes and _called_as_loss(self._class_nodes[-1], attr,
+                                                                                   weighted=True) else None
+            weighted = loss is not None and _weighted_calls(self._class_nodes[-1], attr)
             made = self._compiled_loss(value, updated_node.value, *loss,
                                        why=f"{code(original_node.targets[0].target)} is called in Keras's order"
+                                           + (", with a sample_weight" if weighted else ""),
+                                       weighted=weighted, given=f"kept as {code(original_node.targets[0].target)}"
                                        ) if loss is not None else None
             if made is not None:
                 return updated_node.with_changes(value=made)
