@@ -360,6 +360,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.loss_reductions: dict[str, object] = {}  # name → the reduction= its loss object was given
         self.loss_reduction_list: dict[str, list] = {}  # name → the reduction of each loss object it is bound to
         self.loss_calls: dict[str, tuple[cst.Call, int]] = {}  # name → the loss object it is bound to, its scope
+        # name → (statement, scope, (rule, from_logits) or None, reduction, the call) of each binding to a loss object
+        self.loss_bindings: dict[str, list[tuple[int, int, object, object, cst.Call]]] = {}
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
         # optimizer name → (statement, scope) of each binding to a Keras optimizer call, and that call (a notebook
@@ -553,6 +555,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         self.loss_reduction_list.setdefault(name, []).append(
                             optim.reduction_literal(bound.values["reduction"], self.ctx)
                             if "reduction" in bound.values else "sum_over_batch_size")
+                        self.loss_bindings.setdefault(name, []).append(
+                            (self.order, self._scope_id(), self.loss_rules[name][-1],
+                             self.loss_reduction_list[name][-1], node.value))
             else:
                 self._other_binding(t.target)
 
@@ -1071,6 +1076,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         # same class, from_logits and reduction (bound once, or rebound alike: whichever binding a call sees, its
         # arguments are adapted the same way; each binding becomes the torch loss of its own arguments)
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items() if _alike_losses(plan, n, b)}
+        # a name bound to loss objects that differ, where each call reads a binding known (_loss_sites): id of each
+        # call → (rule, from_logits, reduction) of that binding; the loss objects (ids) whose calls are so adapted
+        self.loss_sites: dict[int, tuple] = {}
+        self.loss_bound: set[int] = set()
+        for n in plan.loss_rules:
+            reached = None if n in self.loss_names else _loss_sites(plan, n)
+            if reached is None:
+                continue
+            sites, compiled = reached
+            bindings = {b[0]: b for b in plan.loss_bindings[n]}
+            self.loss_bound |= {id(b[4]) for b in bindings.values() if b[0] not in compiled}
+            self.loss_sites.update({c: (*bindings[at][2], bindings[at][3]) for c, at in sites.items()
+                                    if at not in compiled})
 
     def on_leave(self, original_node, updated_node):
         # nodes an earlier pass settled keep their identity for the passes after this one
@@ -2817,6 +2835,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     # -- losses: creation and calls
     def _loss_of(self, call: cst.Call):
+        if id(call) in self.loss_sites:  # (rule, from_logits, reduction) of the binding it reads
+            return self.loss_sites[id(call)]
         if isinstance(call.func, cst.Name) and call.func.value in self.loss_names:
             return self.loss_names[call.func.value]
         return None
@@ -3388,7 +3408,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         rule = self.ctx.pack.by_name[q]
         call = original_node.value
         m = map_call(updated_node.value, rule, self.ctx, call)
-        if name in self.loss_names:  # its calls are adapted to torch's argument order
+        if name in self.loss_names or id(call) in self.loss_bound:  # its calls are adapted to torch's argument order
             m.extras["calls_adapted"] = True
         out = build_call(m, self.ctx)
         if out is None:
@@ -5213,6 +5233,95 @@ def _reached_bindings(plan: _Plan, module: cst.Module, name: str) -> _Reached | 
             return None
         applied.append(at)
     return _Reached(applied, compiled)
+
+
+def _loss_sites(plan: _Plan, name: str) -> tuple[dict[int, int], set[int]] | None:
+    """A name bound to loss objects that differ (in class, from_logits or reduction: keras-io's guides bind ``loss_fn``
+    again before each training loop, adamatch a ``loss_func`` of its own in each function): which binding each read
+    of it sees, where that is plain, as (id of each call, and of each compile's ``loss=name``, → the statement order of
+    the binding it reads; the orders of the bindings a compile is given, which stay Keras's); else None. A call in a
+    function that binds the name itself reads that function's bindings (all alike: whichever runs, the call is adapted
+    the same way). Any other read sees the module's bindings, each a top-level statement of its own: a read at the
+    module's level the last one before its top-level statement; a read in a top-level function ``f`` the one before
+    every call of that def of ``f`` (the calls after it and before the next ``def f``), where the module only calls
+    ``f``, at its level (not in a function), and binds it only by such defs (a def not called: the module's last
+    binding, or where another def of ``f`` follows, the binding before it). The name read otherwise (passed on, a
+    parameter of that name, a global) gives None."""
+    module = plan.module
+    bindings = plan.loss_bindings.get(name, [])
+    if (len(bindings) < 2 or module is None or name in plan.globals or name in plan.other_bindings
+            or len(bindings) != len(plan.bound_at.get(name, []))
+            or any(b[2] is None or b[3] not in ("sum_over_batch_size", "auto", "sum", "none", None) for b in bindings)):
+        return None
+    scopes: dict[int, list[tuple[tuple, int]]] = {}  # scope → (what the binding is, its order) of its bindings
+    for order, scope, (rule, logits), reduction, _ in bindings:
+        scopes.setdefault(scope, []).append(((id(rule), logits, reduction), order))
+    if any(len({k for k, _ in v}) != 1 for scope, v in scopes.items() if scope != 0):
+        return None
+    top: dict[int, int] = {}  # id of each module-level binding's value, and of each call → its top-level statement
+    for i, stmt in enumerate(module.body):
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+            top[id(stmt.body[0].value)] = i
+        for c in find_all(stmt, cst.Call):
+            top.setdefault(id(c), i)
+    at_module = {top.get(id(call)): order for order, scope, _, _, call in bindings if scope == 0}
+    if None in at_module or len(at_module) != len([b for b in bindings if b[1] == 0]):
+        return None  # (a module-level binding that is not a top-level statement of its own)
+
+    def reads(index: int) -> int | None:  # the binding a module-level read in statement `index` sees
+        before = [i for i in at_module if i < index]
+        return at_module[max(before)] if before else None
+
+    not_uses = None
+    sites: dict[int, int] = {}
+    for call in plan.calls_of.get(name, []):
+        fn = plan.call_fn.get(id(call))
+        if fn is not None and id(fn) in scopes:  # the function's own name
+            sites[id(call)] = scopes[id(fn)][0][1]
+            continue
+        if fn is None:
+            at = reads(top[id(call)])
+        elif any(s is fn for s in module.body):
+            if not_uses is None:
+                not_uses = ({id(d.name) for d in find_all(module, cst.FunctionDef)}
+                            | {id(a.attr) for a in find_all(module, cst.Attribute)}
+                            | {id(a.keyword) for a in find_all(module, cst.Arg) if a.keyword is not None})
+            f = fn.name.value
+            defs = [i for i, s in enumerate(module.body) if isinstance(s, cst.FunctionDef) and s.name.value == f]
+            methods = [d for c in find_all(module, cst.ClassDef) for d in c.body.body
+                       if isinstance(d, cst.FunctionDef) and d.name.value == f]
+            callers = plan.calls_of.get(f, [])
+            uses = [n for n in find_all(module, cst.Name) if n.value == f and id(n) not in not_uses]
+            if (len(uses) != len(callers) or len(plan.bound_at.get(f, [])) != len(defs) + len(methods)
+                    or f in plan.other_bindings or any(plan.call_scope.get(id(c)) != 0 for c in callers)):
+                return None
+            d = next(i for i in defs if module.body[i] is fn)
+            after = [i for i in defs if i > d]
+            mine = [c for c in callers if d < top[id(c)] < (after[0] if after else len(module.body))]
+            # (a def never called here: the bindings of its time where another def replaces it before any call, the
+            # module's last for a module's importer)
+            spans = {reads(top[id(c)]) for c in mine} or {reads(d if after else len(module.body))}
+            if len(spans) != 1:
+                return None
+            at = spans.pop()
+        else:
+            return None
+        if at is None:
+            return None
+        sites[id(call)] = at
+    compiled: set[int] = set()
+    for _, k, scope in plan.compiles:
+        given = call_argument(k, "loss", 1)
+        if isinstance(given, cst.Name) and given.value == name:
+            at = reads(top[id(k)]) if scope == 0 and id(k) in top else None
+            if at is None:
+                return None
+            compiled.add(at)
+            sites[id(given)] = at
+    # every other read of the name (passed on, a parameter of that name) is one no binding is known for
+    if plan.name_refs.get(name, 0) != len(bindings) + len(sites):
+        return None
+    return sites, compiled
 
 
 def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
