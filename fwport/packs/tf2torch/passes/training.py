@@ -1373,6 +1373,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         at = next((i for i, b in enumerate(original_node.body)
                    if isinstance(b, cst.Expr) and b.value is c.call), None)
         if at is None or self._compiled(c.call, "compile") is None:
+            if at is not None and not self.models.is_model_expr(c.call.func.value, self._chain()):
+                _left_compile(self.ctx, c.call, f"which stays Keras's ({code(c.call.func.value)} is not a model this "
+                                                "file builds and fwport translates)")
             return None
         call = c.call
         opt_kind, opt_rule, opt_node, *_ = c.optimizer
@@ -4314,6 +4317,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         plan.left_keras = _functional_left(module, ctx, plan)
     compiled = _plan_compiles(plan, ctx, models)
     _refused_compiles_said(plan, ctx, compiled, module)
+    _left_compile_arguments(ctx, module, compiled)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -4587,6 +4591,33 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None 
             if made:
                 refusals[id(call)] = (f"{name} comes from {fn.name.value}(), whose compile is left as written "
                                       f"({refusals[id(made[-1])]})")
+
+
+LEFT_COMPILE_ARGUMENTS = "tf2torch-left-compile-arguments"
+
+
+def _left_compile_arguments(ctx: FileContext, module: cst.Module, compiled: list[fitloop.Compiled]) -> None:
+    """The Keras optimizers and losses created in the arguments of a compile the written loop does not reproduce
+    (``ctx.analyses[LEFT_COMPILE_ARGUMENTS]``: id of each such call → the compile's text, ``model.compile(...)``):
+    their transforms' refusals name that compile and why it stays, instead of asking for a name or the parameters
+    (also a planned compile the rewrite finds of no model of the file: _Training._compile_statement)."""
+    parsed = ctx.analyses.get("parsed")
+    if parsed is not None and ".compile(" not in parsed[1]:
+        return
+    planned, refused = {id(c.call) for c in compiled}, ctx.analyses.get("compile_refusals", {})
+    for k in find_all(module, cst.Call):
+        if (isinstance(k.func, cst.Attribute) and k.func.attr.value == "compile" and id(k) not in planned
+                and id(k) in refused):
+            _left_compile(ctx, k, "which fwport leaves as written" + (f" ({refused[id(k)]})" if refused[id(k)] else ""))
+
+
+def _left_compile(ctx: FileContext, compile_call: cst.Call, why: str) -> None:
+    """The Keras optimizers and losses created in ``compile_call``'s arguments, in LEFT_COMPILE_ARGUMENTS with
+    ``<the compile> <why>``."""
+    left = ctx.analyses.setdefault(LEFT_COMPILE_ARGUMENTS, {})
+    for c in (c for a in compile_call.args for c in find_all(a.value, cst.Call)):
+        if _transform(ctx, ctx.imports.resolve(c.func)) in ("optimizer", "loss"):
+            left.setdefault(id(c), f"{code(compile_call.func)}(...), {why}")
 
 
 def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
