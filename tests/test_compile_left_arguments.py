@@ -35,7 +35,9 @@ model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=keras.losses.SparseCat
 
 
 def _messages(src: str) -> list[str]:
-    return [m for _, m in errors(translate_source(textwrap.dedent(src).lstrip("\n"), "model.py"))]
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    assert translate_source(r.output, "model.py").output == r.output, "translating the output again changes it"
+    return [m for _, m in errors(r)]
 
 
 def test_the_arguments_of_a_refused_compile_name_it_and_why():

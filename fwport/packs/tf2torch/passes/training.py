@@ -4317,7 +4317,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         plan.left_keras = _functional_left(module, ctx, plan)
     compiled = _plan_compiles(plan, ctx, models)
     _refused_compiles_said(plan, ctx, compiled, module)
-    _left_compile_arguments(ctx, module, compiled)
+    _left_compile_arguments(plan, ctx, module, compiled)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -4596,7 +4596,8 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None 
 LEFT_COMPILE_ARGUMENTS = "tf2torch-left-compile-arguments"
 
 
-def _left_compile_arguments(ctx: FileContext, module: cst.Module, compiled: list[fitloop.Compiled]) -> None:
+def _left_compile_arguments(plan: _Plan, ctx: FileContext, module: cst.Module,
+                            compiled: list[fitloop.Compiled]) -> None:
     """The Keras optimizers and losses created in the arguments of a compile the written loop does not reproduce
     (``ctx.analyses[LEFT_COMPILE_ARGUMENTS]``: id of each such call → the compile's text, ``model.compile(...)``):
     their transforms' refusals name that compile and why it stays, instead of asking for a name or the parameters
@@ -4607,8 +4608,15 @@ def _left_compile_arguments(ctx: FileContext, module: cst.Module, compiled: list
     planned, refused = {id(c.call) for c in compiled}, ctx.analyses.get("compile_refusals", {})
     for k in find_all(module, cst.Call):
         if (isinstance(k.func, cst.Attribute) and k.func.attr.value == "compile" and id(k) not in planned
-                and id(k) in refused):
+                and id(k) in refused and not _own_compile(plan, k.func.value)):
             _left_compile(ctx, k, "which fwport leaves as written" + (f" ({refused[id(k)]})" if refused[id(k)] else ""))
+
+
+def _own_compile(plan: _Plan, receiver: cst.BaseExpression) -> bool:
+    """``receiver`` is bound to an instance of a class of the file that defines its own compile (whose arguments
+    its methods keep: _Training._custom_compile_losses)."""
+    return isinstance(receiver, cst.Name) and any(
+        "compile" in plan.class_methods.get(cls, ()) for cls in plan.instances.get(receiver.value, ()))
 
 
 def _left_compile(ctx: FileContext, compile_call: cst.Call, why: str) -> None:
