@@ -762,6 +762,25 @@ def _weighted_loss_call(call: cst.Call) -> bool:
     return third is None or third.value == "sample_weight"
 
 
+def _loss_arguments(call: cst.Call) -> dict | None:
+    """A loss object's call bound to Keras's ``(y_true, y_pred, sample_weight=None)``, by position or keyword: name →
+    the value; None where it is not such a call (a star argument, another keyword)."""
+    names, got, positional = ("y_true", "y_pred", "sample_weight"), {}, True
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if a.keyword is None:
+            if not positional or i >= len(names):
+                return None
+            got[names[i]] = a.value
+        else:
+            positional = False
+            if a.keyword.value not in names or a.keyword.value in got:
+                return None
+            got[a.keyword.value] = a.value
+    return got if "y_true" in got and "y_pred" in got else None
+
+
 def _weighted_calls(cls: cst.ClassDef, attr: str) -> bool:
     """Some call of ``self.<attr>`` in the class passes a sample_weight (:func:`_weighted_loss_call`)."""
     return any(_weighted_loss_call(c) and _is_self_attr(c.func, attr) for c in find_all(cls.body, cst.Call))
@@ -2845,14 +2864,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return None
 
     def _loss_call(self, original_node, updated_node, rule, from_logits, reduction=NOT_LITERAL) -> cst.BaseExpression:
-        args = updated_node.args
-        if len(args) != 2 or any(a.keyword or a.star for a in args):
+        if reduction is NOT_LITERAL:  # (an object created in the call: the caller's)
+            reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
+                if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
+        given = _loss_arguments(updated_node)
+        weight = given.get("sample_weight") if given else None
+        if weight is not None and literal_value(weight, NOT_LITERAL) is None:
+            weight = None  # sample_weight=None: no weights
+        if given is None or (weight is not None and reduction not in ("sum_over_batch_size", "auto")):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{code(original_node)}: only loss(y_true, y_pred) is translated (sample_weight: "
-                            "multiply the per-sample loss, reduction='none', and divide by the batch size)",
-                            original_node, rule)
+                            f"{code(original_node)}: only loss(y_true, y_pred[, sample_weight]) is translated, the "
+                            "sample_weight with Keras's mean reduction (another reduction: multiply the per-sample "
+                            "loss, reduction='none', by the weights)", original_node, rule)
             return updated_node
-        y_true, y_pred = args[0].value, args[1].value
+        y_true, y_pred = given["y_true"], given["y_pred"]
         opts = optim.loss_options(rule, self.ctx)
         target = opts.get("target", "")
         if target and not _plain(y_pred):
@@ -2901,9 +2926,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 t_out = f"{t_out if t_out != t else t_atom}.movedim(-1, 1)"
         out = updated_node.with_changes(args=[cst.Arg(parsed_expression(p_out)),
                                               cst.Arg(parsed_expression(t_out))])
-        if reduction is NOT_LITERAL:  # (an object created in the call: the caller's)
-            reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
-                if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
+        if weight is not None:
+            return self._weighted_loss_call(original_node, out, p_out, t_out, weight, rule)
         if opts.get("mean_last") and reduction in ("none", None, "sum"):
             # Keras's per-sample loss: the mean over the last axis of torch's elementwise one ('sum': their sum)
             suffix = ".mean(-1)" + (".sum()" if reduction == "sum" else "")
@@ -2913,6 +2937,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
             return parsed_expression(code(out) + suffix)
         return out
+
+    def _weighted_loss_call(self, original_node, out: cst.Call, p_out: str, t_out: str, weight, rule):
+        """``loss_fn(y_true, y_pred, sample_weight=w)`` of Keras's mean reduction → ``weighted_loss(loss_fn, input,
+        target, w)`` (written into the file: the torch loss's elements times the weights, summed over their number,
+        as Keras does); a name that may hold None at run time: the plain loss then."""
+        self.ctx.options["_weighted_loss"] = True
+        self.ctx.spell_text("copy.copy")
+        self.ctx.spell_text("torch.as_tensor")
+        w = code(weight)
+        made = f"weighted_loss({code(out.func)}, {p_out}, {t_out}, {w})"
+        if isinstance(weight, cst.Name):
+            made = f"({code(out)} if {w} is None else {made})"
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} → {made}: the loss of each element times its sample's weight, summed "
+                        "and divided by the number of elements, as Keras weighs a loss (not by the sum of the weights)",
+                        original_node, rule)
+        return parsed_expression(made)
 
     def _prediction_named(self, original_node: cst.Call, y_pred: cst.BaseExpression) -> cst.BaseExpression:
         """A loss call's prediction written as an expression (``loss_fn(y, model(x))``): bound to a name on a line
