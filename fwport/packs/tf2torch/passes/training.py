@@ -4654,10 +4654,10 @@ def _left_compile_arguments(plan: _Plan, ctx: FileContext, module: cst.Module,
 
 
 def _own_compile(plan: _Plan, receiver: cst.BaseExpression) -> bool:
-    """``receiver`` is bound to an instance of a class of the file that defines its own compile (whose arguments
-    its methods keep: _Training._custom_compile_losses)."""
-    return isinstance(receiver, cst.Name) and any(
-        "compile" in plan.class_methods.get(cls, ()) for cls in plan.instances.get(receiver.value, ()))
+    """``receiver`` is bound to an instance of a class of the file (a train_step model, whose compile arguments its
+    methods may keep and TrainStepModule takes; its translation's class alike, so that translating a translation
+    says the same)."""
+    return isinstance(receiver, cst.Name) and bool(plan.instances.get(receiver.value, set()) & set(plan.class_methods))
 
 
 def _left_compile(ctx: FileContext, compile_call: cst.Call, why: str) -> None:
