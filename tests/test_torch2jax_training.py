@@ -383,6 +383,74 @@ def test_a_loop_is_rewritten_only_where_its_optimizer_is_created():
     assert "train_step" not in r.output and "loss.backward()" in r.output
 
 
+_TRAINER_CLASS = """
+import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+
+    def _run_batch(self, source, targets):
+        self.optimizer.zero_grad()
+        loss = F.cross_entropy(self.model(source), targets)
+        loss.backward()
+        self.optimizer.step()
+
+
+model = torch.nn.Linear(20, 3)
+trainer = Trainer(model, torch.optim.SGD(model.parameters(), lr=1e-3))
+"""
+
+
+def test_a_step_in_a_trainer_class_method_is_an_error():
+    """PyTorch's DDP tutorial's Trainer: its step, written in a method, is not rewritten; an error says so (it was
+    left as written without a finding)."""
+    r = t2j(_TRAINER_CLASS)
+    errs = [f for f in errors(r) if "in a method of a class" in f.message]
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 14)], r.findings
+    assert "self.opt_state = optimizer.init(eqx.filter(model, eqx.is_array))" in errs[0].message
+    assert "loss.backward()" in r.output
+
+
+_NO_ZERO_GRAD = """
+import json
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+model = nn.Linear(3, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+xs = [torch.randn(4, 3), torch.randn(4, 3)]
+seen = []
+for x in xs:
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+    seen.append(model.weight.grad.clone())
+alone = [torch.autograd.grad(model(x).sum(), model.weight)[0] for x in xs]
+print(json.dumps(dict(seen=[g.tolist() for g in seen], alone=[g.tolist() for g in alone])))
+"""
+
+
+@needs_frameworks
+def test_a_loop_that_never_clears_the_gradients_is_an_error_saying_they_add_up():
+    """PyTorch's tensor-parallel examples step without zero_grad(): the gradients of every iteration add up (checked
+    in PyTorch), which a train_step computing them afresh would not do."""
+    import numpy as np
+    r = t2j(_NO_ZERO_GRAD)
+    errs = [f.message for f in errors(r) if "nothing in this loop clears the gradients" in f.message]
+    assert len(errs) == 1 and "adds its gradients to those of all the earlier iterations" in errs[0], r.findings
+    assert "loss.backward()" in r.output
+    p = python("-c", _NO_ZERO_GRAD, side="torch", timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    np.testing.assert_allclose(out["seen"][1], np.add(out["alone"][0], out["alone"][1]), rtol=1e-6)
+    assert not np.allclose(out["seen"][1], out["alone"][1])
+
+
 def test_eval_code_outside_modules():
     r = t2j("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
             "        super().__init__()\n        self.fc = nn.Linear(4, 3)\n\n    def forward(self, x):\n"
@@ -1192,6 +1260,48 @@ def test_the_lbfgs_steps_are_pytorchs_until_pytorch_stops_early(tmp_path):
     assert t["g0"] > 1
     np.testing.assert_allclose(j["losses"][0], t["losses"][0], rtol=1e-12)
     assert abs(j["losses"][1] - t["losses"][1]) > 1e-3 * t["losses"][1]
+
+
+def _module_level_lbfgs() -> str:
+    """LBFGS_SRC with its one step(closure) at module level, written as a notebook cell writes it: several
+    statements on a line (the optimizer created beside the loss, the closure's body on one line)."""
+    text = LBFGS_SRC.read_text()
+    head = text[:text.index("criterion = nn.MSELoss()")]
+    return head + ("criterion = nn.MSELoss(); optimizer = torch.optim.LBFGS(net.parameters(), lr=0.8)\n"
+                   "losses = []\n"
+                   "def closure():\n"
+                   "    optimizer.zero_grad(); out = net(x); loss = criterion(out, y); losses.append(loss.item()); "
+                   "loss.backward(); return loss\n"
+                   "optimizer.step(closure); done = True\n")
+
+
+@needs_frameworks
+def test_an_lbfgs_step_at_module_level_written_on_few_lines_is_pytorchs(tmp_path):
+    """The step(closure) outside any loop (a block: the module's statements), `;`-joined statements in the closure,
+    the optimizer created on a line beside another statement (its state and train_step then written after that
+    line, not lost): max_iter train_step calls, each statement on its own line, and the same losses as PyTorch's
+    to 1e-9 (float64, first gradient's L1 norm under 1)."""
+    import numpy as np
+    src = tmp_path / "src.py"
+    src.write_text(_module_level_lbfgs())
+    r = t2j(src.read_text())
+    assert not errors(r), r.findings
+    assert "optimizer = optax.lbfgs(learning_rate=0.8, memory_size=100, linesearch=None)\n" \
+           "opt_state = optimizer.init(eqx.filter(net, eqx.is_array))\n" in r.output, r.output
+    assert ("for _ in range(20):  # torch.optim.LBFGS's max_iter: its iterations in one step(closure)\n"
+            "    net, opt_state, loss = train_step(net, opt_state)\n    losses.append(loss.item())\n"
+            "done = True\n") in r.output, r.output
+    assert "def closure" not in r.output and "def train_step(net, opt_state):" in r.output
+    out = tmp_path / "out.py"
+    out.write_text(r.output)
+    runs = {}
+    for path, side in ((src, "torch"), (out, "jax")):
+        p = python("-c", _LBFGS_RUN, path, side, "0.1", "0.2", side=side, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs[side] = json.loads(p.stdout.strip().splitlines()[-1])
+    t, j = runs["torch"], runs["jax"]
+    assert t["g0"] <= 1 and 10 < len(t["losses"]) <= 20 and len(j["losses"]) == 20
+    np.testing.assert_allclose(j["losses"][:len(t["losses"])], t["losses"], rtol=1e-9)
 
 
 # --- the model's key comes from the root key torch.manual_seed makes (issue 10: as an Equinox user writes it) ---

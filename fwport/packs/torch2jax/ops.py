@@ -227,14 +227,60 @@ def variance(m, ctx):
 OPTIMIZERS = "torch2jax.optimizers"  # ctx.analyses: the emitted optax expression's text → the model's source text
 
 
+def _parameters_of(node) -> str | None:
+    """``name.parameters()`` → the name; else None."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "parameters" \
+            and not node.args and isinstance(node.func.value, cst.Name):
+        return node.func.value.value
+    return None
+
+
+def chained_models(value, resolve) -> list[str] | None:
+    """The models whose parameters one optimizer takes together: ``itertools.chain(a.parameters(), b.parameters())``
+    or ``list(a.parameters()) + list(b.parameters())`` → ``["a", "b"]`` (two or more distinct names); else None.
+    Every torch.optim rule translated here updates each array from its own gradient and state alone, so one optax
+    optimizer over the tuple ``(a, b)`` steps both exactly as PyTorch's over the chained parameters."""
+    if isinstance(value, cst.Call) and resolve(value.func) == "itertools.chain" \
+            and all(a.keyword is None and not a.star for a in value.args):
+        names = [_parameters_of(a.value) for a in value.args]
+    else:
+        parts, names = [value], []
+        while parts:
+            part = parts.pop()
+            if isinstance(part, cst.BinaryOperation) and isinstance(part.operator, cst.Add) and not part.lpar:
+                parts += [part.right, part.left]
+            elif isinstance(part, cst.Call) and isinstance(part.func, cst.Name) and part.func.value == "list" \
+                    and len(part.args) == 1 and part.args[0].keyword is None and not part.args[0].star:
+                names.append(_parameters_of(part.args[0].value))
+            else:
+                return None
+    if len(names) < 2 or None in names or len(set(names)) != len(names):
+        return None
+    return names
+
+
+def model_group(model: str | None) -> list[str]:
+    """The models one optimizer trains: ``"(a, b)"`` (chained_models) → ``["a", "b"]``, ``"model"`` → ``["model"]``."""
+    if model is None:
+        return []
+    if model.startswith("(") and model.endswith(")"):
+        return [n.strip() for n in model[1:-1].split(",") if n.strip()]
+    return [model]
+
+
 @value_transform("model-parameters")
 def model_parameters(value, spec, m, ctx):
     """``model.parameters()``: optax transformations take no parameters; the optimizer state is
     initialised from the model's arrays (``opt_state = optim.init(eqx.filter(model, eqx.is_array))``,
-    written by the training pass)."""
+    written by the training pass). Several models' parameters chained (chained_models): the optimizer
+    trains the tuple of the models, ``"(a, b)"`` (its state initialised from the tuple's arrays)."""
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "parameters" \
             and not value.args:
         m.extras["model"] = code(value.func.value)
+        return
+    group = chained_models(value, ctx.imports.resolve)
+    if group is not None:
+        m.extras["model"] = f"({', '.join(group)})"
         return
     m.fail(ctx, "unsupported-argument", f"{m.written(spec.name)}: only model.parameters() is translated (parameter "
            "groups and subsets become optax.multi_transform / masks by hand)")

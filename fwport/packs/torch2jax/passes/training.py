@@ -45,7 +45,7 @@ from fwport.packs.torch2jax import keys, nograd
 from fwport.packs.torch2jax.backends import AUTOCAST
 from fwport.packs.torch2jax.frozen import FROZEN_CALLS
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
-from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
+from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL, chained_models, model_group
 from fwport.packs.torch2jax.passes import learning_rate, state
 from fwport.packs.torch2jax.passes.state import state_name as _state_name  # step() binds `state`
 from fwport.packs.torch2jax.passes.modules import BARE_LAYERS, OUTSIDE, PLANS, keyed_layer
@@ -1031,10 +1031,18 @@ class _Pass(cst.CSTTransformer):
     def visit_Module(self, node: cst.Module) -> None:
         self.plan_checkpoint_saves(node)
         self.check_straight(list(node.body))
+        self.check_closures(node, list(node.body))
+
+    def leave_Module(self, original, updated):
+        return self.write_closures(original, updated)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if not self.in_class and not self.loop_depth[-1] and id(node) not in self.step_bodies:
             self.check_straight(list(node.body))
+            self.check_closures(node, list(node.body))
+
+    def leave_IndentedBlock(self, original, updated):
+        return self.write_closures(original, updated)
 
     def check_straight(self, body: list) -> None:
         """The straight-line steps of a block no loop of its scope encloses (_straight_segments: a notebook's
@@ -1595,6 +1603,16 @@ class _Pass(cst.CSTTransformer):
                             "step() at its own level becomes a train_step; write this step with "
                             "eqx.filter_value_and_grad, optim.update and eqx.apply_updates by hand", original)
             return updated
+        if _backward(original) and self.in_class:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{_backward(original)}.backward() in a method of a class (a trainer object's step): fwport "
+                            "rewrites training steps in functions and at module level, where the optimizer is created; "
+                            "an optax optimizer keeps its state outside the model and the optimizer, so keep it on the "
+                            "object (self.opt_state = optimizer.init(eqx.filter(model, eqx.is_array))) and write this "
+                            "step by hand (loss, grads = eqx.filter_value_and_grad(loss_fn)(self.model); updates, "
+                            "self.opt_state = self.optimizer.update(grads, self.opt_state, eqx.filter(self.model, "
+                            "eqx.is_array)); self.model = eqx.apply_updates(self.model, updates))", original)
+            return updated
         call = original.body[0].value
         if not isinstance(call, cst.Call):
             return updated
@@ -2143,16 +2161,22 @@ class _Pass(cst.CSTTransformer):
         found = self.closures.get(id(original))
         if not found:
             return updated
-        body = list(updated.body.body)
+        block = isinstance(updated, (cst.Module, cst.IndentedBlock))  # a straight block's (check_straight's)
+        body = list(updated.body if block else updated.body.body)
+        rest = {}
         for def_i, step_i, opt, max_iter in found:
             fn = body[def_i]
-            stmts = list(fn.body.body)[:-1] + [parsed_statement(f"{opt}.step()\n")]
+            stmts = _one_per_line(list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else [fn.body])
+            stmts = stmts[:-1] + [parsed_statement(f"{opt}.step()\n")]
             loop = parsed_statement(f"for _ in range({max_iter}):  # torch.optim.LBFGS's max_iter: "
                                     "its iterations in one step(closure)\n    pass\n")
             loop = loop.with_changes(body=loop.body.with_changes(body=stmts), leading_lines=fn.leading_lines)
+            if len(body[step_i].body) > 1:  # `opt.step(closure); done = True`: the rest of the line after the loop
+                rest[step_i] = body[step_i].with_changes(body=body[step_i].body[1:], leading_lines=())
             body[step_i] = loop
         drop = {d for d, *_ in found}
-        return updated.with_changes(body=updated.body.with_changes(body=[st for i, st in enumerate(body) if i not in drop]))
+        kept = [x for i, st in enumerate(body) if i not in drop for x in ([st, rest[i]] if i in rest else [st])]
+        return updated.with_changes(body=kept) if block else updated.with_changes(body=updated.body.with_changes(body=kept))
 
     def check_closures(self, loop, body: list) -> None:
         """The LBFGS steps of the loop body (_closure_steps) whose optimizer this scope creates with line_search_fn
@@ -2302,7 +2326,16 @@ class _Pass(cst.CSTTransformer):
         """One step of a loop's body (check_loop), or a straight-line step (check_straight, ``what`` "training
         step", ``loop`` its step() statement): rewritten where this scope creates its optimizer, else an error."""
         others = _joint_steps(body, plan)
-        if others and self.check_joint(loop, body, plan, others, what):
+        grouped = len(model_group(self.scope_optimizers().get(plan[0]))) > 1
+        if (others or grouped) and self.check_joint(loop, body, plan, others, what):
+            return
+        if grouped or self.threaded_here(plan[0]) is None and any(
+                len(model_group(self.scope_optimizers().get(o))) > 1 for o in others):
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"this {what} stays as written: {plan[0]} trains "
+                            "several models' parameters chained together, which fwport writes as one train_step over "
+                            "the tuple of the models only where the optimizers stepped on this loss are all created in "
+                            "this scope; write that step by hand (loss, grads = eqx.filter_value_and_grad(loss_fn)"
+                            "((a, b)), then the optimizer's update of the tuple)", loop)
             return
         if plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
             model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
@@ -2329,17 +2362,21 @@ class _Pass(cst.CSTTransformer):
 
     def check_joint(self, loop, body: list, plan, others: list[str], what: str) -> bool:
         """One loss whose backward() several optimizers step on (_joint_steps), each created in this scope from one
-        model's parameters: recorded (JOINT) for the finishing step, which writes one train_step differentiating the
-        loss with respect to the models together, where no model draws (dropout), keeps a state (BatchNorm) or takes
-        a whole graph, nothing clips the gradients and nothing between the loss and the steps reads a model, an
-        optimizer or gradients; else an error saying which. False where the optimizers are not all this scope's
-        own (check_plan reports as before)."""
+        model's parameters or several models' chained (``itertools.chain(a.parameters(), b.parameters())``: the
+        optimizer's models, model_group; ``others`` may then be empty): recorded (JOINT) for the finishing step, which
+        writes one train_step differentiating the loss with respect to the models together (a model's layer state
+        threaded), where no model draws (dropout) or takes a whole graph, no two models are built with one module
+        instance (_shared_module), nothing clips the gradients and nothing between the loss and the steps reads a
+        model, an optimizer or gradients; else an error saying which. False where the optimizers are not all this
+        scope's own (check_plan reports then)."""
         opts = [plan[0], *others]
         made = self.scope_optimizers()
         if any(o not in made or self.threaded_here(o) for o in opts):
             return False
-        models = [made[o] for o in opts]
-        if any(m is None or not m.isidentifier() for m in models) or len(set(models)) != len(models):
+        if any(made[o] is None for o in opts):
+            return False
+        models = [m for o in opts for m in model_group(made[o])]  # (an optimizer over chained models: each of them)
+        if any(not m.isidentifier() for m in models) or len(set(models)) != len(models):
             return False
         rest = _without_steps(body, others)
         p = _loop_plan(rest)
@@ -2349,14 +2386,14 @@ class _Pass(cst.CSTTransformer):
             why = "the steps are not in the shape read once the other optimizers' zero_grad() and step() are set aside"
         elif any(m in self.whole for m in models):
             why = f"{next(m for m in models if m in self.whole)} takes a whole graph (called without jax.vmap)"
-        elif any(m in self.stateful for m in models):
-            why = f"{next(m for m in models if m in self.stateful)}'s layers keep a state (BatchNorm) to thread"
         elif any(self.instances.get(m) in self.keyed_classes for m in models):
             m = next(m for m in models if self.instances.get(m) in self.keyed_classes)
             why = f"{m} ({self.instances[m]}) draws random numbers in training (dropout): the step would need a key"
         elif self.keyed_classes and any(m not in self.instances for m in models):
             why = (f"{next(m for m in models if m not in self.instances)} is of a class fwport does not know here, and "
                    f"{' or '.join(self.keyed_classes)} draws random numbers in training (dropout)")
+        elif _shared_module(self.scopes[-1] if self.scopes else self.module, models):
+            why = _shared_module(self.scopes[-1] if self.scopes else self.module, models)
         elif _loop_problem(rest, p, models[0], self.ctx.imports.resolve):
             why = _loop_problem(rest, p, models[0], self.ctx.imports.resolve)
         elif any(isinstance(c.func, (cst.Name, cst.Attribute)) and self.ctx.imports.resolve(c.func) in CLIP_NAMES
@@ -2384,7 +2421,7 @@ class _Pass(cst.CSTTransformer):
         if why is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"this {what} stays as written: {loss}.backward() gives its gradients to "
-                            f"{', '.join(o + '.step()' for o in opts)} (one loss training {len(opts)} models); fwport "
+                            f"{', '.join(o + '.step()' for o in opts)} (one loss training {len(models)} models); fwport "
                             f"writes one train_step differentiating {loss} with respect to "
                             f"({', '.join(models)}) together, but here {why}; write that step by hand (loss, grads = "
                             f"eqx.filter_value_and_grad(loss_fn)(({', '.join(models)})), then each optimizer's update "
@@ -2396,7 +2433,11 @@ class _Pass(cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{loss}.backward() then {', '.join(o + '.step()' for o in opts)}: one train_step "
                         f"differentiating {loss} with respect to ({', '.join(models)}) together "
-                        "(eqx.filter_value_and_grad of the tuple), each model updated by its own optimizer", loop)
+                        "(eqx.filter_value_and_grad of the tuple), " + (
+                            "each model updated by its own optimizer" if len(models) == len(opts) else
+                            "each optimizer updating the models whose parameters it takes (chained parameters: one "
+                            "update of the tuple of the models, as PyTorch's optimizer steps each parameter from its "
+                            "own gradient)"), loop)
         return True
 
     def other_step(self, body: list, plan, model: str) -> bool:
@@ -2435,6 +2476,9 @@ class _Pass(cst.CSTTransformer):
             inner, _, plan = found
             self.planned.update(id(st) for st in inner if _backward(st))
             model = self.scope_optimizers()[plan[0]]
+            if len(model_group(model)) > 1:  # an optimizer over chained models: the joint step's tuple
+                self.check_plan(body[i], inner, plan, "training step")
+                continue
             problem = _loop_problem(inner, plan, model, self.ctx.imports.resolve)
             if problem:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training step stays as written: {problem}",
@@ -3555,6 +3599,9 @@ def _optimizer_models(ctx, scope) -> dict[str, str | None]:
             first = a.value.args[0].value if a.value.args else None
             model = code(first.func.value) if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
                 and first.func.attr.value == "parameters" else None
+            group = chained_models(first, ctx.imports.resolve) if model is None and first is not None else None
+            if group is not None:  # itertools.chain(a.parameters(), b.parameters()): the tuple (a, b)
+                model = f"({', '.join(group)})"
             names.update((n, model) for t in a.targets for n in target_names(t.target))
     return names
 
@@ -4012,6 +4059,10 @@ def _unplanned(body: list, opt_models: dict | None = None) -> str:
         return f": {where} sits in a nested block (an if / else, a with), not at the loop's level"
     stepped = {_method_stmt(st, "step") for st in body} - {None}
     zeros = [code(c.func.value) for _, c in stmt_calls if c.func.attr.value == "zero_grad"]
+    if stepped and not any(c.func.attr.value == "zero_grad" for c in calls):
+        return (f": nothing in this loop clears the gradients ({sorted(stepped)[0]}.zero_grad()), so each backward() "
+                "adds its gradients to those of all the earlier iterations and each step reads that running sum; "
+                "where that is meant, carry the summed gradients by hand (jax.tree_util.tree_map(jnp.add, acc, grads))")
     if stepped and zeros and not stepped & set(zeros):
         return (f": the gradients are cleared by {', '.join(z + '.zero_grad()' for z in zeros)}, not by the optimizer "
                 f"stepped ({sorted(stepped)[0]}.zero_grad()), which may train other parameters too")
@@ -4093,6 +4144,57 @@ def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
 JOINT = "torch2jax.joint-steps"  # ctx.analyses: (function or "", optimizer) → the optimizers stepped with it on its loss
 
 
+def _shared_module(scope, models: list[str]) -> str | None:
+    """Two of ``models`` built with the same module instance (PyTorch-GAN's unit: ``shared_E = ResidualBlock(...)``,
+    ``E1 = Encoder(..., shared_block=shared_E)``, ``E2 = Encoder(..., shared_block=shared_E)``), or one a part of
+    another (``head = model[2]``): why one train_step over them differs from PyTorch's; else None. PyTorch's models share the instance's parameters (one gradient, the
+    sum of both uses; an optimizer over both models' parameters holds them twice), where each Equinox model holds its
+    own copy of the arrays, trained apart."""
+    def built(value) -> bool:  # an instance of a class (by its capital): a module
+        return isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)) \
+            and (value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value)[:1].isupper()
+
+    made: dict[str, cst.Call] = {}  # each name → the first instance assigned to it (`E1 = E1.cuda()` is not one)
+    for a in _scope_assigns(scope):
+        for t in a.targets:
+            if isinstance(t.target, cst.Name) and t.target.value not in made and built(a.value):
+                made[t.target.value] = a.value
+            root = a.value
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+            if isinstance(t.target, cst.Name) and t.target.value in models and isinstance(root, cst.Name) \
+                    and root.value in models and root.value != t.target.value and root is not a.value:
+                return (f"{t.target.value} is a part of {root.value} ({t.target.value} = {code(a.value)}): in "
+                        f"PyTorch its parameters are {root.value}'s (one gradient, the sum of both uses), where each "
+                        "Equinox model holds its own copy of them, trained apart")
+    users: dict[str, str] = {}
+    for m in models:
+        value = made.get(m)
+        if value is None:
+            continue
+        for arg in value.args:
+            inner = made.get(arg.value.value) if isinstance(arg.value, cst.Name) else None
+            if inner is None:
+                continue
+            n = arg.value.value
+            if n in users and users[n] != m:
+                return (f"{users[n]} and {m} are built with the same module {n} ({code(inner.func)}(...)): PyTorch's "
+                        f"models share its parameters (one gradient, the sum of both uses; an optimizer over both "
+                        f"models' parameters holds them twice), where each Equinox model holds its own copy of {n}'s "
+                        "arrays, trained apart")
+            users[n] = m
+    return None
+
+
+def _joint_update(opt: str, models: list[str], state: str, spell) -> str:
+    """A joint train_step's update by ``opt`` of its models (their gradients ``grads_<model>``): one model's, or the
+    tuple of the models its parameters chained (``itertools.chain(a.parameters(), b.parameters())``)."""
+    m = models[0] if len(models) == 1 else f"({', '.join(models)})"
+    g = f"grads_{models[0]}" if len(models) == 1 else f"({', '.join(f'grads_{n}' for n in models)})"
+    return (f"    updates, {state} = {opt}.update({g}, {state}, {spell('equinox.filter')}({m}, {spell('equinox.is_array')}))\n"
+            f"    {', '.join(models)} = {spell('equinox.apply_updates')}({m}, updates)\n")
+
+
 def _joint_steps(body: list, plan) -> list[str]:
     """The optimizers whose step() follows the planned step at once, on the gradients of the same loss (the seq2seq
     tutorials: ``encoder_optimizer.zero_grad(); decoder_optimizer.zero_grad(); <loss>; loss.backward();
@@ -4164,6 +4266,22 @@ LBFGS_DIFFERS = ("{opt}.step(closure) → {n} updates of optax.lbfgs(linesearch=
                  "early")
 
 
+def _one_per_line(stmts: list) -> list:
+    """Statements with each of a line's ``;``-separated small statements on a line of its own (a closure written
+    ``opt.zero_grad(); loss = ...; loss.backward(); return loss``), the line's comments kept on its first."""
+    out = []
+    for st in stmts:
+        if isinstance(st, cst.SimpleStatementLine) and len(st.body) > 1:
+            out += [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
+                                            leading_lines=st.leading_lines if j == 0 else ())
+                    for j, small in enumerate(st.body)]
+        elif isinstance(st, cst.SimpleStatementSuite):  # def closure(): ...; return loss (on the def's line)
+            out += [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]) for small in st.body]
+        else:
+            out.append(st)
+    return out
+
+
 def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
     """``def closure(): opt.zero_grad(); <loss>; loss.backward(); return loss`` and ``opt.step(closure)`` as a
     statement later in the same body (PyTorch's LBFGS): (the def's index, the step's index, the optimizer, the
@@ -4172,8 +4290,8 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
     out = []
     defs = {s.name.value: i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)}
     for k, st in enumerate(body):
-        if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr)):
-            continue
+        if not (isinstance(st, cst.SimpleStatementLine) and isinstance(st.body[0], cst.Expr)):
+            continue  # (the step first on its line; what follows it on the line is kept after the loop)
         call = st.body[0].value
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
                 and len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name)):
@@ -4183,7 +4301,7 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
         if i is None or i > k or opt is None:
             continue
         fn = body[i]
-        stmts = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+        stmts = _one_per_line(list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else [fn.body])
         if fn.params.params or fn.params.star_arg is not cst.MaybeSentinel.DEFAULT and fn.params.star_arg is not None \
                 or fn.params.kwonly_params or fn.params.star_kwarg or fn.decorators or not stmts:
             continue
@@ -4194,8 +4312,9 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
             continue
         n = _Names()
         for j, other in enumerate(body):
-            if j not in (i, k):
-                scan(other, n)
+            if j not in (i, k) and not any(f.name.value == name for f in find_all(other, cst.FunctionDef)):
+                scan(other, n)  # (a block defining a closure of its own calls that one: the training loop of the
+                # script under `if __name__ == "__main__":` beside a module-level step)
         if name in n.loaded:
             continue
         out.append((i, k, opt, stmts[:-1] + [parsed_statement(f"{opt}.step()\n")]))
@@ -5308,6 +5427,9 @@ class _Finish(cst.CSTTransformer):
         schedules = {opt: v for (sc, opt), v in self.ctx.analyses.get(SCHEDULES, {}).items() if sc == scope}
         scheds = {v["sched"] for v in schedules.values()}
         carried: list = []  # the leading lines (comments) of a removed statement, for the next one
+        body = [x for s in body for x in (_one_per_line([s]) if isinstance(s, cst.SimpleStatementLine) and len(s.body) > 1
+                                          and any(isinstance(small, cst.Assign) and code(small.value) in self.optimizers
+                                                  for small in s.body) else [s])]  # (`crit = ...; opt = ...`: its state after it)
         for k, s in enumerate(body):
             if scheds and (_method_stmt(s, "step") in scheds or any(_assigns(s, n) for n in scheds)):
                 carried += list(s.leading_lines)
@@ -5466,8 +5588,9 @@ class _Finish(cst.CSTTransformer):
         train_step whose loss_fn takes the models as one tuple, differentiated together (eqx.filter_value_and_grad),
         each model then updated by its own optimizer from its own gradients."""
         opts = [plan[0], *others]
-        models = [self.trained.get(o) for o in opts]
-        if any(m is None for m in models) or not all(self.in_scope(o) for o in opts):
+        groups = [model_group(self.trained.get(o)) for o in opts]  # the models each optimizer updates
+        models = [m for g in groups for m in g]
+        if any(not g for g in groups) or not all(self.in_scope(o) for o in opts):
             return None
         body = _without_steps(body, others)
         plan = _loop_plan(body)
@@ -5484,12 +5607,20 @@ class _Finish(cst.CSTTransformer):
         scope = self.scopes[-1] if self.scopes else self.module
         own = {n for a in _scope_assigns(scope) for t in a.targets for n in target_names(t.target) if hasattr(builtins, n)}
         local = {p.name.value for p in fn.params.params} | _local_names(fn) if fn is not None else set()
-        trained = set(self.trained.values())
+        trained = {m for v in self.trained.values() for m in model_group(v)}
         inputs = [n for n in names.loaded if first.get(n) != "store" and n not in models
                   and (n not in self.module_names or n in trained or n in names.stored or n in self.rebound or n in local)
                   and (not hasattr(builtins, n) or n in own)]
+        kept = self.ctx.analyses.get(STATE_KEPT, ())
+        for m in models:  # a model's call repeated in the loss reads its layer state (BatchNorm's)
+            if m in self.ctx.analyses.get(STATEFUL, ()) and any(s is k for s in block for k in kept) \
+                    and _state_name(self.ctx, m) not in inputs:
+                inputs.append(_state_name(self.ctx, m))
         aux = _step_outputs(body, plan, tuple(models))
         aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
+        # values the loss reads and assigns again (the layer state): loss_fn's parameters after the models, not
+        # differentiated (eqx.filter_value_and_grad: the first argument only)
+        carried = "".join(f", {n}" for n in aux if first.get(n) == "load")
         f = self.spell
         moved = list(block)
         for m in models:
@@ -5508,13 +5639,11 @@ class _Finish(cst.CSTTransformer):
         jit, unjitted = _jit_lines(self.ctx, fn, opt, f)
         value = f"({loss}, {aux_text})" if aux else loss
         text = (jit + f"def {step_name}({', '.join([*models, *states, *inputs])}):\n" + unjitted +
-                f"    def loss_fn({tup}):\n"
+                f"    def loss_fn({tup}{carried}):\n"
                 f"        pass\n\n"
                 f"    {value}, ({', '.join(grads)}) = {f('equinox.filter_value_and_grad')}(loss_fn"
-                f"{', has_aux=True' if aux else ''})(({', '.join(models)}))\n"
-                + "".join(f"    updates, {st} = {o}.update({g}, {st}, {f('equinox.filter')}({m}, {f('equinox.is_array')}))\n"
-                          f"    {m} = {f('equinox.apply_updates')}({m}, updates)\n"
-                          for o, m, st, g in zip(opts, models, states, grads))
+                f"{', has_aux=True' if aux else ''})(({', '.join(models)}){carried})\n"
+                + "".join(_joint_update(o, g, st, f) for o, g, st in zip(opts, groups, states))
                 + f"    return {', '.join([*models, *states, loss, *aux])}\n")
         step_fn = parsed_statement(text)
         inner = step_fn.body.body[0]
@@ -5607,7 +5736,7 @@ class _Finish(cst.CSTTransformer):
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         own |= {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
                 for n in target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
-        trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
+        trained = {m for v in self.trained.values() for m in model_group(v)}  # another trained model (a GAN's critic in the generator's loss): an
         # argument, not a global the jit would keep as it was when traced
         # (a function's parameters and locals named like a module-level name are its own: arguments too)
         local = {p.name.value for p in fn.params.params} | _local_names(fn) if fn is not None else set()
