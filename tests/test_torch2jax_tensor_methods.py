@@ -368,9 +368,11 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = nn.Linear(6, 5)
+        self.pos = nn.Parameter(torch.randn(5))
 
     def forward(self, x):
         h = self.fc(x)
+        h += self.pos.to(h)
         a = h.mul(2.0).div(3.0).add(h).sub(0.5).pow(2)
         b = h.clamp(min=-0.5, max=0.5) + h.abs().add(1.0).rsqrt().clamp(0.6)
         c = h.norm(dim=-1, keepdim=True) + h.cumsum(dim=1) + h.norm(p=1, dim=1).unsqueeze(-1).neg()
@@ -380,11 +382,13 @@ class Net(nn.Module):
 
 def test_elementwise_and_dimension_methods_of_a_batched_tensor_in_forward_compute_as_in_pytorch(tmp_path):
     """In a per-example forward: arithmetic methods become operators, rsqrt / neg / clamp (number bounds) elementwise,
-    norm and cumsum over the dimension one example has (dim 1 → axis 0): fwport verify passes, forward and gradients."""
+    norm and cumsum over the dimension one example has (dim 1 → axis 0), a parameter's .to(h) of a layer's output h its
+    cast: fwport verify passes, forward and gradients."""
     r = translate_source(textwrap.dedent(ELEMENTWISE).lstrip("\n"), "f.py", "torch2jax")
     assert "jnp.cumsum(h, axis=0)" in r.output and "jnp.linalg.vector_norm(h, ord=1, axis=0)" in r.output
     assert "jnp.clip(h, -0.5, 0.5)" in r.output and "jax.lax.rsqrt(" in r.output
     assert "jnp.cumsum(h, axis=0, dtype=jnp.float64)" in r.output
+    assert "h += self.pos.astype(h.dtype)" in r.output  # (h, a layer's output: a tensor, whose dtype .to takes)
     cert = verify_model(tmp_path, ELEMENTWISE, "Net", ["float64[3,6]"])
     assert cert["verdict"] == "pass"
 

@@ -137,6 +137,28 @@ def _instead(name: str, call: cst.Call) -> str | None:
     return None
 
 
+def _module_output(fn: cst.FunctionDef, name: str) -> bool:
+    """Whether ``fn`` binds ``name`` only to what a layer of its class returns (``x = self.to_patch_embedding(img)``;
+    ``x += ...`` keeps it), never as a parameter or a loop target: a tensor, whose dtype ``t.to(x)`` takes."""
+    from fwport.core.names import find_all
+    if name in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params)} \
+            or any(name in _target_names(f.target) for f in find_all(fn, cst.For)):
+        return False
+    binds = [a for a in find_all(fn, cst.Assign) if any(name in _target_names(t.target) for t in a.targets)]
+    return bool(binds) and all(
+        len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call)
+        and isinstance(a.value.func, cst.Attribute) and isinstance(a.value.func.value, cst.Name)
+        and a.value.func.value.value == "self" and not any(x.star for x in a.value.args) for a in binds)
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for e in target.elements for n in _target_names(e.value)}
+    return set()
+
+
 def _operand(node: cst.BaseExpression) -> str:
     text = code(node)
     if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
@@ -619,6 +641,12 @@ class _Casts(cst.CSTVisitor):
         self.ctx = ctx
         self.calls = calls
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.calls.functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.calls.functions.pop()
+
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "type") \
                 and self.ctx.plans.get(node) is None:
@@ -638,6 +666,13 @@ class _TensorCalls(cst.CSTVisitor):
         self.filled = filled  # `x.fill_(v)` calls that are a statement (visit_Expr)
         self.modules = modules  # modules the output spells
         self.module_plans = module_plans  # (modules.PLANS: ctx.analyses's key of the module classes' plans)
+        self.functions: list[cst.FunctionDef] = []  # the functions a scan is in (innermost last)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.functions.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.functions.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         if node.name.value in self.translated:
@@ -812,6 +847,11 @@ class _TensorCalls(cst.CSTVisitor):
                 or self.ctx.imports.resolve(recv) is not None or _device_move(node, self.ctx) \
                 or self.ctx.plans.get(node) is not None:
             return  # a model's move or cast (the training pass's), a module's function, a device move
+        if isinstance(v, cst.Name) and self.functions and _module_output(self.functions[-1], v.value):
+            def astype_like(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return expr(f"{_atom(updated.func.value)}.astype({code(updated.args[0].value)}.dtype)")
+            self.ctx.plans.add(node, astype_like, by="tensor-methods")  # x.to(y), y a layer's output: y's dtype
+            return
         if isinstance(v, cst.Attribute) and v.attr.value == "dtype" or node.args[0].keyword is not None:
             def astype(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
                 return expr(f"{_atom(updated.func.value)}.astype({code(updated.args[0].value)})")
