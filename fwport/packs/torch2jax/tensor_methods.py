@@ -137,18 +137,34 @@ def _instead(name: str, call: cst.Call) -> str | None:
     return None
 
 
-def _module_output(fn: cst.FunctionDef, name: str) -> bool:
-    """Whether ``fn`` binds ``name`` only to what a layer of its class returns (``x = self.to_patch_embedding(img)``;
-    ``x += ...`` keeps it), never as a parameter or a loop target: a tensor, whose dtype ``t.to(x)`` takes."""
+def _module_output(fn: cst.FunctionDef, name: str, use: cst.CSTNode) -> bool:
+    """Whether the binding of ``name`` that reaches ``use`` (a node of a statement of ``fn``'s body) is what a layer of
+    its class returns (``x = self.to_patch_embedding(img)``, then ``x += ...`` keeps it): a tensor, whose dtype ``t.to(x)``
+    takes. Only along the body's own statements (a compound statement binding it before the use: not known)."""
     from fwport.core.names import find_all
     if name in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params, *fn.params.posonly_params)} \
-            or any(name in _target_names(f.target) for f in find_all(fn, cst.For)):
+            or not isinstance(fn.body, cst.IndentedBlock):
         return False
-    binds = [a for a in find_all(fn, cst.Assign) if any(name in _target_names(t.target) for t in a.targets)]
-    return bool(binds) and all(
-        len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call)
-        and isinstance(a.value.func, cst.Attribute) and isinstance(a.value.func.value, cst.Name)
-        and a.value.func.value.value == "self" and not any(x.star for x in a.value.args) for a in binds)
+    body = list(fn.body.body)
+    at = next((i for i, st in enumerate(body) if any(c is use for c in find_all(st, type(use)))), None)
+    if at is None:
+        return False
+    for st in reversed(body[:at]):
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value == name:
+            continue  # (x += v keeps what x holds)
+        binds = [a for a in find_all(st, cst.Assign) if any(name in _target_names(t.target) for t in a.targets)]
+        if any(name in _target_names(f.target) for f in find_all(st, cst.For)) \
+                or any(isinstance(w.target, cst.Name) and w.target.value == name for w in find_all(st, cst.NamedExpr)):
+            return False
+        if not binds:
+            continue
+        a = binds[0]
+        return small is a and len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) \
+            and isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Attribute) \
+            and isinstance(a.value.func.value, cst.Name) and a.value.func.value.value == "self" \
+            and not any(x.star for x in a.value.args)
+    return False
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:
@@ -847,7 +863,7 @@ class _TensorCalls(cst.CSTVisitor):
                 or self.ctx.imports.resolve(recv) is not None or _device_move(node, self.ctx) \
                 or self.ctx.plans.get(node) is not None:
             return  # a model's move or cast (the training pass's), a module's function, a device move
-        if isinstance(v, cst.Name) and self.functions and _module_output(self.functions[-1], v.value):
+        if isinstance(v, cst.Name) and self.functions and _module_output(self.functions[-1], v.value, node):
             def astype_like(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
                 return expr(f"{_atom(updated.func.value)}.astype({code(updated.args[0].value)}.dtype)")
             self.ctx.plans.add(node, astype_like, by="tensor-methods")  # x.to(y), y a layer's output: y's dtype
