@@ -156,3 +156,24 @@ def test_the_build_a_sequential_reaches_before_a_loop_rebinding_it_matches_keras
     keras_out, torch_out = _run(tmp_path, BUILT, DRIVER)
     assert keras_out["sizes"] == torch_out["sizes"] == [[3, 6], [6, 2]]
     np.testing.assert_allclose(torch_out["y"], keras_out["y"], rtol=1e-5, atol=1e-6)
+
+
+SELF_REBOUND = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+inputs = keras.Input(shape=(8,))
+model = keras.Model(inputs, layers.Dense(1, activation="sigmoid")(inputs))
+model = (model)
+model.compile(optimizer="adam", loss="binary_crossentropy")
+model.fit(x_train, y_train, epochs=1)
+'''
+
+
+def test_a_name_rebound_to_itself_stays_the_model():
+    """``model = (model)`` leaves what model is: its compile and fit are translated (they were left as written,
+    without a finding: the rebinding made it no model)."""
+    r = tx(SELF_REBOUND)
+    assert not errors(r), r.findings
+    assert "model.compile(" not in r.output and "model.fit(" not in r.output, r.output
+    assert "fit(model, optimizer, loss_fn, x_train, y_train, epochs=1)" in r.output, r.output

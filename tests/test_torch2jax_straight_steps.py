@@ -358,12 +358,18 @@ gp = d(real).pow(2).mean(); gp.backward(); print(float(gp))
 
 
 def test_a_lone_backward_on_a_line_of_several_statements_is_an_error_with_its_marker():
-    """A gradient penalty's ``gp.backward()`` with no optimizer step, on a ``;`` line (WGAN-GP's kit spec): the
-    line is split and the backward() refused with a finding and a ``# fwport:`` comment above it (it got no finding
-    while it shared its line)."""
-    r = t2j(LONE_BACKWARD)
+    """A gradient penalty's ``gp.backward()`` with no optimizer step, on a ``;`` line (WGAN-GP's kit spec), whose
+    gradients a later statement reads: the line is split and the backward() refused with a finding and a ``# fwport:``
+    comment above it (it got no finding while it shared its line)."""
+    r = t2j(LONE_BACKWARD + "print(d.fc.weight.grad)\n")
     errs = [f for f in errors(r) if "gp.backward()" in f.message]
     assert len(errs) == 1 and errs[0].line == 16, r.findings  # (the source without its first empty line)
     lines = r.output.splitlines()
     at = lines.index("gp.backward()")
     assert lines[at - 1].startswith("# fwport: unsupported-construct: gp.backward()"), r.output
+
+
+def test_a_lone_backward_on_a_line_of_several_statements_is_dropped_where_nothing_reads_its_gradients():
+    r = t2j(LONE_BACKWARD)
+    assert not errors(r), r.findings
+    assert "gp.backward()" not in r.output and "print(float(gp))" in r.output, r.output

@@ -2644,8 +2644,16 @@ class Forward(cst.CSTTransformer):
             a, unknown = _args(updated, ("input", "dim"))
             if unknown or "input" not in a or not self.is_batched(original):
                 return updated
-            axis = self.shift(original, a.get("dim"), q.replace("torch.nn.functional.", "F."),
-                              *self.placed(a["input"]))
+            what, (b, r) = q.replace("torch.nn.functional.", "F."), self.placed(a["input"])
+            dim = a.get("dim")
+            if dim is None and (b != 0 or isinstance(b, Merged) or r is None):
+                self.error(original, f"{what} without dim: PyTorch picks the dim from the batched input's rank (0 "
+                           "for a 1- or 3-D input, 1 otherwise; deprecated), which fwport does not know here: write "
+                           "dim= in the source")
+                return updated
+            if dim is None:  # PyTorch's implicit dim of the batched input (rank r + 1)
+                dim = cst.Integer("0" if r + 1 in (1, 3) else "1")
+            axis = self.shift(original, dim, what, b, r)
             return updated if axis is None else self.moved(
                 _call(self.ctx.spell(f"jax.nn.{short}"), [a["input"]], axis=axis), self.axis_of(a["input"]))
         if q == F + "normalize":  # dim (1 by default) without the batch axis; the rule writes the norm

@@ -26,12 +26,19 @@ def _warn(m, ctx) -> None:
 @call_transform("lambda")
 def as_lambda(m, ctx):
     """An activation module → ``eqx.nn.Lambda(fn)``: ``emit.options.fn`` names the function;
-    ``emit.options.kwargs`` are its fixed keywords (then it is wrapped in a ``lambda``)."""
+    ``emit.options.kwargs`` are its fixed keywords (then it is wrapped in a ``lambda``); ``emit.options.omitted``
+    the keywords written where the source's argument is omitted, with the warning ``emit.options.omitted_warning``
+    (nn.Softmax(): PyTorch's dim chosen from the input's rank)."""
+    from fwport.core.finding import Severity
     opts = _options(m)
     fn = ctx.spell_text(opts["fn"])
     extra = dict(opts.get("kwargs", {}))
     for k, v in m.kwargs.items():  # the rule's renamed arguments
         extra[k] = code(v)
+    omitted = {k: str(v) for k, v in opts.get("omitted", {}).items() if k not in extra}
+    if omitted:
+        extra.update(omitted)
+        ctx.report(Severity.WARNING, "approximate", opts["omitted_warning"], m.node, m.rule)
     if extra:
         inner = ", ".join(f"{k}={v}" for k, v in extra.items())
         fn = f"lambda x: {fn}(x, {inner})"
@@ -553,6 +560,20 @@ def example_dim(value, spec, m, ctx):
                "write a literal dimension other than 0")
         return
     m.kwargs[spec.to or spec.name] = cst.Integer(str(d - 1)) if d > 0 else value
+
+
+@call_transform("explicit-dim")
+def explicit_dim(m, ctx):
+    """``F.softmax(x, dim)`` → ``jax.nn.softmax(x, axis=dim)``. Without dim PyTorch picks one from the input's rank (0
+    for a 1- or 3-D input, 1 otherwise; deprecated) where JAX takes the last axis, the same for a 1- or 2-D input
+    only: refused (an error), since the rank is not known here."""
+    if "axis" not in m.kwargs:
+        m.fail(ctx, "unsupported-argument", f"{code(m.node.func) if isinstance(m.node, cst.Call) else 'softmax'} "
+               "without dim: PyTorch picks the dim from the input's rank (0 for a 1- or 3-D input, 1 otherwise; "
+               "deprecated), JAX takes the last axis, the same for a 1- or 2-D input only: write dim= as PyTorch "
+               "picks it for this input")
+        return None
+    return build_call(m, ctx, target=m.rule.emit["target"])
 
 
 @call_transform("adaptive-pool")

@@ -609,7 +609,10 @@ class _Models:
     def _passes_through(self, value, name: str, chain: list[_Scope]) -> bool:
         """``value`` is ``f(..., name, ...)[i]`` where element i of every return of the module's function ``f`` is
         the parameter that call gives ``name`` to, never rebound in ``f``: ``name`` itself handed back
-        (``history, model = run_experiment(model)``), which leaves what ``name`` is unchanged."""
+        (``history, model = run_experiment(model)``), which leaves what ``name`` is unchanged; ``name`` itself
+        (``model = model``, ``model = (model)``) too."""
+        if isinstance(value, cst.Name) and value.value == name:
+            return True
         if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call)
                 and isinstance(value.value.func, cst.Name) and len(value.slice) == 1
                 and isinstance(value.slice[0].slice, cst.Index)

@@ -1564,6 +1564,29 @@ class _Pass(cst.CSTTransformer):
                             [cst.Arg(self.ctx.spell(f"jax.numpy.{dtype}"))])
         return None
 
+
+    def unread_gradients(self, original: cst.SimpleStatementLine) -> bool:
+        """Whether ``loss.backward()`` is a statement of the module's own level after which no statement reads a
+        gradient: none names ``.grad``, ``.step``, ``.backward`` or ``torch.autograd``, nor calls a function of this
+        file or a method a class of this file defines (which could). Such a backward changes nothing later code sees."""
+        if self.scopes:
+            return False
+        i = next((k for k, st in enumerate(self.module.body) if st is original), None)
+        if i is None:
+            return False
+        defined = {st.name.value for st in self.module.body if isinstance(st, cst.FunctionDef)}
+        methods = {m.name.value for st in self.module.body if isinstance(st, cst.ClassDef)
+                   for m in st.body.body if isinstance(m, cst.FunctionDef)}
+        for st in self.module.body[i + 1:]:
+            if any(a.attr.value in ("grad", "step", "backward") for a in find_all(st, cst.Attribute)) \
+                    or any((dotted_text(n) or "").startswith("torch.autograd") for n in find_all(st, cst.Attribute)):
+                return False
+            for c in find_all(st, cst.Call):
+                if isinstance(c.func, cst.Name) and c.func.value in defined \
+                        or isinstance(c.func, cst.Attribute) and c.func.attr.value in methods:
+                    return False
+        return True
+
     def leave_SimpleStatementLine(self, original, updated):
         if any(st is original for st in self.ctx.analyses.get(STATE_KEPT, ())) and _is_assign(updated) \
                 and isinstance(updated.body[0].targets[0].target, cst.Tuple):
@@ -1595,6 +1618,13 @@ class _Pass(cst.CSTTransformer):
             return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
             return updated
+        if _backward(original) and id(original) not in self.planned and not self.in_class \
+                and self.unread_gradients(original):
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{_backward(original)}.backward() at the module's level, "
+                            "with nothing after it that reads the gradients it accumulates (no optimizer step, no "
+                            ".grad, no function or method of this file called): JAX computes a gradient only where "
+                            "it is asked for (jax.grad), so the statement is dropped", original)
+            return cst.RemoveFromParent()
         if _backward(original) and id(original) not in self.planned and not self.in_class:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{_backward(original)}.backward() is not at the level of a loop's body (inside an if or "
