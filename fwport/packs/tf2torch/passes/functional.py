@@ -183,6 +183,14 @@ _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cs
                cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b, cst.Divide: lambda a, b: a / b}
 # builtins a known value may go through where the model is built (`int((depth - 2) / 6)`)
 _STATIC_FNS = {"int": int, "abs": abs, "round": round, "min": min, "max": max, "len": len, "str": str}
+# TensorFlow / Keras comparisons a builder's `if` applies to numbers known where the model is built
+_STATIC_COMPARES = {f"{m}.{n}": f for m in ("tensorflow", "tensorflow.math", "keras.ops")
+                    for n, f in (("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b),
+                                 ("less", lambda a, b: a < b), ("greater", lambda a, b: a > b),
+                                 ("less_equal", lambda a, b: a <= b), ("greater_equal", lambda a, b: a >= b))}
+# keras.applications' helper that computes a ZeroPadding2D's padding from a tensor's spatial sizes
+CORRECT_PAD = {f"{m}.applications.imagenet_utils.correct_pad" for m in ("keras", "tensorflow.keras", "tf_keras",
+                                                                         "keras.src", "tf_keras.src")}
 # readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
 _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
@@ -2595,6 +2603,13 @@ class _Builder:
             return self._static(node.body if self._static(node.test, tensors) else node.orelse, tensors)
         if self._static_fn(node):
             return _STATIC_FNS[node.func.value](*(self._static(a.value, tensors) for a in node.args))
+        compare = _STATIC_COMPARES.get(self.ctx.imports.resolve(node.func)) if isinstance(node, cst.Call) else None
+        if compare is not None and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args):
+            # `if tf.math.equal(x.shape[-1], filters):` (keras-io's mobilevit): on two numbers known here, Keras
+            # computes it once as the model is built; the branch it takes, as for `==`
+            a, b = (self._static(a.value, tensors) for a in node.args)
+            if all(isinstance(v, (int, float)) for v in (a, b)):
+                return compare(a, b)
         if isinstance(node, cst.Call) and not node.args and not isinstance(node.func, cst.Call) \
                 and self.ctx.imports.resolve(node.func) in data_format.IMAGE_FORMAT_READS \
                 and data_format.image_format_set(self.ctx) is None:
@@ -4608,14 +4623,19 @@ class _Builder:
         module, so each ``x.shape[i]`` is written as the size it has here (kept in ``self.sized_calls``
         for the rule); refused where that size is not known."""
         shapes = {n: t.shape for n, t in self.env.items() if isinstance(t, _Tensor) and t.shape is not None}
-        reads = _shape_reads(call)  # (no `x.shape` of a known tensor: nothing to write, no copy to compare)
-        sized = rewrite(call, _SizeSubstitute(shapes), fresh=True) if any(n.value in shapes for n in reads) else call
+        padded = _CorrectPad(self.ctx, shapes)
+        sized = rewrite(call, padded, fresh=True) if any(
+            self.ctx.imports.resolve(c.func) in CORRECT_PAD for c in _calls(call)) else call
+        if padded.refused is not None:
+            raise _Refused(call, padded.refused)
+        reads = _shape_reads(sized)  # (no `x.shape` of a known tensor: nothing to write, no copy to compare)
+        sized = rewrite(sized, _SizeSubstitute(shapes), fresh=True) if any(n.value in shapes for n in reads) else sized
         if any(isinstance(a.value, cst.Name) and a.value.value in self.known_literals and not a.star for a in sized.args):
             sized = sized.with_changes(args=[  # activation=activation of `activation = "sigmoid"` above
                 a.with_changes(value=_literal_node(self.known_literals[a.value.value]))
                 if isinstance(a.value, cst.Name) and a.value.value in self.known_literals and not a.star else a
                 for a in sized.args])
-        left = [n for n in (reads if sized is call else _shape_reads(sized)) if isinstance(self.env.get(n.value), _Tensor)]
+        left = [n for n in _shape_reads(sized) if isinstance(self.env.get(n.value), _Tensor)]
         if left:
             raise _Refused(call, f"{code(call.func)} built from `{code(left[0])}.shape`, a size of a tensor of this "
                                  "model that fwport does not know here: the layer is built in __init__, where the "
@@ -6913,6 +6933,37 @@ def _shape_reads(node: cst.CSTNode) -> list[cst.Name]:
     v = _ShapeReads()
     scan(node, v)
     return v.found
+
+
+class _CorrectPad(cst.CSTTransformer):
+    """``imagenet_utils.correct_pad(x, k)`` (keras-io's mobilevit ``layers.ZeroPadding2D(padding=...)``) written
+    as the padding it returns, computed as Keras computes it from ``x``'s spatial sizes (channels-last, the format a
+    file that never sets it has): ``((k//2 - a, k//2), ...)`` with ``a = 1 - size % 2``, or 1 where the size is
+    unknown (Keras's own rule); ``refused`` says why where it cannot be (``x`` not a feature map of known rank)."""
+
+    def __init__(self, ctx, shapes: dict):
+        self.ctx, self.shapes, self.refused = ctx, shapes, None
+
+    def leave_Call(self, original_node, updated_node):
+        if self.ctx.imports.resolve(original_node.func) not in CORRECT_PAD:
+            return updated_node
+        args = original_node.args
+        shape = self.shapes.get(args[0].value.value) if args and isinstance(args[0].value, cst.Name) else None
+        k = literal_value(args[1].value, None) if len(args) == 2 else None
+        if isinstance(k, int) and not isinstance(k, bool):
+            k = (k, k)
+        if data_format.image_format_set(self.ctx) is not None or any(a.keyword or a.star for a in args) \
+                or shape is None or len(shape) != 3 or not (isinstance(k, (tuple, list)) and len(k) == 2
+                                                            and all(is_int(v) for v in k)) \
+                or (shape[0] is not None and not is_int(shape[0])) or (shape[0] is not None and not is_int(shape[1])):
+            self.refused = (f"{code(original_node)}: fwport computes correct_pad's padding where the model is built "
+                            "from a feature map of known rank (its spatial sizes known, or the first unknown) and a "
+                            "literal kernel size, in a file that does not set the image data format; write the "
+                            "padding as a literal")
+            return updated_node
+        adjust = (1, 1) if shape[0] is None else (1 - int(shape[0]) % 2, 1 - int(shape[1]) % 2)
+        half = (int(k[0]) // 2, int(k[1]) // 2)
+        return _literal_node(((half[0] - adjust[0], half[0]), (half[1] - adjust[1], half[1])))
 
 
 class _Substitute(cst.CSTTransformer):
