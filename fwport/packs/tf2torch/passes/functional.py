@@ -1689,6 +1689,12 @@ class _Builder:
             v, given = values[pname]
             if given and isinstance(v, cst.Name) and v.value in self.input_dicts:
                 raise _Refused(v, self._dict_to_helper(name, v.value))
+            sized = self._read_sizes(v) if given else NOT_LITERAL
+            if sized is not NOT_LITERAL:  # mlp(x, hidden_units=[x.shape[-1] * 2, x.shape[-1]]): the sizes it reads
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                literals[pname] = sized
+                continue
             t = self._tensor(v) if given and _names_in(v) & set(self.env) else None
             if t is not None:
                 tensors[pname] = (t, v)
@@ -5568,6 +5574,45 @@ class _Builder:
             return node
         return rewrite(node, _Replace(self.replace), fresh=True)
 
+    def _read_sizes(self, v: cst.BaseExpression):
+        """The value of an argument that reads tensors of the model only through their static sizes, each known
+        here (keras-io's mobilevit ``hidden_units=[x.shape[-1] * 2, x.shape[-1]]``, tabtransformer ``[factor *
+        features.shape[-1] for factor in (2, 1)]``): Keras gives the function those ints, computed once as the
+        model is built; a number, or a list / tuple of numbers. NOT_LITERAL for anything else (no such read, a
+        size not known here, a tensor read otherwise)."""
+        reads = _shape_reads(v)
+        if not reads or not all(isinstance(self.env.get(n.value), _Tensor) for n in reads):
+            return NOT_LITERAL
+        shapes = {n.value: self.env[n.value].shape for n in reads if self.env[n.value].shape is not None}
+        sized = rewrite(v, _ShapeSubstitute(shapes), fresh=True)
+        if _shape_reads(sized) or _names_in(sized) & (set(self.env) | self.local):
+            return NOT_LITERAL  # (a size unknown here, or the value reads a tensor or a builder value)
+        if isinstance(sized, cst.ListComp) and isinstance(sized.elt, cst.BaseExpression) \
+                and sized.for_in.inner_for_in is None and not sized.for_in.ifs and not sized.for_in.is_async \
+                and isinstance(sized.for_in.target, cst.Name):
+            items = self._static_or_none(sized.for_in.iter)
+            if not isinstance(items, (list, tuple)):
+                return NOT_LITERAL
+            var = sized.for_in.target.value
+            out = [self._static_or_none(rewrite(sized.elt, _Substitute({var: _literal_node(x)}), fresh=True))
+                   for x in items]
+        elif isinstance(sized, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement)
+                                                                   for e in sized.elements):
+            out = [self._static_or_none(e.value) for e in sized.elements]
+            out = out if isinstance(sized, cst.List) else tuple(out)
+        else:
+            out = self._static_or_none(sized)
+        values = out if isinstance(out, (list, tuple)) else [out]
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
+            return NOT_LITERAL
+        return out
+
+    def _static_or_none(self, node: cst.BaseExpression):
+        try:
+            return self._static(node, {})
+        except (_Refused, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return None
+
     def _known_item(self, v: cst.BaseExpression):
         """``n_stages[1]`` given to a helper, ``n_stages`` a name of this builder bound to a list or tuple of
         known ints (``_Builder.known_shapes``: forgotten where a statement binds it again), the index a literal
@@ -6838,6 +6883,20 @@ class _ShapeSubstitute(cst.CSTTransformer):
 
     def leave_Subscript(self, original_node, updated_node):
         v = original_node.value
+        if isinstance(v, cst.Attribute) and v.attr.value == "shape" and isinstance(v.value, cst.Name) \
+                and v.value.value in self.shapes and len(original_node.slice) == 1 \
+                and isinstance(original_node.slice[0].slice, cst.Slice):
+            # x.shape[1:-1] (keras-io's mobilevit `layers.Reshape((*x.shape[1:-1], d))`): the sizes it takes, where
+            # each is a known int (never the batch axis)
+            one = original_node.slice[0].slice
+            ends = [None if e is None else literal_value(e, NOT_LITERAL) for e in (one.lower, one.upper, one.step)]
+            if any(e is NOT_LITERAL or (e is not None and not is_int(e)) for e in ends):
+                return updated_node
+            full = (None, *self.shapes[v.value.value])
+            picked = list(range(len(full)))[slice(*ends)]
+            if 0 in picked or not all(is_int(full[j]) for j in picked):
+                return updated_node
+            return cst.Tuple([cst.Element(cst.Integer(str(int(full[j])))) for j in picked])
         if not (isinstance(v, cst.Attribute) and v.attr.value == "shape" and isinstance(v.value, cst.Name)
                 and v.value.value in self.shapes and len(original_node.slice) == 1
                 and isinstance(original_node.slice[0].slice, cst.Index)):
@@ -6851,6 +6910,20 @@ class _ShapeSubstitute(cst.CSTTransformer):
             return cst.Integer(str(int(d)))
         return cst.Name(d) if isinstance(d, str) and d.isidentifier() else updated_node
 
+    def leave_Tuple(self, original_node, updated_node):
+        # (*(8, 8), 64) of a slice written above: its items in place, a tuple literal as a rule reads one
+        if not any(isinstance(e, cst.StarredElement) and isinstance(e.value, cst.Tuple)
+                   and not any(isinstance(x, cst.StarredElement) for x in e.value.elements)
+                   for e in updated_node.elements):
+            return updated_node
+        items = []
+        for e in updated_node.elements:
+            if isinstance(e, cst.StarredElement) and isinstance(e.value, cst.Tuple):
+                items += [cst.Element(x.value) for x in e.value.elements]
+            else:
+                items.append(cst.Element(e.value))
+        return updated_node.with_changes(elements=items)
+
 
 class _SizeSubstitute(_ShapeSubstitute):
     """:class:`_ShapeSubstitute` that also writes a size computed from the builder's parameters
@@ -6860,7 +6933,8 @@ class _SizeSubstitute(_ShapeSubstitute):
         out = super().leave_Subscript(original_node, updated_node)
         v = original_node.value
         if out is updated_node and isinstance(v, cst.Attribute) and v.attr.value == "shape" \
-                and isinstance(v.value, cst.Name) and v.value.value in self.shapes:
+                and isinstance(v.value, cst.Name) and v.value.value in self.shapes and len(original_node.slice) == 1 \
+                and isinstance(original_node.slice[0].slice, cst.Index):
             i = literal_value(original_node.slice[0].slice.value, None)
             shape = self.shapes[v.value.value]
             if is_int(i) and i != 0 and -len(shape) <= (i - 1 if i > 0 else i) < len(shape):
