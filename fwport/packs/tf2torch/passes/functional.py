@@ -4795,8 +4795,51 @@ class _Builder:
         names = _names_in(node) & set(self.env)
         if not names:
             return None
+        sized = self._unknown_size(node)
+        if sized is not None:
+            raise sized
         raise _Refused(node, f"{code(node)}: this operation on tensors of the functional model is not followed "
                              "(fwport follows layer calls, merges and + - * / between tensors)")
+
+    def _unknown_size(self, node: cst.BaseExpression) -> _Refused | None:
+        """The refusal of an expression that reads tensors of the model only through their static sizes
+        (``units = cross.shape[-1]``), one of which is not known here (not the batch axis); None otherwise."""
+        reads = [n.value for n in _shape_reads(node) if isinstance(self.env.get(n.value), _Tensor)]
+        known = {n: self.env[n].shape for n in reads if self.env[n].shape is not None}
+        if not reads or _names_in(rewrite(node, _ShapeReadsOut(), fresh=True)) & set(self.env) \
+                or not _shape_reads(rewrite(node, _ShapeSubstitute(known), fresh=True)) or "[0]" in code(node):
+            return None
+        shown = "; ".join(f"{n}: {_shown_shape(self.env[n].shape)}" for n in dict.fromkeys(reads))
+        return _Refused(node, f"{code(node)}: a size of a tensor of the model that fwport does not know where the "
+                              f"model is built ({shown}; None: unknown, a name: a size it knows only by that name): "
+                              "Keras reads it from the symbolic shape; give keras.Input a full shape, or write the "
+                              "size as a number", "shape-unknown")
+
+    def _unfollowed_callee(self, name: str) -> str:
+        """Why ``name(...)``, called on tensors of the model, is not followed: what binds ``name`` (a Python
+        builtin, a loop variable, a statement of the builder or of the module fwport does not follow as a layer)."""
+        lead = f"{name}(...) is called on tensors of the functional model"
+        scope = self.fn.body if self.fn is not None else self.ctx.analyses.get("parsed", (None,))[0]
+        found = _BindingOf(name)
+        if scope is not None:
+            scan(scope, found)
+        if found.value is None and self.fn is not None and name in self.constants[1]:
+            found.value, found.level = _module_assignments(self.ctx).get(name), "at module level "
+        if found.loop is not None:
+            return (f"{lead}: {name} is the variable of `for ... in {code(found.loop)}`, whose items fwport does not "
+                    "know as layers here: call the layers by name, or translate this model by hand")
+        if found.value is not None:
+            what = f"to `{' '.join(code(found.value).split())[:80]}`" if found.count == 1 else \
+                "by several statements"
+            return (f"{lead}: {name} is bound {found.level}{what}, which fwport does not follow as a layer of this "
+                    "model here (a layer or model of another library, a loaded or preprocessing model, a value an "
+                    "error above refuses): build the layer with a Keras layer class or a block of this file, or "
+                    "translate this model by hand")
+        if name in _BUILTINS and name not in self.local:
+            return (f"{lead}: the Python builtin {name}(...) on tensors of the model is not followed (fwport follows "
+                    "layer calls, merges and + - * / between tensors)")
+        return (f"{lead}: only helper functions defined at the top of this file are followed; inline the block or "
+                "translate this model by hand")
 
     def _arith(self, node: cst.BinaryOperation, a: _Tensor | None, b: _Tensor | None) -> _Tensor:
         for side, t in ((node.left, a), (node.right, b)):
@@ -4886,9 +4929,10 @@ class _Builder:
                                  "Keras layer or model built at module level is translated outside this model's "
                                  "layout): build it in the builder, or translate this model by hand")
         if isinstance(func, cst.Name) and func.value not in self.env and q is None:
-            raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
-                                 "functions defined at the top of this file are followed; inline the block or "
-                                 "translate this model by hand")
+            sized = self._unknown_size(node)
+            if sized is not None:  # int(x.shape[1] * x.shape[2] / p) of sizes not known here
+                raise sized
+            raise _Refused(node, self._unfollowed_callee(func.value))
         if q is not None and self.ctx.imports.is_source(q):
             return self._op(node, q)
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
@@ -6923,6 +6967,48 @@ class _ShapeSubstitute(cst.CSTTransformer):
             else:
                 items.append(cst.Element(e.value))
         return updated_node.with_changes(elements=items)
+
+
+_BUILTINS = {"int", "float", "reversed", "list", "tuple", "len", "sorted", "sum", "zip", "map", "enumerate", "iter",
+             "next", "abs", "round", "min", "max", "str", "dict", "set", "print"}
+
+
+class _BindingOf(cst.CSTVisitor):
+    """The first value a scope binds to ``name`` (``name = value``), or the iterable of the first ``for`` statement
+    binding it; functions and classes inside are not entered."""
+
+    def __init__(self, name: str):
+        self.name, self.value, self.loop, self.level, self.count = name, None, None, "", 0
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(self.name in {n.value for n in _name_nodes(t.target)} for t in node.targets):
+            self.count += 1
+            if self.value is None and self.loop is None:
+                self.value = node.value
+
+    def visit_For(self, node: cst.For) -> None:
+        if self.value is None and self.loop is None and self.name in {n.value for n in _name_nodes(node.target)}:
+            self.loop = node.iter
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+
+class _ShapeReadsOut(cst.CSTTransformer):
+    """An expression with each ``x.shape`` written as ``_`` (what it reads of tensors besides their sizes)."""
+
+    def leave_Attribute(self, original_node, updated_node):
+        if original_node.attr.value == "shape" and isinstance(original_node.value, cst.Name):
+            return cst.Name("_")
+        return updated_node
+
+
+def _shown_shape(shape) -> str:
+    """A tensor's shape as Keras shows it, the batch axis first: ``(None, None, 64)``."""
+    return "unknown rank" if shape is None else f"({', '.join(str(d) for d in (None, *shape))})"
 
 
 class _SizeSubstitute(_ShapeSubstitute):
