@@ -4792,6 +4792,9 @@ class _Builder:
             if t is None:
                 return None
             return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node]), t.flat, t.last)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) \
+                and isinstance(self.env.get(node.value.value), _Tensor):
+            return self._indexed(node, self.env[node.value.value])
         names = _names_in(node) & set(self.env)
         if not names:
             return None
@@ -4800,6 +4803,48 @@ class _Builder:
             raise sized
         raise _Refused(node, f"{code(node)}: this operation on tensors of the functional model is not followed "
                              "(fwport follows layer calls, merges and + - * / between tensors)")
+
+    def _indexed(self, node: cst.Subscript, t: _Tensor) -> _Tensor:
+        """``x[:, 0, :]`` / ``x[..., :5]`` (a token of a sequence, a slice of the features): basic indexing by
+        ints and slices known here, the batch axis kept whole; torch indexes the same way, so forward reads it as
+        written. Refused in a channels-first model where the tensor has axes the layout moves (its axes are not
+        Keras's there), on a flattened feature map, and for a negative step (torch has none), None / newaxis,
+        a tensor index or a bound not known where the model is built."""
+        why = None
+        if t.shape is None:
+            why = "its rank is not known here"
+        elif t.flat is not None or (self.layout == "nchw" and len(t.shape) > 1 and not t.last):
+            why = "the model runs channels-first, where this tensor's axes are not Keras's"
+        items: list = []
+        for el in node.slice if why is None else ():
+            one = el.slice
+            if isinstance(one, cst.Index) and isinstance(one.value, cst.Ellipsis):
+                items.append("...")
+                continue
+            ends = [one.value] if isinstance(one, cst.Index) else [one.lower, one.upper, one.step]
+            values = [None if e is None else self._static_or_none(e) for e in ends]
+            if any(e is not None and not (is_int(v) and not isinstance(v, bool)) for e, v in zip(ends, values)) \
+                    or (isinstance(one, cst.Slice) and values[2] is not None and values[2] <= 0):
+                why = f"`{code(one)}` is not an int or a slice of ints known where the model is built (a positive step)"
+                break
+            items.append(int(values[0]) if isinstance(one, cst.Index) else slice(*values))
+        full = [None, *t.shape] if why is None else []
+        if why is None and (items.count("...") > 1 or len(items) - items.count("...") > len(full)):
+            why = "more indices than the tensor has axes"
+        if why is None:
+            k = items.index("...") if "..." in items else len(items)
+            rest = [x for x in items if x != "..."]
+            items = items[:k] + [slice(None)] * (len(full) - len(rest)) + [x for x in items[k + 1:]]
+            if items[0] != slice(None):
+                why = "it indexes the batch axis"
+        if why is not None:
+            raise _Refused(node, f"{code(node)}: indexing a tensor of the functional model is followed for ints and "
+                                 f"slices known where the model is built, the batch axis whole; here {why}")
+        shape = []
+        for d, x in zip(full[1:], items[1:]):
+            if isinstance(x, slice):
+                shape.append(len(range(int(d))[x]) if is_int(d) else None)
+        return _Tensor(tuple(shape), self._node(_Op("op", self.ctx.version == 2), [t.node]), None, t.last)
 
     def _unknown_size(self, node: cst.BaseExpression) -> _Refused | None:
         """The refusal of an expression that reads tensors of the model only through their static sizes
