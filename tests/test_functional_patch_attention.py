@@ -82,3 +82,10 @@ def test_a_size_of_an_unknown_axis_given_to_a_helper_stays_refused():
     src = SRC.replace("keras.Input((6, 4, 3))", "keras.Input((None, None, 3))")
     errors = _errors(_tx(src))
     assert any("left as written" in e for e in errors), errors
+
+
+def test_a_mask_on_a_query_of_several_step_axes_stays_refused():
+    src = SRC.replace("(x1, x1)", "(x1, x1, use_causal_mask=True)")
+    errors = _errors(_tx(src))
+    assert any("on a query of several step axes, shape (None, patch_size, 6, 8), with use_causal_mask" in e for e in errors), errors
+    assert any("left as written" in e for e in errors), errors

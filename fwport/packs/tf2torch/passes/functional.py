@@ -5432,6 +5432,12 @@ class _Builder:
                                   "(out, scores = ...)", "unsupported-argument")
             new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
         t = tensors[0]
+        masked = [n for n in ("attention_mask", "query_mask", "value_mask", "key_mask") if n in bound]
+        if "use_causal_mask" in bound and literal_value(bound["use_causal_mask"].value, None) is not False:
+            masked.append("use_causal_mask")
+        if shape_fn == "multi-head-attention" and t.shape is not None and len(t.shape) > 2 and masked:
+            raise _Refused(call, f"{code(call.func)}(...) on a query of several step axes, shape {_shown_shape(t.shape)}, "
+                                 f"with {masked[0]}: fwport follows masks on (batch, steps, features) inputs only")
         out_mask = None
         if hub:
             out_mask, extra = self._kerashub_masks(layer, call, bound, shape_fn, tensors)
