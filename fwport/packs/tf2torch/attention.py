@@ -29,15 +29,16 @@ TENSOR_PARAMS = {"query", "value", "key", "query_mask", "value_mask", "key_mask"
 def multi_head_attention(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """MultiHeadAttention → ``KerasMultiHeadAttention(num_heads, key_dim, ...)`` (written out in the
     file). Its parameters take Keras's shapes and are created at the first call, so no size needs to be
-    known here; the output has the query's shape with the last size ``output_shape`` (else the query's)."""
+    known here; the output has the query's shape with the last size ``output_shape`` (else the query's).
+    A query of several step axes (keras-io's mobilevit: (batch, patch, patches, features)) attends over all
+    of them at once, as Keras's default attention_axes does."""
     in_shape = lctx.in_shape
     if lctx.layout == "nchw":
         return _failed(m, ctx, "unsupported-construct", "MultiHeadAttention in a model converted to channels-first "
                        "would see (batch, features, steps): keep this model channels-last")
-    if in_shape is not None and len(in_shape) != 2:
+    if in_shape is not None and len(in_shape) < 2:
         return _failed(m, ctx, "unsupported-construct", "MultiHeadAttention on a query of shape (batch, "
-                       f"{', '.join(map(str, in_shape))}): only (batch, steps, features) inputs are translated; "
-                       "reshape to that first")
+                       f"{', '.join(map(str, in_shape))}): only (batch, steps..., features) inputs are translated")
     out_node = m.extras.get("output_shape")
     out_dim = None
     if out_node is not None:
@@ -62,7 +63,7 @@ def multi_head_attention(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmissio
     out = None
     if in_shape is not None:
         last = out_dim if out_node is not None else in_shape[-1]
-        out = (in_shape[0], last if known(last) else None)
+        out = (*in_shape[:-1], last if known(last) else None)
     return LayerEmission([module], out, 0)
 
 

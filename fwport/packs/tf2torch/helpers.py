@@ -2258,9 +2258,21 @@ class KerasMultiHeadAttention({nn}modules.lazy.LazyModuleMixin, {nn}Module):
 
     def forward(self, query, value, key=None, attention_mask=None, return_attention_scores=False,
                 use_causal_mask=False, value_mask=None, key_mask=None):
+        key = value if key is None else key
+        if query.dim() > 3 and query.dim() == value.dim() == key.dim():
+            # (batch, steps..., features): Keras attends over all the step axes at once (attention_axes=None),
+            # as over them flattened into one
+            if attention_mask is not None or value_mask is not None or key_mask is not None or use_causal_mask:
+                raise ValueError("KerasMultiHeadAttention takes masks with (batch, steps, features) inputs only")
+            out = self.forward(query.flatten(1, -2), value.flatten(1, -2), key.flatten(1, -2),
+                               return_attention_scores=return_attention_scores)
+            if not return_attention_scores:
+                return out.unflatten(1, query.shape[1:-1])
+            out, scores = out
+            scores = scores.unflatten(-1, key.shape[1:-1]).unflatten(2, query.shape[1:-1])
+            return out.unflatten(1, query.shape[1:-1]), scores
         if query.dim() != 3 or value.dim() != 3:
             raise ValueError("KerasMultiHeadAttention takes (batch, steps, features) inputs")
-        key = value if key is None else key
         masks = [] if attention_mask is None else [attention_mask.bool()]
         if value_mask is not None:
             masks.append(value_mask.bool()[:, None, :])

@@ -183,6 +183,14 @@ _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cs
                cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b, cst.Divide: lambda a, b: a / b}
 # builtins a known value may go through where the model is built (`int((depth - 2) / 6)`)
 _STATIC_FNS = {"int": int, "abs": abs, "round": round, "min": min, "max": max, "len": len, "str": str}
+# TensorFlow / Keras comparisons a builder's `if` applies to numbers known where the model is built
+_STATIC_COMPARES = {f"{m}.{n}": f for m in ("tensorflow", "tensorflow.math", "keras.ops")
+                    for n, f in (("equal", lambda a, b: a == b), ("not_equal", lambda a, b: a != b),
+                                 ("less", lambda a, b: a < b), ("greater", lambda a, b: a > b),
+                                 ("less_equal", lambda a, b: a <= b), ("greater_equal", lambda a, b: a >= b))}
+# keras.applications' helper that computes a ZeroPadding2D's padding from a tensor's spatial sizes
+CORRECT_PAD = {f"{m}.applications.imagenet_utils.correct_pad" for m in ("keras", "tensorflow.keras", "tf_keras",
+                                                                         "keras.src", "tf_keras.src")}
 # readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
 _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
@@ -1681,6 +1689,12 @@ class _Builder:
             v, given = values[pname]
             if given and isinstance(v, cst.Name) and v.value in self.input_dicts:
                 raise _Refused(v, self._dict_to_helper(name, v.value))
+            sized = self._read_sizes(v) if given else NOT_LITERAL
+            if sized is not NOT_LITERAL:  # mlp(x, hidden_units=[x.shape[-1] * 2, x.shape[-1]]): the sizes it reads
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                literals[pname] = sized
+                continue
             t = self._tensor(v) if given and _names_in(v) & set(self.env) else None
             if t is not None:
                 tensors[pname] = (t, v)
@@ -2595,6 +2609,13 @@ class _Builder:
             return self._static(node.body if self._static(node.test, tensors) else node.orelse, tensors)
         if self._static_fn(node):
             return _STATIC_FNS[node.func.value](*(self._static(a.value, tensors) for a in node.args))
+        compare = _STATIC_COMPARES.get(self.ctx.imports.resolve(node.func)) if isinstance(node, cst.Call) else None
+        if compare is not None and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args):
+            # `if tf.math.equal(x.shape[-1], filters):` (keras-io's mobilevit): on two numbers known here, Keras
+            # computes it once as the model is built; the branch it takes, as for `==`
+            a, b = (self._static(a.value, tensors) for a in node.args)
+            if all(isinstance(v, (int, float)) for v in (a, b)):
+                return compare(a, b)
         if isinstance(node, cst.Call) and not node.args and not isinstance(node.func, cst.Call) \
                 and self.ctx.imports.resolve(node.func) in data_format.IMAGE_FORMAT_READS \
                 and data_format.image_format_set(self.ctx) is None:
@@ -4608,14 +4629,19 @@ class _Builder:
         module, so each ``x.shape[i]`` is written as the size it has here (kept in ``self.sized_calls``
         for the rule); refused where that size is not known."""
         shapes = {n: t.shape for n, t in self.env.items() if isinstance(t, _Tensor) and t.shape is not None}
-        reads = _shape_reads(call)  # (no `x.shape` of a known tensor: nothing to write, no copy to compare)
-        sized = rewrite(call, _SizeSubstitute(shapes), fresh=True) if any(n.value in shapes for n in reads) else call
+        padded = _CorrectPad(self.ctx, shapes)
+        sized = rewrite(call, padded, fresh=True) if any(
+            self.ctx.imports.resolve(c.func) in CORRECT_PAD for c in _calls(call)) else call
+        if padded.refused is not None:
+            raise _Refused(call, padded.refused)
+        reads = _shape_reads(sized)  # (no `x.shape` of a known tensor: nothing to write, no copy to compare)
+        sized = rewrite(sized, _SizeSubstitute(shapes), fresh=True) if any(n.value in shapes for n in reads) else sized
         if any(isinstance(a.value, cst.Name) and a.value.value in self.known_literals and not a.star for a in sized.args):
             sized = sized.with_changes(args=[  # activation=activation of `activation = "sigmoid"` above
                 a.with_changes(value=_literal_node(self.known_literals[a.value.value]))
                 if isinstance(a.value, cst.Name) and a.value.value in self.known_literals and not a.star else a
                 for a in sized.args])
-        left = [n for n in (reads if sized is call else _shape_reads(sized)) if isinstance(self.env.get(n.value), _Tensor)]
+        left = [n for n in _shape_reads(sized) if isinstance(self.env.get(n.value), _Tensor)]
         if left:
             raise _Refused(call, f"{code(call.func)} built from `{code(left[0])}.shape`, a size of a tensor of this "
                                  "model that fwport does not know here: the layer is built in __init__, where the "
@@ -4766,11 +4792,99 @@ class _Builder:
             if t is None:
                 return None
             return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node]), t.flat, t.last)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) \
+                and isinstance(self.env.get(node.value.value), _Tensor):
+            return self._indexed(node, self.env[node.value.value])
         names = _names_in(node) & set(self.env)
         if not names:
             return None
+        sized = self._unknown_size(node)
+        if sized is not None:
+            raise sized
         raise _Refused(node, f"{code(node)}: this operation on tensors of the functional model is not followed "
                              "(fwport follows layer calls, merges and + - * / between tensors)")
+
+    def _indexed(self, node: cst.Subscript, t: _Tensor) -> _Tensor:
+        """``x[:, 0, :]`` / ``x[..., :5]`` (a token of a sequence, a slice of the features): basic indexing by
+        ints and slices known here, the batch axis kept whole; torch indexes the same way, so forward reads it as
+        written. Refused in a channels-first model where the tensor has axes the layout moves (its axes are not
+        Keras's there), on a flattened feature map, and for a negative step (torch has none), None / newaxis,
+        a tensor index or a bound not known where the model is built."""
+        why = None
+        if t.shape is None:
+            why = "its rank is not known here"
+        elif t.flat is not None or (self.layout == "nchw" and len(t.shape) > 1 and not t.last):
+            why = "the model runs channels-first, where this tensor's axes are not Keras's"
+        items: list = []
+        for el in node.slice if why is None else ():
+            one = el.slice
+            if isinstance(one, cst.Index) and isinstance(one.value, cst.Ellipsis):
+                items.append("...")
+                continue
+            ends = [one.value] if isinstance(one, cst.Index) else [one.lower, one.upper, one.step]
+            values = [None if e is None else self._static_or_none(e) for e in ends]
+            if any(e is not None and not (is_int(v) and not isinstance(v, bool)) for e, v in zip(ends, values)) \
+                    or (isinstance(one, cst.Slice) and values[2] is not None and values[2] <= 0):
+                why = f"`{code(one)}` is not an int or a slice of ints known where the model is built (a positive step)"
+                break
+            items.append(int(values[0]) if isinstance(one, cst.Index) else slice(*values))
+        full = [None, *t.shape] if why is None else []
+        if why is None and (items.count("...") > 1 or len(items) - items.count("...") > len(full)):
+            why = "more indices than the tensor has axes"
+        if why is None:
+            k = items.index("...") if "..." in items else len(items)
+            rest = [x for x in items if x != "..."]
+            items = items[:k] + [slice(None)] * (len(full) - len(rest)) + [x for x in items[k + 1:]]
+            if items[0] != slice(None):
+                why = "it indexes the batch axis"
+        if why is not None:
+            raise _Refused(node, f"{code(node)}: indexing a tensor of the functional model is followed for ints and "
+                                 f"slices known where the model is built, the batch axis whole; here {why}")
+        shape = []
+        for d, x in zip(full[1:], items[1:]):
+            if isinstance(x, slice):
+                shape.append(len(range(int(d))[x]) if is_int(d) else None)
+        return _Tensor(tuple(shape), self._node(_Op("op", self.ctx.version == 2), [t.node]), None, t.last)
+
+    def _unknown_size(self, node: cst.BaseExpression) -> _Refused | None:
+        """The refusal of an expression that reads tensors of the model only through their static sizes
+        (``units = cross.shape[-1]``), one of which is not known here (not the batch axis); None otherwise."""
+        reads = [n.value for n in _shape_reads(node) if isinstance(self.env.get(n.value), _Tensor)]
+        known = {n: self.env[n].shape for n in reads if self.env[n].shape is not None}
+        if not reads or _names_in(rewrite(node, _ShapeReadsOut(), fresh=True)) & set(self.env) \
+                or not _shape_reads(rewrite(node, _ShapeSubstitute(known), fresh=True)) or "[0]" in code(node):
+            return None
+        shown = "; ".join(f"{n}: {_shown_shape(self.env[n].shape)}" for n in dict.fromkeys(reads))
+        return _Refused(node, f"{code(node)}: a size of a tensor of the model that fwport does not know where the "
+                              f"model is built ({shown}; None: unknown, a name: a size it knows only by that name): "
+                              "Keras reads it from the symbolic shape; give keras.Input a full shape, or write the "
+                              "size as a number", "shape-unknown")
+
+    def _unfollowed_callee(self, name: str) -> str:
+        """Why ``name(...)``, called on tensors of the model, is not followed: what binds ``name`` (a Python
+        builtin, a loop variable, a statement of the builder or of the module fwport does not follow as a layer)."""
+        lead = f"{name}(...) is called on tensors of the functional model"
+        scope = self.fn.body if self.fn is not None else self.ctx.analyses.get("parsed", (None,))[0]
+        found = _BindingOf(name)
+        if scope is not None:
+            scan(scope, found)
+        if found.value is None and self.fn is not None and name in self.constants[1]:
+            found.value, found.level = _module_assignments(self.ctx).get(name), "at module level "
+        if found.loop is not None:
+            return (f"{lead}: {name} is the variable of `for ... in {code(found.loop)}`, whose items fwport does not "
+                    "know as layers here: call the layers by name, or translate this model by hand")
+        if found.value is not None:
+            what = f"to `{' '.join(code(found.value).split())[:80]}`" if found.count == 1 else \
+                "by several statements"
+            return (f"{lead}: {name} is bound {found.level}{what}, which fwport does not follow as a layer of this "
+                    "model here (a layer or model of another library, a loaded or preprocessing model, a value an "
+                    "error above refuses): build the layer with a Keras layer class or a block of this file, or "
+                    "translate this model by hand")
+        if name in _BUILTINS and name not in self.local:
+            return (f"{lead}: the Python builtin {name}(...) on tensors of the model is not followed (fwport follows "
+                    "layer calls, merges and + - * / between tensors)")
+        return (f"{lead}: only helper functions defined at the top of this file are followed; inline the block or "
+                "translate this model by hand")
 
     def _arith(self, node: cst.BinaryOperation, a: _Tensor | None, b: _Tensor | None) -> _Tensor:
         for side, t in ((node.left, a), (node.right, b)):
@@ -4860,9 +4974,10 @@ class _Builder:
                                  "Keras layer or model built at module level is translated outside this model's "
                                  "layout): build it in the builder, or translate this model by hand")
         if isinstance(func, cst.Name) and func.value not in self.env and q is None:
-            raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
-                                 "functions defined at the top of this file are followed; inline the block or "
-                                 "translate this model by hand")
+            sized = self._unknown_size(node)
+            if sized is not None:  # int(x.shape[1] * x.shape[2] / p) of sizes not known here
+                raise sized
+            raise _Refused(node, self._unfollowed_callee(func.value))
         if q is not None and self.ctx.imports.is_source(q):
             return self._op(node, q)
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
@@ -5317,6 +5432,12 @@ class _Builder:
                                   "(out, scores = ...)", "unsupported-argument")
             new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
         t = tensors[0]
+        masked = [n for n in ("attention_mask", "query_mask", "value_mask", "key_mask") if n in bound]
+        if "use_causal_mask" in bound and literal_value(bound["use_causal_mask"].value, None) is not False:
+            masked.append("use_causal_mask")
+        if shape_fn == "multi-head-attention" and t.shape is not None and len(t.shape) > 2 and masked:
+            raise _Refused(call, f"{code(call.func)}(...) on a query of several step axes, shape {_shown_shape(t.shape)}, "
+                                 f"with {masked[0]}: fwport follows masks on (batch, steps, features) inputs only")
         out_mask = None
         if hub:
             out_mask, extra = self._kerashub_masks(layer, call, bound, shape_fn, tensors)
@@ -5547,6 +5668,45 @@ class _Builder:
         if not self.replace:
             return node
         return rewrite(node, _Replace(self.replace), fresh=True)
+
+    def _read_sizes(self, v: cst.BaseExpression):
+        """The value of an argument that reads tensors of the model only through their static sizes, each known
+        here (keras-io's mobilevit ``hidden_units=[x.shape[-1] * 2, x.shape[-1]]``, tabtransformer ``[factor *
+        features.shape[-1] for factor in (2, 1)]``): Keras gives the function those ints, computed once as the
+        model is built; a number, or a list / tuple of numbers. NOT_LITERAL for anything else (no such read, a
+        size not known here, a tensor read otherwise)."""
+        reads = _shape_reads(v)
+        if not reads or not all(isinstance(self.env.get(n.value), _Tensor) for n in reads):
+            return NOT_LITERAL
+        shapes = {n.value: self.env[n.value].shape for n in reads if self.env[n.value].shape is not None}
+        sized = rewrite(v, _ShapeSubstitute(shapes), fresh=True)
+        if _shape_reads(sized) or _names_in(sized) & (set(self.env) | self.local):
+            return NOT_LITERAL  # (a size unknown here, or the value reads a tensor or a builder value)
+        if isinstance(sized, cst.ListComp) and isinstance(sized.elt, cst.BaseExpression) \
+                and sized.for_in.inner_for_in is None and not sized.for_in.ifs and not sized.for_in.is_async \
+                and isinstance(sized.for_in.target, cst.Name):
+            items = self._static_or_none(sized.for_in.iter)
+            if not isinstance(items, (list, tuple)):
+                return NOT_LITERAL
+            var = sized.for_in.target.value
+            out = [self._static_or_none(rewrite(sized.elt, _Substitute({var: _literal_node(x)}), fresh=True))
+                   for x in items]
+        elif isinstance(sized, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement)
+                                                                   for e in sized.elements):
+            out = [self._static_or_none(e.value) for e in sized.elements]
+            out = out if isinstance(sized, cst.List) else tuple(out)
+        else:
+            out = self._static_or_none(sized)
+        values = out if isinstance(out, (list, tuple)) else [out]
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
+            return NOT_LITERAL
+        return out
+
+    def _static_or_none(self, node: cst.BaseExpression):
+        try:
+            return self._static(node, {})
+        except (_Refused, TypeError, ValueError, ZeroDivisionError, OverflowError):
+            return None
 
     def _known_item(self, v: cst.BaseExpression):
         """``n_stages[1]`` given to a helper, ``n_stages`` a name of this builder bound to a list or tuple of
@@ -6818,6 +6978,20 @@ class _ShapeSubstitute(cst.CSTTransformer):
 
     def leave_Subscript(self, original_node, updated_node):
         v = original_node.value
+        if isinstance(v, cst.Attribute) and v.attr.value == "shape" and isinstance(v.value, cst.Name) \
+                and v.value.value in self.shapes and len(original_node.slice) == 1 \
+                and isinstance(original_node.slice[0].slice, cst.Slice):
+            # x.shape[1:-1] (keras-io's mobilevit `layers.Reshape((*x.shape[1:-1], d))`): the sizes it takes, where
+            # each is a known int (never the batch axis)
+            one = original_node.slice[0].slice
+            ends = [None if e is None else literal_value(e, NOT_LITERAL) for e in (one.lower, one.upper, one.step)]
+            if any(e is NOT_LITERAL or (e is not None and not is_int(e)) for e in ends):
+                return updated_node
+            full = (None, *self.shapes[v.value.value])
+            picked = list(range(len(full)))[slice(*ends)]
+            if 0 in picked or not all(is_int(full[j]) for j in picked):
+                return updated_node
+            return cst.Tuple([cst.Element(cst.Integer(str(int(full[j])))) for j in picked])
         if not (isinstance(v, cst.Attribute) and v.attr.value == "shape" and isinstance(v.value, cst.Name)
                 and v.value.value in self.shapes and len(original_node.slice) == 1
                 and isinstance(original_node.slice[0].slice, cst.Index)):
@@ -6831,6 +7005,62 @@ class _ShapeSubstitute(cst.CSTTransformer):
             return cst.Integer(str(int(d)))
         return cst.Name(d) if isinstance(d, str) and d.isidentifier() else updated_node
 
+    def leave_Tuple(self, original_node, updated_node):
+        # (*(8, 8), 64) of a slice written above: its items in place, a tuple literal as a rule reads one
+        if not any(isinstance(e, cst.StarredElement) and isinstance(e.value, cst.Tuple)
+                   and not any(isinstance(x, cst.StarredElement) for x in e.value.elements)
+                   for e in updated_node.elements):
+            return updated_node
+        items = []
+        for e in updated_node.elements:
+            if isinstance(e, cst.StarredElement) and isinstance(e.value, cst.Tuple):
+                items += [cst.Element(x.value) for x in e.value.elements]
+            else:
+                items.append(cst.Element(e.value))
+        return updated_node.with_changes(elements=items)
+
+
+_BUILTINS = {"int", "float", "reversed", "list", "tuple", "len", "sorted", "sum", "zip", "map", "enumerate", "iter",
+             "next", "abs", "round", "min", "max", "str", "dict", "set", "print"}
+
+
+class _BindingOf(cst.CSTVisitor):
+    """The first value a scope binds to ``name`` (``name = value``), or the iterable of the first ``for`` statement
+    binding it; functions and classes inside are not entered."""
+
+    def __init__(self, name: str):
+        self.name, self.value, self.loop, self.level, self.count = name, None, None, "", 0
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(self.name in {n.value for n in _name_nodes(t.target)} for t in node.targets):
+            self.count += 1
+            if self.value is None and self.loop is None:
+                self.value = node.value
+
+    def visit_For(self, node: cst.For) -> None:
+        if self.value is None and self.loop is None and self.name in {n.value for n in _name_nodes(node.target)}:
+            self.loop = node.iter
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+
+class _ShapeReadsOut(cst.CSTTransformer):
+    """An expression with each ``x.shape`` written as ``_`` (what it reads of tensors besides their sizes)."""
+
+    def leave_Attribute(self, original_node, updated_node):
+        if original_node.attr.value == "shape" and isinstance(original_node.value, cst.Name):
+            return cst.Name("_")
+        return updated_node
+
+
+def _shown_shape(shape) -> str:
+    """A tensor's shape as Keras shows it, the batch axis first: ``(None, None, 64)``."""
+    return "unknown rank" if shape is None else f"({', '.join(str(d) for d in (None, *shape))})"
+
 
 class _SizeSubstitute(_ShapeSubstitute):
     """:class:`_ShapeSubstitute` that also writes a size computed from the builder's parameters
@@ -6840,7 +7070,8 @@ class _SizeSubstitute(_ShapeSubstitute):
         out = super().leave_Subscript(original_node, updated_node)
         v = original_node.value
         if out is updated_node and isinstance(v, cst.Attribute) and v.attr.value == "shape" \
-                and isinstance(v.value, cst.Name) and v.value.value in self.shapes:
+                and isinstance(v.value, cst.Name) and v.value.value in self.shapes and len(original_node.slice) == 1 \
+                and isinstance(original_node.slice[0].slice, cst.Index):
             i = literal_value(original_node.slice[0].slice.value, None)
             shape = self.shapes[v.value.value]
             if is_int(i) and i != 0 and -len(shape) <= (i - 1 if i > 0 else i) < len(shape):
@@ -6913,6 +7144,37 @@ def _shape_reads(node: cst.CSTNode) -> list[cst.Name]:
     v = _ShapeReads()
     scan(node, v)
     return v.found
+
+
+class _CorrectPad(cst.CSTTransformer):
+    """``imagenet_utils.correct_pad(x, k)`` (keras-io's mobilevit ``layers.ZeroPadding2D(padding=...)``) written
+    as the padding it returns, computed as Keras computes it from ``x``'s spatial sizes (channels-last, the format a
+    file that never sets it has): ``((k//2 - a, k//2), ...)`` with ``a = 1 - size % 2``, or 1 where the size is
+    unknown (Keras's own rule); ``refused`` says why where it cannot be (``x`` not a feature map of known rank)."""
+
+    def __init__(self, ctx, shapes: dict):
+        self.ctx, self.shapes, self.refused = ctx, shapes, None
+
+    def leave_Call(self, original_node, updated_node):
+        if self.ctx.imports.resolve(original_node.func) not in CORRECT_PAD:
+            return updated_node
+        args = original_node.args
+        shape = self.shapes.get(args[0].value.value) if args and isinstance(args[0].value, cst.Name) else None
+        k = literal_value(args[1].value, None) if len(args) == 2 else None
+        if isinstance(k, int) and not isinstance(k, bool):
+            k = (k, k)
+        if data_format.image_format_set(self.ctx) is not None or any(a.keyword or a.star for a in args) \
+                or shape is None or len(shape) != 3 or not (isinstance(k, (tuple, list)) and len(k) == 2
+                                                            and all(is_int(v) for v in k)) \
+                or (shape[0] is not None and not is_int(shape[0])) or (shape[0] is not None and not is_int(shape[1])):
+            self.refused = (f"{code(original_node)}: fwport computes correct_pad's padding where the model is built "
+                            "from a feature map of known rank (its spatial sizes known, or the first unknown) and a "
+                            "literal kernel size, in a file that does not set the image data format; write the "
+                            "padding as a literal")
+            return updated_node
+        adjust = (1, 1) if shape[0] is None else (1 - int(shape[0]) % 2, 1 - int(shape[1]) % 2)
+        half = (int(k[0]) // 2, int(k[1]) // 2)
+        return _literal_node(((half[0] - adjust[0], half[0]), (half[1] - adjust[1], half[1])))
 
 
 class _Substitute(cst.CSTTransformer):
