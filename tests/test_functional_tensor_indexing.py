@@ -53,7 +53,7 @@ def test_indexed_tensors_are_read_as_written_and_match_keras(tmp_path):
 
 
 @pytest.mark.parametrize("index, why", [
-    ("x[0]", "it indexes the batch axis"),
+    ("x[0]", "it indexes the first (batch) dimension"),
     ("x[:, ::-1]", "a positive step"),
     ("x[:, n]", "known where the model is built"),
 ])

@@ -4806,13 +4806,15 @@ class _Builder:
 
     def _indexed(self, node: cst.Subscript, t: _Tensor) -> _Tensor:
         """``x[:, 0, :]`` / ``x[..., :5]`` (a token of a sequence, a slice of the features): basic indexing by
-        ints and slices known here, the batch axis kept whole; torch indexes the same way, so forward reads it as
+        ints and slices known here, the batch dimension kept whole; torch indexes the same way, so forward reads it as
         written. Refused in a channels-first model where the tensor has axes the layout moves (its axes are not
         Keras's there), on a flattened feature map, and for a negative step (torch has none), None / newaxis,
         a tensor index or a bound not known where the model is built."""
         why = None
         if t.shape is None:
-            why = "its rank is not known here"
+            raise _Refused(node, f"{code(node)}: indexing a value of the functional model whose rank fwport does not "
+                                 "know (a tensor of unknown rank, or a list or dict of outputs of a model it does not "
+                                 "follow): not followed")
         elif t.flat is not None or (self.layout == "nchw" and len(t.shape) > 1 and not t.last):
             why = "the model runs channels-first, where this tensor's axes are not Keras's"
         items: list = []
@@ -4836,10 +4838,11 @@ class _Builder:
             rest = [x for x in items if x != "..."]
             items = items[:k] + [slice(None)] * (len(full) - len(rest)) + [x for x in items[k + 1:]]
             if items[0] != slice(None):
-                why = "it indexes the batch axis"
+                why = "it indexes the first (batch) dimension"
         if why is not None:
             raise _Refused(node, f"{code(node)}: indexing a tensor of the functional model is followed for ints and "
-                                 f"slices known where the model is built, the batch axis whole; here {why}")
+                                 f"slices known where the model is built, the first (batch) dimension whole; here "
+                                 f"{why}")
         shape = []
         for d, x in zip(full[1:], items[1:]):
             if isinstance(x, slice):
