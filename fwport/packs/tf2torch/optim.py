@@ -43,15 +43,6 @@ def is_schedule(node, ctx) -> bool:
     return isinstance(node, cst.Name) and node.value in ctx.analyses.get("schedules", ())
 
 
-def _left_compile(m, ctx) -> str | None:
-    """The compile this optimizer / loss object is created in, where the training pass leaves that compile as written
-    (training.LEFT_COMPILE_ARGUMENTS), else None."""
-    left = ctx.analyses.get("tf2torch-left-compile-arguments")
-    if not left:
-        return None
-    return next((left[id(n)] for n in (m.node, m.call) if id(n) in left), None)
-
-
 @call_transform("optimizer")
 def optimizer(m, ctx):
     """``torch.optim.X(params, lr=..., ...)``: ``beta1``/``beta2`` (renamed ``beta_1``/``beta_2``)
@@ -64,12 +55,6 @@ def optimizer(m, ctx):
     factory = m.extras.get("factory")  # given to a compile that creates it over the parameters it updates
     if factory:
         params = ctx.spell(target)
-    left = _left_compile(m, ctx)
-    if params is None and left:
-        m.fail(ctx, "unsupported-construct",
-               f"{m.rule.names[0].rsplit('.', 1)[-1]}(...) is given to {left}: a torch optimizer takes the parameters it updates when it is created, and "
-               "fwport creates it over the model's parameters where it writes that compile out as a loop")
-        return None
     if params is None:
         m.fail(ctx, "unsupported-construct",
                f"{m.rule.names[0].rsplit('.', 1)[-1]}(...): a torch optimizer takes the parameters it updates when "
@@ -216,12 +201,6 @@ def loss(m, ctx):
     if flag not in (True, False):
         m.fail(ctx, "unsupported-argument", f"from_logits={m.written('from_logits')}: write True or False "
                "(the torch loss and how its input is prepared depend on it)")
-        return None
-    left = _left_compile(m, ctx)
-    if not m.extras.get("calls_adapted") and left:
-        m.fail(ctx, "unsupported-construct",
-               f"{m.rule.names[0].rsplit('.', 1)[-1]}(...) is given to {left}: torch losses take (input, target), Keras (y_true, y_pred), and fwport "
-               "adapts the loss's calls where it writes that compile out as a loop")
         return None
     if not m.extras.get("calls_adapted"):
         m.fail(ctx, "unsupported-construct",

@@ -1914,14 +1914,12 @@ def weighted_loss(spell) -> str:
     return f'''def weighted_loss(loss_fn, input, target, sample_weight):
     """A Keras loss with sample_weight: the loss of each element (a copy of the torch loss with reduction="none";
     Keras's per-sample values are their means over the last axis, which the sum below counts alike) times its
-    sample's weight (a trailing axis of 1 dropped, trailing axes added to match), summed and divided by the number
-    of elements, as Keras's "sum_over_batch_size" reduction does (not by the sum of the weights)."""
+    sample's weight (trailing axes added to match), summed and divided by the number of elements, as Keras's
+    "sum_over_batch_size" reduction does (not by the sum of the weights)."""
     per_element = {spell("copy.copy")}(loss_fn)
     per_element.reduction = "none"
     losses = per_element(input, target)
     weight = {spell("torch.as_tensor")}(sample_weight).to(losses.dtype)
-    while weight.dim() > losses.dim() and weight.shape[-1] == 1:
-        weight = weight.squeeze(-1)
     while weight.dim() < losses.dim():
         weight = weight.unsqueeze(-1)
     return (losses * weight).sum() / losses.numel()

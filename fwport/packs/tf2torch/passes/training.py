@@ -360,8 +360,6 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.loss_reductions: dict[str, object] = {}  # name → the reduction= its loss object was given
         self.loss_reduction_list: dict[str, list] = {}  # name → the reduction of each loss object it is bound to
         self.loss_calls: dict[str, tuple[cst.Call, int]] = {}  # name → the loss object it is bound to, its scope
-        # name → (statement, scope, (rule, from_logits) or None, reduction, the call) of each binding to a loss object
-        self.loss_bindings: dict[str, list[tuple[int, int, object, object, cst.Call]]] = {}
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
         # optimizer name → (statement, scope) of each binding to a Keras optimizer call, and that call (a notebook
@@ -555,9 +553,6 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         self.loss_reduction_list.setdefault(name, []).append(
                             optim.reduction_literal(bound.values["reduction"], self.ctx)
                             if "reduction" in bound.values else "sum_over_batch_size")
-                        self.loss_bindings.setdefault(name, []).append(
-                            (self.order, self._scope_id(), self.loss_rules[name][-1],
-                             self.loss_reduction_list[name][-1], node.value))
             else:
                 self._other_binding(t.target)
 
@@ -742,48 +737,14 @@ class _CompiledUses(cst.CSTVisitor):
             self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
 
 
-def _called_as_loss(cls: cst.ClassDef, attr: str, weighted: bool = False) -> bool:
+def _called_as_loss(cls: cst.ClassDef, attr: str) -> bool:
     """Whether every ``self.<attr>`` in the class is assigned or called as ``self.<attr>(y_true, y_pred)``
-    (what a lambda in Keras's order takes: no sample_weight, no attribute of the loss object); ``weighted``: also
-    ``self.<attr>(y_true, y_pred, sample_weight)`` (by position or keyword), which a weighted lambda takes."""
+    (what a lambda in Keras's order takes: no sample_weight, no attribute of the loss object)."""
     calls = {id(c.func) for c in find_all(cls.body, cst.Call)
-             if (len(c.args) == 2 or weighted and _weighted_loss_call(c))
-             and all(a.keyword is None and not a.star for a in c.args[:2])}
+             if len(c.args) == 2 and all(a.keyword is None and not a.star for a in c.args)}
     targets = {id(t.target) for t in find_all(cls.body, cst.AssignTarget)}
     uses = [n for n in find_all(cls.body, cst.Attribute) if _is_self_attr(n, attr)]
     return bool(uses) and all(id(n) in calls | targets for n in uses) and any(id(n) in calls for n in uses)
-
-
-def _weighted_loss_call(call: cst.Call) -> bool:
-    """``loss(y_true, y_pred, sample_weight)``: a third argument, by position or as ``sample_weight=``."""
-    if len(call.args) != 3 or any(a.star for a in call.args):
-        return False
-    third = call.args[2].keyword
-    return third is None or third.value == "sample_weight"
-
-
-def _loss_arguments(call: cst.Call) -> dict | None:
-    """A loss object's call bound to Keras's ``(y_true, y_pred, sample_weight=None)``, by position or keyword: name →
-    the value; None where it is not such a call (a star argument, another keyword)."""
-    names, got, positional = ("y_true", "y_pred", "sample_weight"), {}, True
-    for i, a in enumerate(call.args):
-        if a.star:
-            return None
-        if a.keyword is None:
-            if not positional or i >= len(names):
-                return None
-            got[names[i]] = a.value
-        else:
-            positional = False
-            if a.keyword.value not in names or a.keyword.value in got:
-                return None
-            got[a.keyword.value] = a.value
-    return got if "y_true" in got and "y_pred" in got else None
-
-
-def _weighted_calls(cls: cst.ClassDef, attr: str) -> bool:
-    """Some call of ``self.<attr>`` in the class passes a sample_weight (:func:`_weighted_loss_call`)."""
-    return any(_weighted_loss_call(c) and _is_self_attr(c.func, attr) for c in find_all(cls.body, cst.Call))
 
 
 def _kept_as_attribute(fn: cst.FunctionDef, param: str | int) -> str | None:
@@ -1095,19 +1056,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         # same class, from_logits and reduction (bound once, or rebound alike: whichever binding a call sees, its
         # arguments are adapted the same way; each binding becomes the torch loss of its own arguments)
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items() if _alike_losses(plan, n, b)}
-        # a name bound to loss objects that differ, where each call reads a binding known (_loss_sites): id of each
-        # call → (rule, from_logits, reduction) of that binding; the loss objects (ids) whose calls are so adapted
-        self.loss_sites: dict[int, tuple] = {}
-        self.loss_bound: set[int] = set()
-        for n in plan.loss_rules:
-            reached = None if n in self.loss_names else _loss_sites(plan, n)
-            if reached is None:
-                continue
-            sites, compiled = reached
-            bindings = {b[0]: b for b in plan.loss_bindings[n]}
-            self.loss_bound |= {id(b[4]) for b in bindings.values() if b[0] not in compiled}
-            self.loss_sites.update({c: (*bindings[at][2], bindings[at][3]) for c, at in sites.items()
-                                    if at not in compiled})
 
     def on_leave(self, original_node, updated_node):
         # nodes an earlier pass settled keep their identity for the passes after this one
@@ -1392,9 +1340,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         at = next((i for i, b in enumerate(original_node.body)
                    if isinstance(b, cst.Expr) and b.value is c.call), None)
         if at is None or self._compiled(c.call, "compile") is None:
-            if at is not None and not self.models.is_model_expr(c.call.func.value, self._chain()):
-                _left_compile(self.ctx, c.call, f"which stays Keras's ({code(c.call.func.value)} is not a model this "
-                                                "file builds and fwport translates)")
             return None
         call = c.call
         opt_kind, opt_rule, opt_node, *_ = c.optimizer
@@ -2231,8 +2176,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return out
 
     def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits,
-                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order", weighted: bool = False,
-                       given: str = "given to compile"):
+                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order", weighted: bool = False):
         """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses.
         ``weighted``: a compiled_loss call passes a sample_weight, which the lambda takes (``weighted_loss``: the
         torch loss's elements times the weights, Keras's sum over the number of elements)."""
@@ -2268,8 +2212,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             made = parsed_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"loss={code(original)} {given} → {code(made)}: {why}" if given == "given to compile" else
-                        f"{code(original)} {given} → {code(made)}: {why}", original)
+                        f"loss={code(original)} given to compile → {code(made)}: {why}", original)
         return made
 
     @staticmethod
@@ -2857,27 +2800,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     # -- losses: creation and calls
     def _loss_of(self, call: cst.Call):
-        if id(call) in self.loss_sites:  # (rule, from_logits, reduction) of the binding it reads
-            return self.loss_sites[id(call)]
         if isinstance(call.func, cst.Name) and call.func.value in self.loss_names:
             return self.loss_names[call.func.value]
         return None
 
     def _loss_call(self, original_node, updated_node, rule, from_logits, reduction=NOT_LITERAL) -> cst.BaseExpression:
-        if reduction is NOT_LITERAL:  # (an object created in the call: the caller's)
-            reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
-                if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
-        given = _loss_arguments(updated_node)
-        weight = given.get("sample_weight") if given else None
-        if weight is not None and literal_value(weight, NOT_LITERAL) is None:
-            weight = None  # sample_weight=None: no weights
-        if given is None or (weight is not None and reduction not in ("sum_over_batch_size", "auto")):
+        args = updated_node.args
+        if len(args) != 2 or any(a.keyword or a.star for a in args):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{code(original_node)}: only loss(y_true, y_pred[, sample_weight]) is translated, the "
-                            "sample_weight with Keras's mean reduction (another reduction: multiply the per-sample "
-                            "loss, reduction='none', by the weights)", original_node, rule)
+                            f"{code(original_node)}: only loss(y_true, y_pred) is translated (sample_weight: "
+                            "multiply the per-sample loss, reduction='none', and divide by the batch size)",
+                            original_node, rule)
             return updated_node
-        y_true, y_pred = given["y_true"], given["y_pred"]
+        y_true, y_pred = args[0].value, args[1].value
         opts = optim.loss_options(rule, self.ctx)
         target = opts.get("target", "")
         if target and not _plain(y_pred):
@@ -2926,8 +2861,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 t_out = f"{t_out if t_out != t else t_atom}.movedim(-1, 1)"
         out = updated_node.with_changes(args=[cst.Arg(parsed_expression(p_out)),
                                               cst.Arg(parsed_expression(t_out))])
-        if weight is not None:
-            return self._weighted_loss_call(original_node, out, p_out, t_out, weight, rule)
+        if reduction is NOT_LITERAL:  # (an object created in the call: the caller's)
+            reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
+                if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
         if opts.get("mean_last") and reduction in ("none", None, "sum"):
             # Keras's per-sample loss: the mean over the last axis of torch's elementwise one ('sum': their sum)
             suffix = ".mean(-1)" + (".sum()" if reduction == "sum" else "")
@@ -2937,23 +2873,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
             return parsed_expression(code(out) + suffix)
         return out
-
-    def _weighted_loss_call(self, original_node, out: cst.Call, p_out: str, t_out: str, weight, rule):
-        """``loss_fn(y_true, y_pred, sample_weight=w)`` of Keras's mean reduction → ``weighted_loss(loss_fn, input,
-        target, w)`` (written into the file: the torch loss's elements times the weights, summed over their number,
-        as Keras does); a name that may hold None at run time: the plain loss then."""
-        self.ctx.options["_weighted_loss"] = True
-        self.ctx.spell_text("copy.copy")
-        self.ctx.spell_text("torch.as_tensor")
-        w = code(weight)
-        made = f"weighted_loss({code(out.func)}, {p_out}, {t_out}, {w})"
-        if isinstance(weight, cst.Name):
-            made = f"({code(out)} if {w} is None else {made})"
-        self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{code(original_node)} → {made}: the loss of each element times its sample's weight, summed "
-                        "and divided by the number of elements, as Keras weighs a loss (not by the sum of the weights)",
-                        original_node, rule)
-        return parsed_expression(made)
 
     def _prediction_named(self, original_node: cst.Call, y_pred: cst.BaseExpression) -> cst.BaseExpression:
         """A loss call's prediction written as an expression (``loss_fn(y, model(x))``): bound to a name on a line
@@ -3002,13 +2921,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 and _transform(self.ctx, self.qualname(value.func)) == "loss"):
             # `self.loss_fn = keras.losses.X(...)`: its calls in the class's methods are in Keras's order
             attr = original_node.targets[0].target.attr.value
-            loss = self._loss_rule(value) if self._class_nodes and _called_as_loss(self._class_nodes[-1], attr,
-                                                                                   weighted=True) else None
-            weighted = loss is not None and _weighted_calls(self._class_nodes[-1], attr)
+            loss = self._loss_rule(value) if self._class_nodes and _called_as_loss(self._class_nodes[-1], attr) \
+                else None
             made = self._compiled_loss(value, updated_node.value, *loss,
                                        why=f"{code(original_node.targets[0].target)} is called in Keras's order"
-                                           + (", with a sample_weight" if weighted else ""),
-                                       weighted=weighted, given=f"kept as {code(original_node.targets[0].target)}"
                                        ) if loss is not None else None
             if made is not None:
                 return updated_node.with_changes(value=made)
@@ -3452,7 +3368,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         rule = self.ctx.pack.by_name[q]
         call = original_node.value
         m = map_call(updated_node.value, rule, self.ctx, call)
-        if name in self.loss_names or id(call) in self.loss_bound:  # its calls are adapted to torch's argument order
+        if name in self.loss_names:  # its calls are adapted to torch's argument order
             m.extras["calls_adapted"] = True
         out = build_call(m, self.ctx)
         if out is None:
@@ -4358,7 +4274,6 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         plan.left_keras = _functional_left(module, ctx, plan)
     compiled = _plan_compiles(plan, ctx, models)
     _refused_compiles_said(plan, ctx, compiled, module)
-    _left_compile_arguments(plan, ctx, module, compiled)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -4632,41 +4547,6 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext, compiled: list | None 
             if made:
                 refusals[id(call)] = (f"{name} comes from {fn.name.value}(), whose compile is left as written "
                                       f"({refusals[id(made[-1])]})")
-
-
-LEFT_COMPILE_ARGUMENTS = "tf2torch-left-compile-arguments"
-
-
-def _left_compile_arguments(plan: _Plan, ctx: FileContext, module: cst.Module,
-                            compiled: list[fitloop.Compiled]) -> None:
-    """The Keras optimizers and losses created in the arguments of a compile the written loop does not reproduce
-    (``ctx.analyses[LEFT_COMPILE_ARGUMENTS]``: id of each such call → the compile's text, ``model.compile(...)``):
-    their transforms' refusals name that compile and why it stays, instead of asking for a name or the parameters
-    (also a planned compile the rewrite finds of no model of the file: _Training._compile_statement)."""
-    parsed = ctx.analyses.get("parsed")
-    if parsed is not None and ".compile(" not in parsed[1]:
-        return
-    planned, refused = {id(c.call) for c in compiled}, ctx.analyses.get("compile_refusals", {})
-    for k in find_all(module, cst.Call):
-        if (isinstance(k.func, cst.Attribute) and k.func.attr.value == "compile" and id(k) not in planned
-                and id(k) in refused and not _own_compile(plan, k.func.value)):
-            _left_compile(ctx, k, "which fwport leaves as written" + (f" ({refused[id(k)]})" if refused[id(k)] else ""))
-
-
-def _own_compile(plan: _Plan, receiver: cst.BaseExpression) -> bool:
-    """``receiver`` is bound to an instance of a class of the file (a train_step model, whose compile arguments its
-    methods may keep and TrainStepModule takes; its translation's class alike, so that translating a translation
-    says the same)."""
-    return isinstance(receiver, cst.Name) and bool(plan.instances.get(receiver.value, set()) & set(plan.class_methods))
-
-
-def _left_compile(ctx: FileContext, compile_call: cst.Call, why: str) -> None:
-    """The Keras optimizers and losses created in ``compile_call``'s arguments, in LEFT_COMPILE_ARGUMENTS with
-    ``<the compile> <why>``."""
-    left = ctx.analyses.setdefault(LEFT_COMPILE_ARGUMENTS, {})
-    for c in (c for a in compile_call.args for c in find_all(a.value, cst.Call)):
-        if _transform(ctx, ctx.imports.resolve(c.func)) in ("optimizer", "loss"):
-            left.setdefault(id(c), f"{code(compile_call.func)}(...), {why}")
 
 
 def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
@@ -5313,95 +5193,6 @@ def _reached_bindings(plan: _Plan, module: cst.Module, name: str) -> _Reached | 
             return None
         applied.append(at)
     return _Reached(applied, compiled)
-
-
-def _loss_sites(plan: _Plan, name: str) -> tuple[dict[int, int], set[int]] | None:
-    """A name bound to loss objects that differ (in class, from_logits or reduction: keras-io's guides bind ``loss_fn``
-    again before each training loop, adamatch a ``loss_func`` of its own in each function): which binding each read
-    of it sees, where that is plain, as (id of each call, and of each compile's ``loss=name``, → the statement order of
-    the binding it reads; the orders of the bindings a compile is given, which stay Keras's); else None. A call in a
-    function that binds the name itself reads that function's bindings (all alike: whichever runs, the call is adapted
-    the same way). Any other read sees the module's bindings, each a top-level statement of its own: a read at the
-    module's level the last one before its top-level statement; a read in a top-level function ``f`` the one before
-    every call of that def of ``f`` (the calls after it and before the next ``def f``), where the module only calls
-    ``f``, at its level (not in a function), and binds it only by such defs (a def not called: the module's last
-    binding, or where another def of ``f`` follows, the binding before it). The name read otherwise (passed on, a
-    parameter of that name, a global) gives None."""
-    module = plan.module
-    bindings = plan.loss_bindings.get(name, [])
-    if (len(bindings) < 2 or module is None or name in plan.globals or name in plan.other_bindings
-            or len(bindings) != len(plan.bound_at.get(name, []))
-            or any(b[2] is None or b[3] not in ("sum_over_batch_size", "auto", "sum", "none", None) for b in bindings)):
-        return None
-    scopes: dict[int, list[tuple[tuple, int]]] = {}  # scope → (what the binding is, its order) of its bindings
-    for order, scope, (rule, logits), reduction, _ in bindings:
-        scopes.setdefault(scope, []).append(((id(rule), logits, reduction), order))
-    if any(len({k for k, _ in v}) != 1 for scope, v in scopes.items() if scope != 0):
-        return None
-    top: dict[int, int] = {}  # id of each module-level binding's value, and of each call → its top-level statement
-    for i, stmt in enumerate(module.body):
-        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
-            top[id(stmt.body[0].value)] = i
-        for c in find_all(stmt, cst.Call):
-            top.setdefault(id(c), i)
-    at_module = {top.get(id(call)): order for order, scope, _, _, call in bindings if scope == 0}
-    if None in at_module or len(at_module) != len([b for b in bindings if b[1] == 0]):
-        return None  # (a module-level binding that is not a top-level statement of its own)
-
-    def reads(index: int) -> int | None:  # the binding a module-level read in statement `index` sees
-        before = [i for i in at_module if i < index]
-        return at_module[max(before)] if before else None
-
-    not_uses = None
-    sites: dict[int, int] = {}
-    for call in plan.calls_of.get(name, []):
-        fn = plan.call_fn.get(id(call))
-        if fn is not None and id(fn) in scopes:  # the function's own name
-            sites[id(call)] = scopes[id(fn)][0][1]
-            continue
-        if fn is None:
-            at = reads(top[id(call)])
-        elif any(s is fn for s in module.body):
-            if not_uses is None:
-                not_uses = ({id(d.name) for d in find_all(module, cst.FunctionDef)}
-                            | {id(a.attr) for a in find_all(module, cst.Attribute)}
-                            | {id(a.keyword) for a in find_all(module, cst.Arg) if a.keyword is not None})
-            f = fn.name.value
-            defs = [i for i, s in enumerate(module.body) if isinstance(s, cst.FunctionDef) and s.name.value == f]
-            methods = [d for c in find_all(module, cst.ClassDef) for d in c.body.body
-                       if isinstance(d, cst.FunctionDef) and d.name.value == f]
-            callers = plan.calls_of.get(f, [])
-            uses = [n for n in find_all(module, cst.Name) if n.value == f and id(n) not in not_uses]
-            if (len(uses) != len(callers) or len(plan.bound_at.get(f, [])) != len(defs) + len(methods)
-                    or f in plan.other_bindings or any(plan.call_scope.get(id(c)) != 0 for c in callers)):
-                return None
-            d = next(i for i in defs if module.body[i] is fn)
-            after = [i for i in defs if i > d]
-            mine = [c for c in callers if d < top[id(c)] < (after[0] if after else len(module.body))]
-            # (a def never called here: the bindings of its time where another def replaces it before any call, the
-            # module's last for a module's importer)
-            spans = {reads(top[id(c)]) for c in mine} or {reads(d if after else len(module.body))}
-            if len(spans) != 1:
-                return None
-            at = spans.pop()
-        else:
-            return None
-        if at is None:
-            return None
-        sites[id(call)] = at
-    compiled: set[int] = set()
-    for _, k, scope in plan.compiles:
-        given = call_argument(k, "loss", 1)
-        if isinstance(given, cst.Name) and given.value == name:
-            at = reads(top[id(k)]) if scope == 0 and id(k) in top else None
-            if at is None:
-                return None
-            compiled.add(at)
-            sites[id(given)] = at
-    # every other read of the name (passed on, a parameter of that name) is one no binding is known for
-    if plan.name_refs.get(name, 0) != len(bindings) + len(sites):
-        return None
-    return sites, compiled
 
 
 def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
