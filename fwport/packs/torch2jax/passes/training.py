@@ -988,6 +988,7 @@ class _Pass(cst.CSTTransformer):
         self.gradient_names: set[str] = set()  # the names assigned such a gradient (arrays: their methods translated)
         self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
         self.module_names = _local_names(module)  # names the module binds at its own level
+        self._detached: set[int] | None = None  # (detached_by_rules)
         self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
         self.containers: dict[str, str | None] = {}  # names of lists of the module's instances → their class
         self.step_calls: set[int] = set()  # ids of model calls a keyed train_step takes in (its key: _VmapModel)
@@ -2121,13 +2122,23 @@ class _Pass(cst.CSTTransformer):
                     and (chain[0] in self.models or chain[0] in self.model_params()):
                 return updated.value
         if original.attr.value == "data" and not self.in_class and id(original) not in self.written \
-                and self.unknown_holder(original.value) and not self.ctx.is_settled(original):
+                and self.unknown_holder(original.value) and not self.ctx.is_settled(original) \
+                and id(original) not in self.detached_by_rules():
             self.ctx.report(Severity.WARNING, "unsupported-construct", f"{code(original)} is left as written: fwport "
                             f"cannot tell whether {code(original.value)} is a PyTorch tensor, whose .data a jax array "
                             f"does not have (it fails there: write {code(original.value)} itself, its values, or "
                             f"jax.lax.stop_gradient({code(original.value)}) where a gradient flows through it), or an "
                             "object with a data attribute (a dataset, a record)", original)
         return updated
+
+    def detached_by_rules(self) -> set[int]:
+        """The ``x.data`` inputs of ``torch.max`` / ``torch.min`` calls: their rule's transform writes them
+        ``jax.lax.stop_gradient(x)`` (not left as written)."""
+        if self._detached is None:
+            self._detached = {id(c.args[0].value) for c in find_all(self.module, cst.Call)
+                              if c.args and isinstance(c.args[0].value, cst.Attribute) and c.args[0].value.attr.value == "data"
+                              and self.ctx.imports.resolve(c.func) in ("torch.max", "torch.min")}
+        return self._detached
 
     def unknown_holder(self, node: cst.BaseExpression) -> bool:
         """Whether ``x`` of a ``x.data`` read the passes above leave is a name (or an item of one: ``out["x"]``) whose
