@@ -4313,8 +4313,11 @@ def _one_per_line(stmts: list) -> list:
     out = []
     for st in stmts:
         if isinstance(st, cst.SimpleStatementLine) and len(st.body) > 1:
+            last = len(st.body) - 1  # (the line's trailing comment stays on its last statement)
             out += [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
-                                            leading_lines=st.leading_lines if j == 0 else ())
+                                            leading_lines=st.leading_lines if j == 0 else (),
+                                            trailing_whitespace=st.trailing_whitespace if j == last
+                                            else cst.TrailingWhitespace())
                     for j, small in enumerate(st.body)]
         elif isinstance(st, cst.SimpleStatementSuite):  # def closure(): ...; return loss (on the def's line)
             out += [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)]) for small in st.body]
@@ -4986,18 +4989,8 @@ class _SplitStepLines(cst.CSTTransformer):
             or isinstance(f, cst.Name) and f.value in self.steppers
 
     def split(self, body: list) -> list:
-        out = []
-        for st in body:
-            if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) > 1 and any(self.piece(x) for x in st.body)):
-                out.append(st)
-                continue
-            last = len(st.body) - 1
-            for k, small in enumerate(st.body):
-                out.append(cst.SimpleStatementLine(
-                    body=[small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)],
-                    leading_lines=st.leading_lines if k == 0 else (),
-                    trailing_whitespace=st.trailing_whitespace if k == last else cst.TrailingWhitespace()))
-        return out
+        return [x for st in body for x in (_one_per_line([st]) if isinstance(st, cst.SimpleStatementLine)
+                                           and any(self.piece(y) for y in st.body) else [st])]
 
     def leave_IndentedBlock(self, original, updated):
         return updated.with_changes(body=self.split(list(updated.body)))
